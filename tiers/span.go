@@ -1,0 +1,70 @@
+package tiers
+
+import "math"
+
+// Time bounds accepted anywhere in the gateway: years 0001 through 9999 UTC.
+// Keeping times well inside int64 means span arithmetic (To-From, t+width,
+// t+retention) cannot overflow.
+const (
+	MinTime int64 = -62135596800000 // 0001-01-01T00:00:00Z
+	MaxTime int64 = 253402300800000 // 10000-01-01T00:00:00Z, exclusive
+)
+
+// Common durations in milliseconds.
+const (
+	Second int64 = 1000
+	Minute       = 60 * Second
+	Hour         = 60 * Minute
+	Day          = 24 * Hour
+	Week         = 7 * Day
+)
+
+// Span is the half-open interval [From, To) of Unix milliseconds.
+type Span struct {
+	From, To int64
+}
+
+// Empty reports whether the span holds no instant.
+func (s Span) Empty() bool { return s.From >= s.To }
+
+// Contains reports whether From <= t < To.
+func (s Span) Contains(t int64) bool { return s.From <= t && t < s.To }
+
+// Intersect returns the instants in both spans (possibly empty).
+func (s Span) Intersect(o Span) Span {
+	return Span{From: max(s.From, o.From), To: min(s.To, o.To)}
+}
+
+// FloorDiv is a / b rounded towards negative infinity (b > 0), so that bucket
+// and window alignment is the same on both sides of the epoch.
+func FloorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && (a < 0) {
+		q--
+	}
+	return q
+}
+
+// AlignDown returns the largest multiple of step that is <= t (step > 0).
+func AlignDown(t, step int64) int64 { return FloorDiv(t, step) * step }
+
+// AlignUp returns the smallest multiple of step that is >= t (step > 0).
+func AlignUp(t, step int64) int64 {
+	d := AlignDown(t, step)
+	if d == t {
+		return t
+	}
+	return d + step
+}
+
+// clampAdd returns a+b saturated to the int64 range; spans near the time
+// bounds use it where a sum could otherwise wrap.
+func clampAdd(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	if b < 0 && a < math.MinInt64-b {
+		return math.MinInt64
+	}
+	return a + b
+}

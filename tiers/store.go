@@ -1,0 +1,139 @@
+package tiers
+
+import (
+	"context"
+	"errors"
+)
+
+// Row is one stored row. A raw point is a row with Count 1 and Min, Max and
+// Sum all equal to its value; a rollup row aggregates the raw points of the
+// window [T, T+Step). Carrying aggregates in every row lets one merge and one
+// windowing path serve every tier.
+type Row struct {
+	T        int64
+	Min, Max float64
+	Sum      float64
+	Count    int64
+}
+
+// PointRow returns the row of the raw point (t, v).
+func PointRow(t int64, v float64) Row { return Row{T: t, Min: v, Max: v, Sum: v, Count: 1} }
+
+// Value is a raw point's value.
+func (r Row) Value() float64 { return r.Sum }
+
+// Add folds o into r's aggregates (r keeps its T).
+func (r *Row) Add(o Row) {
+	if r.Count == 0 {
+		r.Min, r.Max, r.Sum, r.Count = o.Min, o.Max, o.Sum, o.Count
+		return
+	}
+	r.Min = min(r.Min, o.Min)
+	r.Max = max(r.Max, o.Max)
+	r.Sum += o.Sum
+	r.Count += o.Count
+}
+
+// PartitionKey names one partition: the rows of one series in one bucket of
+// one table. EventBucket is 0 in tables that are not split by event.
+type PartitionKey struct {
+	Table       Table
+	Series      string
+	Bucket      int64
+	EventBucket int
+}
+
+// PartitionWrite is a set of rows for one partition. Each row expires at
+// T + Retention (never, when Retention is 0); rows already expired at write
+// time are the caller's error.
+type PartitionWrite struct {
+	Key       PartitionKey
+	Retention int64
+	Rows      []Row
+}
+
+// ReadRequest asks for the rows of one partition whose T lies in Span, in
+// ascending T order (descending when Desc is set), PageSize rows at a time.
+type ReadRequest struct {
+	Key      PartitionKey
+	Span     Span
+	Desc     bool
+	PageSize int
+}
+
+// RowPages iterates over the pages of one partition read.
+type RowPages interface {
+	// Next returns the next non-empty page, in the requested order, or
+	// ErrDone when the partition has no more rows in the span. Any other error
+	// ends the read; the rows returned before it are valid. The caller owns
+	// the returned slice.
+	Next() ([]Row, error)
+	// Close releases the read. It is safe to call at any point, more than
+	// once.
+	Close() error
+}
+
+// ErrDone is returned by RowPages.Next after the last page.
+var ErrDone = errors.New("tiers: no more rows")
+
+// ErrNotFound is returned for a series the registry does not know.
+var ErrNotFound = errors.New("tiers: not found")
+
+// PartitionReader reads one partition at a time. Reads of different
+// partitions may run concurrently.
+type PartitionReader interface {
+	// Read starts reading one partition. ctx bounds the whole read, every
+	// page included; the read stops with ctx's error once it is done.
+	Read(ctx context.Context, req ReadRequest) RowPages
+}
+
+// PartitionWriter stores rows.
+type PartitionWriter interface {
+	// Write upserts the rows: a row replaces any row of the same partition and
+	// T. It returns once every row is durable (on Cassandra, acknowledged at
+	// the configured consistency). On error some rows may be stored; writes
+	// are idempotent, so the caller retries the whole call.
+	Write(ctx context.Context, writes []PartitionWrite) error
+}
+
+// SeriesInfo is the registry's record of one series: the times of its first
+// and last point (both inclusive).
+type SeriesInfo struct {
+	ID          string
+	First, Last int64
+	// Layout is the raw tier's partitioning history of the series; nil means
+	// the raw tier's default layout. Only LookupSeries fills it.
+	Layout Layout
+}
+
+// Span returns [First, Last+1), the instants where the series can have
+// points.
+func (s SeriesInfo) Span() Span { return Span{From: s.First, To: s.Last + 1} }
+
+// Registry records which series exist and the span of their points.
+type Registry interface {
+	// NoteSeries widens each series' [First, Last] to include the given
+	// span, creating the series if needed. It never reads: concurrent calls
+	// commute, so ingest can call it on every batch.
+	NoteSeries(ctx context.Context, spans []SeriesInfo) error
+	// LookupSeries returns one series, its layout included, or ErrNotFound.
+	LookupSeries(ctx context.Context, id string) (SeriesInfo, error)
+	// ListSeries returns up to limit series whose id starts with prefix and
+	// sorts after `after` (all, when after is empty), in ascending id order.
+	ListSeries(ctx context.Context, prefix, after string, limit int) ([]SeriesInfo, error)
+	// AppendLayout records that, from entry.Since on, the series' raw points
+	// are partitioned as entry says. Entries must be appended in increasing
+	// Since order and Since must lie in the future of every stored point.
+	AppendLayout(ctx context.Context, id string, entry LayoutEntry) error
+}
+
+// Store is everything the gateway needs from a storage backend.
+type Store interface {
+	PartitionReader
+	PartitionWriter
+	Registry
+	// Ping reports whether the store answers.
+	Ping(ctx context.Context) error
+	// Close flushes and releases the store.
+	Close() error
+}

@@ -1,0 +1,80 @@
+package merge
+
+// Window is one aggregated window: [Start, Start+step).
+type Window[A any] struct {
+	Start int64
+	Acc   A
+}
+
+// Windower folds an ordered stream into epoch-aligned windows
+// [k*step, (k+1)*step). The input must be ordered by key, ascending (or
+// descending, when desc is set); windows come out in the same order, and a
+// window with no element is never produced.
+//
+// A window is emitted only once the input has moved past it or ended
+// cleanly: when the input fails, the window it was filling is dropped, so an
+// emitted window always aggregates every element of its span.
+type Windower[T, A any] struct {
+	in      Iterator[T]
+	step    int64
+	key     func(T) int64
+	fold    func(acc *A, x T)
+	held    T
+	hasHeld bool
+	cur     Window[A]
+	done    bool
+}
+
+// NewWindower returns windows of width step (> 0) over in. key gives an
+// element's time; fold adds an element to a window's accumulator, which
+// starts as A's zero value.
+func NewWindower[T, A any](in Iterator[T], step int64, key func(T) int64, fold func(acc *A, x T)) *Windower[T, A] {
+	return &Windower[T, A]{in: in, step: step, key: key, fold: fold}
+}
+
+// Next advances to the next complete window.
+func (w *Windower[T, A]) Next() bool {
+	if w.done {
+		return false
+	}
+	if !w.hasHeld {
+		if !w.in.Next() {
+			w.done = true
+			return false
+		}
+		w.held, w.hasHeld = w.in.At(), true
+	}
+	var acc A
+	start := alignDown(w.key(w.held), w.step)
+	w.fold(&acc, w.held)
+	w.hasHeld = false
+	for w.in.Next() {
+		x := w.in.At()
+		if alignDown(w.key(x), w.step) != start {
+			w.held, w.hasHeld = x, true
+			w.cur = Window[A]{Start: start, Acc: acc}
+			return true
+		}
+		w.fold(&acc, x)
+	}
+	w.done = true
+	if w.in.Err() != nil {
+		return false
+	}
+	w.cur = Window[A]{Start: start, Acc: acc}
+	return true
+}
+
+// At returns the current window.
+func (w *Windower[T, A]) At() Window[A] { return w.cur }
+
+// Err is the input's error, if it failed.
+func (w *Windower[T, A]) Err() error { return w.in.Err() }
+
+func alignDown(t, step int64) int64 {
+	q := t / step
+	if t%step != 0 && t < 0 {
+		q--
+	}
+	return q * step
+}

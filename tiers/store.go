@@ -35,7 +35,8 @@ func (r *Row) Add(o Row) {
 }
 
 // PartitionKey names one partition: the rows of one series in one bucket of
-// one table. EventBucket is 0 in tables that are not split by event.
+// one table. EventBucket is always 0 outside TableRaw: only raw points are
+// split into event buckets.
 type PartitionKey struct {
 	Table       Table
 	Series      string
@@ -127,11 +128,70 @@ type Registry interface {
 	AppendLayout(ctx context.Context, id string, entry LayoutEntry) error
 }
 
+// LateMark says that the raw bucket starting at Bucket of a series holds
+// points in TableLate. The mark expires at Bucket + Retention.
+type LateMark struct {
+	Series    string
+	Bucket    int64
+	Retention int64
+}
+
+// LateIndex records which raw buckets hold late points, so that reads merge
+// the late table in only where it has something.
+type LateIndex interface {
+	// MarkLate records the marks (idempotent, no read).
+	MarkLate(ctx context.Context, marks []LateMark) error
+	// LateBuckets returns the marked bucket starts b of the series with
+	// span.From <= b < span.To, ascending.
+	LateBuckets(ctx context.Context, series string, span Span) ([]int64, error)
+}
+
+// DirtyWindow names a minute window [Window, Window+1m) of a series whose
+// raw points changed.
+type DirtyWindow struct {
+	Series string
+	Window int64
+}
+
+// RollupLog is the log of changed windows that drives rollups. Entries are
+// filed under a slot, the start of the write-time interval in which they were
+// recorded, so ingest appends without reading and the rollup worker consumes
+// slot after slot; nothing is ever deleted, entries expire.
+type RollupLog interface {
+	// MarkDirty files the windows under slot (idempotent). Entries expire
+	// after retention.
+	MarkDirty(ctx context.Context, slot, retention int64, windows []DirtyWindow) error
+	// DirtyWindows returns the windows filed under slot, each once, in no
+	// particular order.
+	DirtyWindows(ctx context.Context, slot int64) ([]DirtyWindow, error)
+	// OldestDirtySlot returns the smallest slot MarkDirty was ever called
+	// with, or false when it never was. Stores keep it without reading.
+	OldestDirtySlot(ctx context.Context) (int64, bool, error)
+	// Checkpoint returns the named checkpoint, or false when it was never
+	// set.
+	Checkpoint(ctx context.Context, name string) (int64, bool, error)
+	// AdvanceCheckpoint sets the named checkpoint to the largest value it
+	// was ever advanced to, so concurrent workers never move it back.
+	AdvanceCheckpoint(ctx context.Context, name string, to int64) error
+}
+
+// Secrets keeps small values that every gateway instance sharing the store
+// must agree on, such as the key that signs cursors.
+type Secrets interface {
+	// Secret returns the named secret, creating it with generate when it
+	// does not exist. When instances race, all of them get the value that
+	// was stored first.
+	Secret(ctx context.Context, name string, generate func() ([]byte, error)) ([]byte, error)
+}
+
 // Store is everything the gateway needs from a storage backend.
 type Store interface {
 	PartitionReader
 	PartitionWriter
 	Registry
+	LateIndex
+	RollupLog
+	Secrets
 	// Ping reports whether the store answers.
 	Ping(ctx context.Context) error
 	// Close flushes and releases the store.

@@ -1,0 +1,522 @@
+// Package storetest is the conformance suite every tiers.Store must pass.
+// The embedded store runs it in its unit tests and the Cassandra store in
+// the integration tests, against a real node, so that everything above the
+// storage interface behaves identically on both.
+//
+// The suite shares one store between its tests and isolates them by series
+// ids that start with a per-run random prefix, because creating a Cassandra
+// schema per test would dominate the run time.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tsgate/tsgate/tiers"
+)
+
+// Now is the clock the suite writes against: rows are timestamped around it
+// so retention never expires them during a run.
+func now() int64 { return time.Now().UnixMilli() }
+
+// Run runs the conformance suite against store.
+func Run(t *testing.T, store tiers.Store) {
+	prefix := fmt.Sprintf("conf%08x.", rand.Uint32())
+	s := suite{store: store, prefix: prefix}
+	t.Run("ReadEqualsBruteForce", s.readEqualsBruteForce)
+	t.Run("Overwrite", s.overwrite)
+	t.Run("PartitionsAreIsolated", s.partitionsAreIsolated)
+	t.Run("WidePartitionPaging", s.widePartitionPaging)
+	t.Run("ExpiredRowsAreNotStored", s.expiredRowsAreNotStored)
+	t.Run("ReadHonoursContext", s.readHonoursContext)
+	t.Run("RegistryWidensWithoutReading", s.registryWidens)
+	t.Run("ListSeries", s.listSeries)
+	t.Run("Layout", s.layout)
+	t.Run("LateIndex", s.lateIndex)
+	t.Run("RollupLog", s.rollupLog)
+	t.Run("Secret", s.secret)
+	t.Run("Ping", func(t *testing.T) {
+		if err := store.Ping(context.Background()); err != nil {
+			t.Fatalf("Ping: %v", err)
+		}
+	})
+}
+
+type suite struct {
+	store  tiers.Store
+	prefix string
+}
+
+func (s suite) series(name string) string { return s.prefix + name }
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// ReadAll drains a partition read.
+func ReadAll(pages tiers.RowPages) ([]tiers.Row, int, error) {
+	defer pages.Close()
+	var rows []tiers.Row
+	n := 0
+	for {
+		page, err := pages.Next()
+		if errors.Is(err, tiers.ErrDone) {
+			return rows, n, nil
+		}
+		if err != nil {
+			return rows, n, err
+		}
+		if len(page) == 0 {
+			return rows, n, errors.New("Next returned an empty page without ErrDone")
+		}
+		n++
+		rows = append(rows, page...)
+	}
+}
+
+func (s suite) read(t *testing.T, req tiers.ReadRequest) []tiers.Row {
+	t.Helper()
+	rows, _, err := ReadAll(s.store.Read(ctx(t), req))
+	if err != nil {
+		t.Fatalf("read %+v: %v", req, err)
+	}
+	return rows
+}
+
+func (s suite) write(t *testing.T, writes ...tiers.PartitionWrite) {
+	t.Helper()
+	if err := s.store.Write(ctx(t), writes); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+}
+
+// bruteForce filters and orders rows as a read of span should return them.
+func bruteForce(rows []tiers.Row, span tiers.Span, desc bool) []tiers.Row {
+	var out []tiers.Row
+	for _, r := range rows {
+		if span.Contains(r.T) {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b tiers.Row) int {
+		if desc {
+			return int(b.T - a.T)
+		}
+		return int(a.T - b.T)
+	})
+	return out
+}
+
+func randomRow(r *rand.Rand, t int64, raw bool) tiers.Row {
+	v := (r.Float64() - 0.5) * math.Pow(10, float64(r.IntN(12)-4))
+	if raw {
+		return tiers.PointRow(t, v)
+	}
+	mn, mx := v, v+r.Float64()*100
+	return tiers.Row{T: t, Min: mn, Max: mx, Sum: (mn + mx) * 3, Count: 1 + r.Int64N(1<<40)}
+}
+
+func (s suite) readEqualsBruteForce(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	base := tiers.AlignDown(now(), tiers.Hour) - tiers.Hour
+	tables := []tiers.Table{tiers.TableRaw, tiers.TableLate, tiers.TableMinute, tiers.TableHour, tiers.TableDay}
+	for i, table := range tables {
+		eb := 0
+		if table == tiers.TableRaw {
+			eb = 2
+		}
+		key := tiers.PartitionKey{Table: table, Series: s.series(fmt.Sprintf("bf%d", i)), Bucket: base, EventBucket: eb}
+		// Irregular timestamps, including ones a millisecond apart.
+		var rows []tiers.Row
+		seen := map[int64]bool{}
+		for range 300 {
+			ts := base + r.Int64N(tiers.Hour)
+			if seen[ts] {
+				continue
+			}
+			seen[ts] = true
+			rows = append(rows, randomRow(r, ts, table == tiers.TableRaw || table == tiers.TableLate))
+		}
+		s.write(t, tiers.PartitionWrite{Key: key, Retention: 30 * tiers.Day, Rows: rows})
+		for range 20 {
+			a, b := base+r.Int64N(tiers.Hour+2), base+r.Int64N(tiers.Hour+2)
+			span := tiers.Span{From: min(a, b), To: max(a, b) + 1}
+			for _, desc := range []bool{false, true} {
+				pageSize := []int{1, 7, 100, 5000}[r.IntN(4)]
+				got := s.read(t, tiers.ReadRequest{Key: key, Span: span, Desc: desc, PageSize: pageSize})
+				want := bruteForce(rows, span, desc)
+				if !equalRows(got, want) {
+					t.Fatalf("%s span %+v desc %v page %d: got %d rows, want %d\n got %v\nwant %v",
+						table, span, desc, pageSize, len(got), len(want), head(got), head(want))
+				}
+			}
+		}
+	}
+}
+
+func equalRows(a, b []tiers.Row) bool {
+	return len(a) == len(b) && (len(a) == 0 || slices.Equal(a, b))
+}
+
+func head(rows []tiers.Row) []tiers.Row { return rows[:min(len(rows), 5)] }
+
+func (s suite) overwrite(t *testing.T) {
+	base := tiers.AlignDown(now(), tiers.Hour)
+	key := tiers.PartitionKey{Table: tiers.TableRaw, Series: s.series("ow"), Bucket: base, EventBucket: 3}
+	s.write(t, tiers.PartitionWrite{Key: key, Retention: tiers.Day, Rows: []tiers.Row{
+		tiers.PointRow(base+1, 1), tiers.PointRow(base+2, 2),
+	}})
+	s.write(t, tiers.PartitionWrite{Key: key, Retention: tiers.Day, Rows: []tiers.Row{
+		tiers.PointRow(base+2, 20), tiers.PointRow(base+3, 3),
+	}})
+	got := s.read(t, tiers.ReadRequest{Key: key, Span: tiers.Span{From: base, To: base + tiers.Hour}, PageSize: 100})
+	want := []tiers.Row{tiers.PointRow(base+1, 1), tiers.PointRow(base+2, 20), tiers.PointRow(base+3, 3)}
+	if !slices.Equal(got, want) {
+		t.Fatalf("after overwrite got %v, want %v", got, want)
+	}
+}
+
+// Rows with the same T in different series, buckets, event buckets or
+// tables never see each other.
+func (s suite) partitionsAreIsolated(t *testing.T) {
+	base := tiers.AlignDown(now(), tiers.Hour)
+	ts := base + 1234
+	keys := []tiers.PartitionKey{
+		{Table: tiers.TableRaw, Series: s.series("iso.a"), Bucket: base, EventBucket: 0},
+		{Table: tiers.TableRaw, Series: s.series("iso.a"), Bucket: base, EventBucket: 1},
+		{Table: tiers.TableRaw, Series: s.series("iso.a"), Bucket: base - tiers.Hour, EventBucket: 0},
+		{Table: tiers.TableRaw, Series: s.series("iso.ab"), Bucket: base, EventBucket: 0},
+		{Table: tiers.TableRaw, Series: s.series("iso.b"), Bucket: base, EventBucket: 0},
+		{Table: tiers.TableLate, Series: s.series("iso.a"), Bucket: base, EventBucket: 0},
+		{Table: tiers.TableMinute, Series: s.series("iso.a"), Bucket: base, EventBucket: 0},
+	}
+	var writes []tiers.PartitionWrite
+	for i, k := range keys {
+		writes = append(writes, tiers.PartitionWrite{Key: k, Retention: tiers.Day,
+			Rows: []tiers.Row{tiers.PointRow(ts, float64(i))}})
+	}
+	s.write(t, writes...)
+	for i, k := range keys {
+		got := s.read(t, tiers.ReadRequest{Key: k, Span: tiers.Span{From: tiers.MinTime, To: tiers.MaxTime}, PageSize: 10})
+		if want := []tiers.Row{tiers.PointRow(ts, float64(i))}; !slices.Equal(got, want) {
+			t.Fatalf("partition %+v: got %v, want %v", k, got, want)
+		}
+	}
+}
+
+func (s suite) widePartitionPaging(t *testing.T) {
+	base := tiers.AlignDown(now(), tiers.Hour)
+	key := tiers.PartitionKey{Table: tiers.TableRaw, Series: s.series("wide"), Bucket: base}
+	rows := make([]tiers.Row, 12345)
+	for i := range rows {
+		rows[i] = tiers.PointRow(base+int64(i)*250, float64(i))
+	}
+	s.write(t, tiers.PartitionWrite{Key: key, Retention: tiers.Day, Rows: rows})
+	for _, desc := range []bool{false, true} {
+		pages := s.store.Read(ctx(t), tiers.ReadRequest{Key: key, Span: tiers.Span{From: base, To: base + tiers.Hour}, Desc: desc, PageSize: 1000})
+		got, n, err := ReadAll(pages)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := bruteForce(rows, tiers.Span{From: base, To: base + tiers.Hour}, desc)
+		if !equalRows(got, want) {
+			t.Fatalf("desc %v: got %d rows, want %d", desc, len(got), len(want))
+		}
+		if n < 13 || n > 14 {
+			t.Fatalf("desc %v: %d rows came in %d pages of at most 1000", desc, len(got), n)
+		}
+	}
+	// Reading from a position inside the partition starts there.
+	from := base + 10000*250
+	got := s.read(t, tiers.ReadRequest{Key: key, Span: tiers.Span{From: from, To: base + tiers.Hour}, PageSize: 1000})
+	if len(got) != 2345 || got[0].T != from {
+		t.Fatalf("read from position: %d rows starting at %v", len(got), head(got))
+	}
+}
+
+func (s suite) expiredRowsAreNotStored(t *testing.T) {
+	n := now()
+	key := tiers.PartitionKey{Table: tiers.TableRaw, Series: s.series("exp"), Bucket: tiers.AlignDown(n-2*tiers.Day, tiers.Hour)}
+	s.write(t, tiers.PartitionWrite{Key: key, Retention: tiers.Day, Rows: []tiers.Row{
+		tiers.PointRow(key.Bucket+5, 1),
+	}})
+	keep := tiers.PartitionKey{Table: tiers.TableRaw, Series: s.series("exp"), Bucket: key.Bucket}
+	s.write(t, tiers.PartitionWrite{Key: keep, Retention: 7 * tiers.Day, Rows: []tiers.Row{
+		tiers.PointRow(key.Bucket+6, 2),
+	}})
+	got := s.read(t, tiers.ReadRequest{Key: key, Span: tiers.Span{From: key.Bucket, To: key.Bucket + tiers.Hour}, PageSize: 10})
+	if want := []tiers.Row{tiers.PointRow(key.Bucket+6, 2)}; !slices.Equal(got, want) {
+		t.Fatalf("got %v, want only the row whose retention has not passed: %v", got, want)
+	}
+}
+
+func (s suite) readHonoursContext(t *testing.T) {
+	base := tiers.AlignDown(now(), tiers.Hour)
+	key := tiers.PartitionKey{Table: tiers.TableRaw, Series: s.series("ctx"), Bucket: base}
+	rows := make([]tiers.Row, 3000)
+	for i := range rows {
+		rows[i] = tiers.PointRow(base+int64(i), 1)
+	}
+	s.write(t, tiers.PartitionWrite{Key: key, Retention: tiers.Day, Rows: rows})
+	c, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, err := ReadAll(s.store.Read(c, tiers.ReadRequest{Key: key, Span: tiers.Span{From: base, To: base + tiers.Hour}, PageSize: 100}))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("read with a cancelled context: err = %v, want context.Canceled", err)
+	}
+}
+
+func (s suite) registryWidens(t *testing.T) {
+	id := s.series("reg.widen")
+	if _, err := s.store.LookupSeries(ctx(t), id); !errors.Is(err, tiers.ErrNotFound) {
+		t.Fatalf("unknown series: err = %v, want ErrNotFound", err)
+	}
+	r := rand.New(rand.NewPCG(13, 14))
+	first, last := int64(math.MaxInt64), int64(math.MinInt64)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	n := now()
+	for range 40 {
+		a, b := n-r.Int64N(tiers.Week), n-r.Int64N(tiers.Week)
+		lo, hi := min(a, b), max(a, b)
+		first, last = min(first, lo), max(last, hi)
+		wg.Go(func() {
+			if err := s.store.NoteSeries(ctx(t), []tiers.SeriesInfo{{ID: id, First: lo, Last: hi}}); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.store.LookupSeries(ctx(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != id || got.First != first || got.Last != last {
+		t.Fatalf("after concurrent widening got %+v, want first %d last %d", got, first, last)
+	}
+	if got.Layout != nil {
+		t.Fatalf("a series without its own layout reported %+v", got.Layout)
+	}
+}
+
+func (s suite) listSeries(t *testing.T) {
+	base := s.series("list.")
+	var ids []string
+	for i := range 57 {
+		ids = append(ids, fmt.Sprintf("%s%c%d", base, "abc"[i%3], i))
+	}
+	ids = append(ids, base+"a", base+"a.b", base+"a:b", base+"a-b", base+"a_b", base+"Z")
+	var infos []tiers.SeriesInfo
+	n := now()
+	for i, id := range ids {
+		infos = append(infos, tiers.SeriesInfo{ID: id, First: n - int64(i), Last: n + int64(i)})
+	}
+	if err := s.store.NoteSeries(ctx(t), infos); err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Clone(ids)
+	slices.Sort(want)
+	for _, prefix := range []string{base, base + "a", base + "b1", base + "zz"} {
+		var exp []string
+		for _, id := range want {
+			if len(id) >= len(prefix) && id[:len(prefix)] == prefix {
+				exp = append(exp, id)
+			}
+		}
+		// Page through with several page sizes.
+		for _, limit := range []int{1, 5, 1000} {
+			var got []string
+			after := ""
+			for range 200 {
+				page, err := s.store.ListSeries(ctx(t), prefix, after, limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(page) > limit {
+					t.Fatalf("ListSeries returned %d > limit %d", len(page), limit)
+				}
+				for _, p := range page {
+					got = append(got, p.ID)
+					i := slices.Index(ids, p.ID)
+					if p.First != n-int64(i) || p.Last != n+int64(i) {
+						t.Fatalf("series %s listed with %d..%d", p.ID, p.First, p.Last)
+					}
+				}
+				if len(page) < limit {
+					break
+				}
+				after = page[len(page)-1].ID
+			}
+			if !slices.Equal(got, exp) {
+				t.Fatalf("prefix %q limit %d:\n got %v\nwant %v", prefix, limit, got, exp)
+			}
+		}
+	}
+}
+
+func (s suite) layout(t *testing.T) {
+	id := s.series("layout")
+	n := now()
+	if err := s.store.NoteSeries(ctx(t), []tiers.SeriesInfo{{ID: id, First: n, Last: n}}); err != nil {
+		t.Fatal(err)
+	}
+	entries := []tiers.LayoutEntry{
+		{Since: 0, Width: tiers.Hour, EventBuckets: 4},
+		{Since: tiers.AlignUp(n, tiers.Hour) + tiers.Hour, Width: 15 * tiers.Minute, EventBuckets: 8},
+	}
+	for _, e := range entries {
+		if err := s.store.AppendLayout(ctx(t), id, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.store.LookupSeries(ctx(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Layout, tiers.Layout(entries)) {
+		t.Fatalf("layout = %+v, want %+v", got.Layout, entries)
+	}
+}
+
+func (s suite) lateIndex(t *testing.T) {
+	id := s.series("late")
+	base := tiers.AlignDown(now(), tiers.Hour) - 10*tiers.Hour
+	marks := []tiers.LateMark{
+		{Series: id, Bucket: base + 3*tiers.Hour, Retention: tiers.Week},
+		{Series: id, Bucket: base, Retention: tiers.Week},
+		{Series: id, Bucket: base + 3*tiers.Hour, Retention: tiers.Week},
+		{Series: id + "x", Bucket: base + tiers.Hour, Retention: tiers.Week},
+		{Series: id, Bucket: base - 30*tiers.Day, Retention: tiers.Week}, // already expired
+	}
+	if err := s.store.MarkLate(ctx(t), marks); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		span tiers.Span
+		want []int64
+	}{
+		{tiers.Span{From: base - 60*tiers.Day, To: base + tiers.Day}, []int64{base, base + 3*tiers.Hour}},
+		{tiers.Span{From: base, To: base + 3*tiers.Hour}, []int64{base}},
+		{tiers.Span{From: base + 1, To: base + 3*tiers.Hour + 1}, []int64{base + 3*tiers.Hour}},
+		{tiers.Span{From: base + 4*tiers.Hour, To: base + tiers.Day}, nil},
+	}
+	for _, c := range cases {
+		got, err := s.store.LateBuckets(ctx(t), id, c.span)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Fatalf("LateBuckets(%+v) = %v, want %v", c.span, got, c.want)
+		}
+	}
+}
+
+func (s suite) rollupLog(t *testing.T) {
+	slot := tiers.AlignDown(now(), tiers.Minute) + int64(rand.IntN(1000))*tiers.Minute
+	a, b := s.series("dirty.a"), s.series("dirty.b")
+	windows := []tiers.DirtyWindow{{Series: a, Window: slot - tiers.Minute}, {Series: b, Window: slot}, {Series: a, Window: slot - 3*tiers.Day}}
+	for range 2 { // idempotent
+		if err := s.store.MarkDirty(ctx(t), slot, tiers.Week, windows); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.store.MarkDirty(ctx(t), slot+tiers.Minute, tiers.Week, []tiers.DirtyWindow{{Series: b, Window: slot + tiers.Minute}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.store.DirtyWindows(ctx(t), slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Other runs of the suite may share the slot: look only at this run's.
+	var mine []tiers.DirtyWindow
+	for _, w := range got {
+		if w.Series == a || w.Series == b {
+			mine = append(mine, w)
+		}
+	}
+	sortWindows(mine)
+	want := slices.Clone(windows)
+	sortWindows(want)
+	if !slices.Equal(mine, want) {
+		t.Fatalf("DirtyWindows = %v, want %v", mine, want)
+	}
+	oldest, ok, err := s.store.OldestDirtySlot(ctx(t))
+	if err != nil || !ok || oldest > slot {
+		t.Fatalf("OldestDirtySlot = %d, %v, %v; want at most %d", oldest, ok, err, slot)
+	}
+
+	name := s.prefix + "checkpoint"
+	if _, ok, err := s.store.Checkpoint(ctx(t), name); err != nil || ok {
+		t.Fatalf("unset checkpoint: ok=%v err=%v", ok, err)
+	}
+	var wg sync.WaitGroup
+	for _, v := range []int64{5 * tiers.Minute, 9 * tiers.Minute, 2 * tiers.Minute, 7 * tiers.Minute} {
+		wg.Go(func() {
+			if err := s.store.AdvanceCheckpoint(ctx(t), name, v); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := s.store.AdvanceCheckpoint(ctx(t), name, 3*tiers.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := s.store.Checkpoint(ctx(t), name); err != nil || !ok || v != 9*tiers.Minute {
+		t.Fatalf("checkpoint = %d, %v, %v; want the largest advance %d", v, ok, err, 9*tiers.Minute)
+	}
+}
+
+func sortWindows(w []tiers.DirtyWindow) {
+	slices.SortFunc(w, func(x, y tiers.DirtyWindow) int {
+		if x.Series != y.Series {
+			if x.Series < y.Series {
+				return -1
+			}
+			return 1
+		}
+		return int(x.Window - y.Window)
+	})
+}
+
+func (s suite) secret(t *testing.T) {
+	name := s.prefix + "secret"
+	var wg sync.WaitGroup
+	got := make([][]byte, 8)
+	for i := range got {
+		wg.Go(func() {
+			v, err := s.store.Secret(ctx(t), name, func() ([]byte, error) {
+				return []byte(fmt.Sprintf("value-%d", i)), nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] = v
+		})
+	}
+	wg.Wait()
+	for _, v := range got {
+		if len(v) == 0 || !bytes.Equal(v, got[0]) {
+			t.Fatalf("racing callers got different secrets: %q", got)
+		}
+	}
+	again, err := s.store.Secret(ctx(t), name, func() ([]byte, error) { return []byte("other"), nil })
+	if err != nil || !bytes.Equal(again, got[0]) {
+		t.Fatalf("second call got %q, %v; want the stored %q", again, err, got[0])
+	}
+}

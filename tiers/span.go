@@ -1,6 +1,9 @@
 package tiers
 
-import "math"
+import (
+	"math"
+	"strconv"
+)
 
 // Time bounds accepted anywhere in the gateway: years 0001 through 9999 UTC.
 // Keeping times well inside int64 means span arithmetic (To-From, t+width,
@@ -67,4 +70,29 @@ func clampAdd(a, b int64) int64 {
 		return math.MinInt64
 	}
 	return a + b
+}
+
+// FormatDuration writes a duration of ms milliseconds the way the API reads
+// durations: its day, hour, minute, second and millisecond parts, largest
+// first, zeros omitted ("1d", "36h", "1m30s", "250ms").
+func FormatDuration(ms int64) string {
+	if ms == 0 {
+		return "0s"
+	}
+	var b []byte
+	if ms < 0 {
+		b = append(b, '-')
+		ms = -ms
+	}
+	for _, u := range [...]struct {
+		name string
+		ms   int64
+	}{{"d", Day}, {"h", Hour}, {"m", Minute}, {"s", Second}, {"ms", 1}} {
+		if n := ms / u.ms; n > 0 {
+			b = strconv.AppendInt(b, n, 10)
+			b = append(b, u.name...)
+			ms -= n * u.ms
+		}
+	}
+	return string(b)
 }

@@ -1,0 +1,325 @@
+package partial
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tsgate/tsgate/merge"
+	"github.com/tsgate/tsgate/tiers"
+)
+
+// Group is the set of partition reads that together hold the rows of Span.
+// Reads are merged into time order; when two reads hold a row with the same
+// T, the later read in the slice wins (the late table overrides raw).
+type Group struct {
+	Span  tiers.Span
+	Reads []tiers.ReadRequest
+}
+
+// FetchOptions bounds a fetch.
+type FetchOptions struct {
+	// Parallelism is how many partitions may be read at once. It must be at
+	// least the size of the largest group, whose partitions must all be open
+	// for its merge to make progress; a larger group fails.
+	Parallelism int
+	// Lookahead is how many pages of one partition may be buffered ahead of
+	// the merge; memory is bounded by Parallelism x (Lookahead+1) pages.
+	Lookahead int
+}
+
+// Stats counts the work of a fetch. The counters are updated while the
+// fetch runs and are safe to read concurrently.
+type Stats struct {
+	Buckets    atomic.Int64
+	Partitions atomic.Int64
+	RowsRead   atomic.Int64
+	CacheHits  atomic.Int64
+}
+
+// CachedPages is implemented by the pages of a read served from a cache, so
+// the fetch can count cache hits.
+type CachedPages interface {
+	FromCache() bool
+}
+
+// Stream is the ordered rows of a sequence of groups; it implements
+// merge.Iterator[tiers.Row]. It must be closed.
+type Stream struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	desc   bool
+	span   tiers.Span
+	groups chan *groupFeeds
+	eg     *errgroup.Group
+	stats  *Stats
+
+	cur       *groupFeeds
+	it        merge.Iterator[tiers.Row]
+	row       tiers.Row
+	emitted   bool
+	watermark int64
+	err       error
+	done      bool
+	closeOnce sync.Once
+}
+
+type groupFeeds struct {
+	span  tiers.Span
+	feeds []*feed
+}
+
+// Fetch reads the groups, in order, from reader and returns their rows as
+// one ordered stream (descending when desc is set). span is the whole range
+// the groups tile; rows can only exist inside the groups.
+//
+// The stream stops early when ctx is done or a partition read fails; Err
+// then says why and Watermark how far the stream got.
+func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, groups iter.Seq[Group], desc bool, opts FetchOptions, stats *Stats) *Stream {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &Stream{
+		ctx: ctx, cancel: cancel, desc: desc, span: span,
+		groups: make(chan *groupFeeds, 1), stats: stats,
+	}
+	if desc {
+		s.watermark = span.To
+	} else {
+		s.watermark = span.From
+	}
+	lookahead := max(1, opts.Lookahead)
+	var eg errgroup.Group
+	s.eg = &eg
+	// One slot is the launcher's own. Every partition of a group must be open
+	// for the group's merge to make progress, so a group may not need more
+	// slots than there are: the caller sizes Parallelism to its largest group.
+	limit := max(1, opts.Parallelism)
+	eg.SetLimit(limit + 1)
+	eg.Go(func() error {
+		defer close(s.groups)
+		for g := range groups {
+			gf := &groupFeeds{span: g.Span, feeds: make([]*feed, len(g.Reads))}
+			for i := range g.Reads {
+				gf.feeds[i] = &feed{ctx: ctx, pages: make(chan []tiers.Row, lookahead)}
+			}
+			if len(g.Reads) > limit {
+				// Never deadlock on a misconfigured limit: fail the group.
+				for _, f := range gf.feeds {
+					f.fail(fmt.Errorf("partial: a group of %d partitions exceeds the read parallelism %d", len(g.Reads), limit))
+				}
+			}
+			stats.Buckets.Add(1)
+			// Hand the group over before opening its partitions: the consumer
+			// drains the previous group meanwhile, which frees the slots this
+			// group's partitions wait for.
+			select {
+			case s.groups <- gf:
+			case <-ctx.Done():
+				return nil
+			}
+			if len(g.Reads) > limit {
+				continue
+			}
+			for i, req := range g.Reads {
+				f := gf.feeds[i]
+				stats.Partitions.Add(1)
+				eg.Go(func() error {
+					f.run(reader, req, stats)
+					return nil // a failed partition stops the merge, not its siblings
+				})
+			}
+		}
+		return nil
+	})
+	return s
+}
+
+// Next advances to the next row in order.
+func (s *Stream) Next() bool {
+	if s.done {
+		return false
+	}
+	for {
+		if s.it == nil {
+			var ok bool
+			select {
+			case s.cur, ok = <-s.groups:
+			case <-s.ctx.Done():
+				return s.stop(context.Cause(s.ctx))
+			}
+			if !ok {
+				// Every group was read completely.
+				if s.desc {
+					s.watermark = s.span.From
+				} else {
+					s.watermark = s.span.To
+				}
+				s.done = true
+				return false
+			}
+			inputs := make([]merge.Iterator[tiers.Row], len(s.cur.feeds))
+			for i, f := range s.cur.feeds {
+				inputs[i] = f
+			}
+			less := ascRow
+			if s.desc {
+				less = descRow
+			}
+			if len(inputs) == 1 {
+				s.it = inputs[0]
+			} else {
+				s.it = merge.New(less, inputs, merge.Dedup())
+			}
+			s.advanceWatermark(s.groupStart())
+		}
+		if s.it.Next() {
+			s.row = s.it.At()
+			s.emitted = true
+			if s.desc {
+				s.watermark = min(s.watermark, s.row.T)
+			} else {
+				s.watermark = max(s.watermark, s.row.T+1)
+			}
+			return true
+		}
+		if err := s.it.Err(); err != nil {
+			return s.stop(err)
+		}
+		s.advanceWatermark(s.groupEnd())
+		s.it, s.cur = nil, nil
+	}
+}
+
+func (s *Stream) groupStart() int64 {
+	if s.desc {
+		return s.cur.span.To
+	}
+	return s.cur.span.From
+}
+
+func (s *Stream) groupEnd() int64 {
+	if s.desc {
+		return s.cur.span.From
+	}
+	return s.cur.span.To
+}
+
+// advanceWatermark moves the watermark to t if that is further along: rows
+// only exist inside groups, so reaching a group's start (or finishing a
+// group) means everything before it was delivered.
+func (s *Stream) advanceWatermark(t int64) {
+	if s.desc {
+		s.watermark = min(s.watermark, t)
+	} else {
+		s.watermark = max(s.watermark, t)
+	}
+}
+
+func (s *Stream) stop(err error) bool {
+	s.done = true
+	s.err = err
+	return false
+}
+
+// At returns the current row.
+func (s *Stream) At() tiers.Row { return s.row }
+
+// Err says why the stream stopped early: the context's cause (for a budget,
+// ErrBudgetExceeded) or the joined errors of the partitions that failed. It
+// is nil when every group was read.
+func (s *Stream) Err() error { return s.err }
+
+// Watermark is the position up to which the stream is complete: ascending,
+// every row with T < Watermark has been returned by Next; descending, every
+// row with T >= Watermark has. Once the stream is exhausted without error it
+// is the end of the span.
+func (s *Stream) Watermark() int64 { return s.watermark }
+
+// Close stops the reads still in flight and waits for them.
+func (s *Stream) Close() {
+	s.closeOnce.Do(func() {
+		s.cancel()
+		// Drain the launcher so it is not blocked sending a group.
+		go func() {
+			for range s.groups {
+			}
+		}()
+		_ = s.eg.Wait()
+	})
+}
+
+func ascRow(a, b tiers.Row) bool  { return a.T < b.T }
+func descRow(a, b tiers.Row) bool { return a.T > b.T }
+
+// feed carries the pages of one partition read from its goroutine to the
+// merge; it is the merge's view of the partition.
+type feed struct {
+	ctx   context.Context
+	pages chan []tiers.Row
+	err   error // set before pages is closed
+
+	page []tiers.Row
+	i    int
+	done bool
+	ferr error
+}
+
+func (f *feed) fail(err error) {
+	f.err = err
+	close(f.pages)
+}
+
+func (f *feed) run(reader tiers.PartitionReader, req tiers.ReadRequest, stats *Stats) {
+	pages := reader.Read(f.ctx, req)
+	defer pages.Close()
+	if c, ok := pages.(CachedPages); ok && c.FromCache() {
+		stats.CacheHits.Add(1)
+	}
+	for {
+		page, err := pages.Next()
+		if errors.Is(err, tiers.ErrDone) {
+			f.fail(nil)
+			return
+		}
+		if err != nil {
+			f.fail(err)
+			return
+		}
+		stats.RowsRead.Add(int64(len(page)))
+		select {
+		case f.pages <- page:
+		case <-f.ctx.Done():
+			f.fail(context.Cause(f.ctx))
+			return
+		}
+	}
+}
+
+func (f *feed) Next() bool {
+	if f.done {
+		return false
+	}
+	f.i++
+	for f.i >= len(f.page) {
+		var ok bool
+		select {
+		case f.page, ok = <-f.pages:
+		case <-f.ctx.Done():
+			f.done, f.ferr = true, context.Cause(f.ctx)
+			return false
+		}
+		if !ok {
+			f.done, f.ferr = true, f.err
+			return false
+		}
+		f.i = 0
+	}
+	return true
+}
+
+func (f *feed) At() tiers.Row { return f.page[f.i] }
+func (f *feed) Err() error    { return f.ferr }

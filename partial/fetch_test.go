@@ -1,0 +1,304 @@
+package partial
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"math/rand/v2"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tsgate/tsgate/tiers"
+)
+
+// memReader is a fake PartitionReader over in-memory partitions, with
+// injectable delays and failures.
+type memReader struct {
+	parts   map[tiers.PartitionKey][]tiers.Row // ascending
+	delay   func(tiers.PartitionKey) time.Duration
+	fail    func(tiers.PartitionKey) bool
+	open    atomic.Int64
+	maxOpen atomic.Int64
+}
+
+type memPages struct {
+	ctx   context.Context
+	r     *memReader
+	rows  []tiers.Row
+	size  int
+	err   error
+	delay time.Duration
+	once  bool
+}
+
+var errInjected = errors.New("injected partition failure")
+
+func (r *memReader) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPages {
+	n := r.open.Add(1)
+	for {
+		m := r.maxOpen.Load()
+		if n <= m || r.maxOpen.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	var rows []tiers.Row
+	for _, row := range r.parts[req.Key] {
+		if req.Span.Contains(row.T) {
+			rows = append(rows, row)
+		}
+	}
+	if req.Desc {
+		slices.Reverse(rows)
+	}
+	p := &memPages{ctx: ctx, r: r, rows: rows, size: req.PageSize}
+	if r.delay != nil {
+		p.delay = r.delay(req.Key)
+	}
+	if r.fail != nil && r.fail(req.Key) {
+		p.err = errInjected
+	}
+	return p
+}
+
+func (p *memPages) Next() ([]tiers.Row, error) {
+	if p.delay > 0 {
+		select {
+		case <-time.After(p.delay):
+		case <-p.ctx.Done():
+			return nil, context.Cause(p.ctx)
+		}
+	}
+	if err := p.ctx.Err(); err != nil {
+		return nil, context.Cause(p.ctx)
+	}
+	if len(p.rows) == 0 {
+		if p.err != nil {
+			return nil, p.err
+		}
+		return nil, tiers.ErrDone
+	}
+	n := min(p.size, len(p.rows))
+	if p.err != nil && !p.once {
+		// Fail midway: deliver part of the partition first.
+		p.once = true
+		n = min(n, len(p.rows)/2)
+		if n == 0 {
+			return nil, p.err
+		}
+	}
+	page := slices.Clone(p.rows[:n])
+	p.rows = p.rows[n:]
+	return page, nil
+}
+
+func (p *memPages) Close() error {
+	if p.r != nil {
+		p.r.open.Add(-1)
+		p.r = nil
+	}
+	return nil
+}
+
+// fixture builds a series split into buckets of width w with eb event
+// buckets, and the groups that read span.
+type fixture struct {
+	reader *memReader
+	all    []tiers.Row // every row, ascending
+	layout tiers.Layout
+}
+
+func newFixture(r *rand.Rand, span tiers.Span, w int64, eb int, withLate bool) *fixture {
+	f := &fixture{reader: &memReader{parts: map[tiers.PartitionKey][]tiers.Row{}},
+		layout: tiers.Layout{{Since: 0, Width: w, EventBuckets: eb}}}
+	byT := map[int64]tiers.Row{}
+	for t := span.From; t < span.To; t += 1 + r.Int64N(w/20+1) {
+		bucket, e := f.layout.Locate(t)
+		row := tiers.PointRow(t, float64(r.IntN(1000)))
+		k := tiers.PartitionKey{Table: tiers.TableRaw, Series: "s", Bucket: bucket, EventBucket: e}
+		f.reader.parts[k] = append(f.reader.parts[k], row)
+		byT[t] = row
+		if withLate && r.IntN(10) == 0 {
+			// A late rewrite of the same t wins over the raw row.
+			late := tiers.PointRow(t, -row.Sum-1)
+			lk := tiers.PartitionKey{Table: tiers.TableLate, Series: "s", Bucket: bucket}
+			f.reader.parts[lk] = append(f.reader.parts[lk], late)
+			byT[t] = late
+		}
+	}
+	for _, row := range byT {
+		f.all = append(f.all, row)
+	}
+	slices.SortFunc(f.all, func(a, b tiers.Row) int { return int(a.T - b.T) })
+	return f
+}
+
+func (f *fixture) groups(span tiers.Span, desc, withLate bool, pageSize int) iter.Seq[Group] {
+	return func(yield func(Group) bool) {
+		for b := range f.layout.Buckets(span, desc) {
+			gs := b.Span().Intersect(span)
+			g := Group{Span: gs}
+			for e := range b.EventBuckets {
+				g.Reads = append(g.Reads, tiers.ReadRequest{Key: tiers.PartitionKey{Table: tiers.TableRaw, Series: "s", Bucket: b.Start, EventBucket: e}, Span: gs, Desc: desc, PageSize: pageSize})
+			}
+			if withLate {
+				g.Reads = append(g.Reads, tiers.ReadRequest{Key: tiers.PartitionKey{Table: tiers.TableLate, Series: "s", Bucket: b.Start}, Span: gs, Desc: desc, PageSize: pageSize})
+			}
+			if !yield(g) {
+				return
+			}
+		}
+	}
+}
+
+func (f *fixture) want(span tiers.Span, desc bool) []tiers.Row {
+	var out []tiers.Row
+	for _, r := range f.all {
+		if span.Contains(r.T) {
+			out = append(out, r)
+		}
+	}
+	if desc {
+		slices.Reverse(out)
+	}
+	return out
+}
+
+func drain(s *Stream) []tiers.Row {
+	var out []tiers.Row
+	for s.Next() {
+		out = append(out, s.At())
+	}
+	return out
+}
+
+// A complete fetch equals the brute-force answer, in both orders, with late
+// rows overriding raw ones, and never holds more partitions open than the
+// parallelism.
+func TestFetchEqualsBruteForce(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	for iter := range 200 {
+		desc := iter%2 == 1
+		withLate := iter%3 == 0
+		eb := 1 + r.IntN(5)
+		w := int64(1000 + r.IntN(5000))
+		f := newFixture(r, tiers.Span{From: 0, To: 40 * w}, w, eb, withLate)
+		a, b := r.Int64N(42*w)-w, r.Int64N(42*w)-w
+		span := tiers.Span{From: min(a, b), To: max(a, b) + 1}
+		par := eb + 1 + r.IntN(8)
+		var stats Stats
+		s := Fetch(context.Background(), f.reader, span, f.groups(span, desc, withLate, 1+r.IntN(50)), desc,
+			FetchOptions{Parallelism: par, Lookahead: 1 + r.IntN(3)}, &stats)
+		got := drain(s)
+		s.Close()
+		if s.Err() != nil {
+			t.Fatal(s.Err())
+		}
+		want := f.want(span, desc)
+		if !slices.Equal(got, want) && len(got)+len(want) > 0 {
+			t.Fatalf("iteration %d desc %v: got %d rows, want %d", iter, desc, len(got), len(want))
+		}
+		end := span.To
+		if desc {
+			end = span.From
+		}
+		if s.Watermark() != end {
+			t.Fatalf("complete fetch has watermark %d, want %d", s.Watermark(), end)
+		}
+		if m := f.reader.maxOpen.Load(); m > int64(par) {
+			t.Fatalf("%d partitions open at once, parallelism %d", m, par)
+		}
+		if f.reader.open.Load() != 0 {
+			t.Fatalf("%d partition reads left open", f.reader.open.Load())
+		}
+	}
+}
+
+// checkPrefix asserts the watermark law: everything delivered lies before
+// the watermark, and everything before the watermark was delivered.
+func checkPrefix(t *testing.T, got, want []tiers.Row, wm int64, desc bool) {
+	t.Helper()
+	var before []tiers.Row
+	for _, r := range want {
+		if (!desc && r.T < wm) || (desc && r.T >= wm) {
+			before = append(before, r)
+		}
+	}
+	if !slices.Equal(got, before) && len(got)+len(before) > 0 {
+		t.Fatalf("desc %v watermark %d: delivered %d rows, %d exist before the watermark", desc, wm, len(got), len(before))
+	}
+}
+
+func TestFetchStopsAtFailedPartitionWithWatermark(t *testing.T) {
+	r := rand.New(rand.NewPCG(33, 34))
+	for iter := range 200 {
+		desc := iter%2 == 1
+		f := newFixture(r, tiers.Span{From: 0, To: 30000}, 1000, 1+r.IntN(4), false)
+		var keys []tiers.PartitionKey
+		for k := range f.reader.parts {
+			keys = append(keys, k)
+		}
+		bad := keys[r.IntN(len(keys))]
+		f.reader.fail = func(k tiers.PartitionKey) bool { return k == bad }
+		span := tiers.Span{From: 0, To: 30000}
+		var stats Stats
+		s := Fetch(context.Background(), f.reader, span, f.groups(span, desc, false, 1+r.IntN(20)), desc, FetchOptions{Parallelism: 8, Lookahead: 1}, &stats)
+		got := drain(s)
+		s.Close()
+		if !errors.Is(s.Err(), errInjected) {
+			t.Fatalf("err = %v, want the partition's failure", s.Err())
+		}
+		if Reason(s.Err()) != "unavailable" {
+			t.Fatalf("reason %q", Reason(s.Err()))
+		}
+		checkPrefix(t, got, f.want(span, desc), s.Watermark(), desc)
+	}
+}
+
+func TestFetchStopsAtBudgetWithWatermark(t *testing.T) {
+	r := rand.New(rand.NewPCG(35, 36))
+	for iter := range 40 {
+		desc := iter%2 == 1
+		f := newFixture(r, tiers.Span{From: 0, To: 60000}, 1000, 4, iter%3 == 0)
+		slow := r.IntN(60)
+		f.reader.delay = func(k tiers.PartitionKey) time.Duration {
+			if int(k.Bucket/1000)%7 == slow%7 {
+				return 50 * time.Millisecond
+			}
+			return 0
+		}
+		span := tiers.Span{From: 0, To: 60000}
+		ctx, cancel := WithBudget(context.Background(), time.Now(), time.Duration(1+r.IntN(30))*time.Millisecond)
+		var stats Stats
+		s := Fetch(ctx, f.reader, span, f.groups(span, desc, iter%3 == 0, 5), desc, FetchOptions{Parallelism: 6, Lookahead: 1}, &stats)
+		got := drain(s)
+		s.Close()
+		cancel()
+		if s.Err() != nil && Reason(s.Err()) != "slo" {
+			t.Fatalf("err %v classified %q, want slo", s.Err(), Reason(s.Err()))
+		}
+		checkPrefix(t, got, f.want(span, desc), s.Watermark(), desc)
+		if f.reader.open.Load() != 0 {
+			t.Fatalf("%d reads left open after Close", f.reader.open.Load())
+		}
+	}
+}
+
+func TestFetchFailsOversizedGroupInsteadOfDeadlocking(t *testing.T) {
+	f := newFixture(rand.New(rand.NewPCG(1, 2)), tiers.Span{From: 0, To: 5000}, 1000, 4, false)
+	span := tiers.Span{From: 0, To: 5000}
+	var stats Stats
+	s := Fetch(context.Background(), f.reader, span, f.groups(span, false, false, 10), false, FetchOptions{Parallelism: 2}, &stats)
+	drain(s)
+	s.Close()
+	if s.Err() == nil || s.Watermark() != 0 {
+		t.Fatalf("err %v watermark %d", s.Err(), s.Watermark())
+	}
+}
+
+func ExampleReason() {
+	fmt.Println(Reason(nil), Reason(ErrBudgetExceeded), Reason(errInjected))
+	// Output: slo unavailable
+}

@@ -159,6 +159,19 @@ func Route(req Request, now int64, p *tiers.Pyramid, cfg Config, wm Watermarks) 
 	return plan, nil
 }
 
+// Resume rebuilds the plan of a paged read from the tier and step its first
+// page chose, so that later pages cannot switch tiers as the clock moves;
+// only the stitching follows the current watermarks.
+func Resume(span tiers.Span, level tiers.Level, step int64, now int64, p *tiers.Pyramid, wm Watermarks) Plan {
+	plan := Plan{Tier: level, Step: step, Read: span, Reason: "continues the plan of the first page"}
+	if step > 0 {
+		plan.Read = tiers.Span{From: tiers.AlignUp(span.From, step), To: tiers.AlignUp(span.To, step)}
+	}
+	plan.warnRetention(p, plan.Read.From, now)
+	plan.Segments = stitch(plan.Read, level, p, wm)
+	return plan
+}
+
 // routeAuto applies the range thresholds, stepping up to a coarser tier
 // while the chosen one no longer keeps the start of the range.
 func routeAuto(span tiers.Span, length, now int64, p *tiers.Pyramid, cfg Config) Plan {

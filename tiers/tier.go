@@ -152,3 +152,9 @@ func (p *Pyramid) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// DirtySlot is the width of a rollup-log slot: ingest files the windows it
+// changed under the slot of its write time, and the rollup worker consumes
+// the log slot by slot. Writers and the worker must agree on it, so it is
+// fixed.
+const DirtySlot = Minute

@@ -1,0 +1,285 @@
+package ingest
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/tsgate/tsgate/params"
+)
+
+// Point is one point of a write.
+type Point struct {
+	Series string
+	T      int64
+	V      float64
+}
+
+// MaxReportedErrors bounds the per-point errors of one rejected batch.
+const MaxReportedErrors = 100
+
+// FieldError is one invalid part of a write; Param is like "points[17].t".
+type FieldError struct {
+	Param   string
+	Message string
+}
+
+// ValidationError rejects a whole batch: nothing of it is written.
+type ValidationError struct {
+	// Errors holds at most MaxReportedErrors entries, in point order.
+	Errors []FieldError
+	// Invalid counts every invalid point, reported or not.
+	Invalid int
+	// Total is the number of points in the batch, when known.
+	Total int
+}
+
+func (e *ValidationError) Error() string {
+	if e.Total > 0 {
+		return fmt.Sprintf("%d of %d points are invalid; nothing was written", e.Invalid, e.Total)
+	}
+	if len(e.Errors) == 1 {
+		return e.Errors[0].Param + ": " + e.Errors[0].Message
+	}
+	return fmt.Sprintf("%d errors; nothing was written", len(e.Errors))
+}
+
+func (e *ValidationError) add(param, msg string) {
+	if len(e.Errors) < MaxReportedErrors {
+		e.Errors = append(e.Errors, FieldError{Param: param, Message: msg})
+	}
+}
+
+// rawPoint is a point as it arrives; fields stay raw so that each can be
+// checked with a message of its own.
+type rawPoint struct {
+	Series *string          `json:"series"`
+	T      json.RawMessage  `json:"t"`
+	V      *json.RawMessage `json:"v"`
+}
+
+// DecodeJSON reads a body of the form {"points": [{"series", "t", "v"}, ...]}.
+// now resolves relative times. Syntax errors are reported against "body";
+// invalid points against "points[i].field", all of them (up to
+// MaxReportedErrors) rather than only the first.
+func DecodeJSON(r io.Reader, now int64) ([]Point, error) {
+	dec := json.NewDecoder(r)
+	dec.UseNumber()
+	verr := &ValidationError{}
+	bodyErr := func(msg string) error {
+		return &ValidationError{Errors: []FieldError{{Param: "body", Message: msg}}}
+	}
+	if tok, err := dec.Token(); err != nil {
+		return nil, syntaxError(err, bodyErr)
+	} else if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, bodyErr(`must be a JSON object like {"points": [...]}`)
+	}
+	var points []Point
+	sawPoints := false
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, syntaxError(err, bodyErr)
+		}
+		key, _ := tok.(string)
+		if key != "points" {
+			return nil, bodyErr(fmt.Sprintf("unknown member %q; the body holds only \"points\"", key))
+		}
+		if sawPoints {
+			return nil, bodyErr(`"points" appears twice`)
+		}
+		sawPoints = true
+		if tok, err := dec.Token(); err != nil {
+			return nil, syntaxError(err, bodyErr)
+		} else if d, ok := tok.(json.Delim); !ok || d != '[' {
+			return nil, &ValidationError{Errors: []FieldError{{Param: "points", Message: "must be an array of points"}}}
+		}
+		for i := 0; dec.More(); i++ {
+			var rp rawPoint
+			if err := decodeStrict(dec, &rp); err != nil {
+				var se *json.SyntaxError
+				if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
+					return nil, syntaxError(err, bodyErr)
+				}
+				verr.Invalid++
+				verr.add(pointShapeError(i, err))
+				continue
+			}
+			p, ok := checkPoint(rp, i, now, verr)
+			if ok {
+				points = append(points, p)
+			}
+		}
+		if _, err := dec.Token(); err != nil {
+			return nil, syntaxError(err, bodyErr)
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, syntaxError(err, bodyErr)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, bodyErr("unexpected data after the JSON object")
+	}
+	return finish(points, verr)
+}
+
+// DecodeNDJSON reads one point object per line; blank lines are skipped.
+func DecodeNDJSON(r io.Reader, now int64) ([]Point, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	verr := &ValidationError{}
+	var points []Point
+	i := 0
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var rp rawPoint
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.UseNumber()
+		if err := decodeStrict(dec, &rp); err != nil || dec.More() {
+			verr.Invalid++
+			if err != nil {
+				verr.add(pointShapeError(i, err))
+			} else {
+				verr.add(fmt.Sprintf("points[%d]", i), "must be one JSON object per line")
+			}
+			i++
+			continue
+		}
+		if p, ok := checkPoint(rp, i, now, verr); ok {
+			points = append(points, p)
+		}
+		i++
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, &ValidationError{Errors: []FieldError{{Param: fmt.Sprintf("points[%d]", i), Message: "line longer than 1 MiB"}}}
+		}
+		return nil, err // the body's reader failed (too large, or the client went away)
+	}
+	return finish(points, verr)
+}
+
+func finish(points []Point, verr *ValidationError) ([]Point, error) {
+	if verr.Invalid > 0 {
+		verr.Total = len(points) + verr.Invalid
+		return nil, verr
+	}
+	if len(points) == 0 {
+		return nil, &ValidationError{Errors: []FieldError{{Param: "points", Message: "must hold at least one point"}}}
+	}
+	return points, nil
+}
+
+func decodeStrict(dec *json.Decoder, v any) error {
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// syntaxError turns a decoder failure into a body error, passing through
+// failures of the underlying reader (such as a body over the size limit).
+func syntaxError(err error, bodyErr func(string) error) error {
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		return bodyErr(fmt.Sprintf("not valid JSON at byte %d: %v", se.Offset, se.Error()))
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return bodyErr("ends before the JSON is complete")
+	default:
+		var ute *json.UnmarshalTypeError
+		if errors.As(err, &ute) {
+			return bodyErr(err.Error())
+		}
+		return err
+	}
+}
+
+// pointShapeError names what is wrong with a point that did not decode.
+func pointShapeError(i int, err error) (param, msg string) {
+	param = fmt.Sprintf("points[%d]", i)
+	var ute *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &ute) && ute.Field != "":
+		return param + "." + ute.Field, fmt.Sprintf("has the wrong type (%s)", ute.Value)
+	case errors.As(err, &ute):
+		return param, `must be an object {"series", "t", "v"}`
+	case strings.HasPrefix(err.Error(), "json: unknown field"):
+		return param, strings.TrimPrefix(err.Error(), "json: ") + `; a point has only "series", "t" and "v"`
+	default:
+		return param, "not a point: " + err.Error()
+	}
+}
+
+// checkPoint validates the syntax of one point; time bounds that depend on
+// the tiers are checked by the Writer.
+func checkPoint(rp rawPoint, i int, now int64, verr *ValidationError) (Point, bool) {
+	var p Point
+	ok := true
+	bad := func(field, msg string) {
+		if ok {
+			verr.Invalid++
+		}
+		ok = false
+		verr.add(fmt.Sprintf("points[%d].%s", i, field), msg)
+	}
+	switch {
+	case rp.Series == nil:
+		bad("series", "required")
+	default:
+		if err := params.SeriesID(*rp.Series); err != nil {
+			bad("series", err.Error())
+		}
+		p.Series = *rp.Series
+	}
+	switch {
+	case len(rp.T) == 0 || string(rp.T) == "null":
+		bad("t", "required: Unix milliseconds or an RFC 3339 string")
+	case rp.T[0] == '"':
+		var s string
+		if err := json.Unmarshal(rp.T, &s); err != nil {
+			bad("t", "not a valid string")
+		} else if t, err := params.Time(s, now); err != nil {
+			bad("t", err.Error())
+		} else {
+			p.T = t
+		}
+	default:
+		t, err := strconv.ParseInt(string(rp.T), 10, 64)
+		if err != nil {
+			bad("t", "must be integer Unix milliseconds or an RFC 3339 string, got "+truncate(string(rp.T)))
+		} else if t, err := params.Time(strconv.FormatInt(t, 10), now); err != nil {
+			bad("t", err.Error())
+		} else {
+			p.T = t
+		}
+	}
+	switch {
+	case rp.V == nil || string(*rp.V) == "null":
+		bad("v", "required: a finite number")
+	case (*rp.V)[0] == '"' || (*rp.V)[0] == '{' || (*rp.V)[0] == '[' || (*rp.V)[0] == 't' || (*rp.V)[0] == 'f':
+		bad("v", "must be a number, got "+truncate(string(*rp.V)))
+	default:
+		v, err := strconv.ParseFloat(string(*rp.V), 64)
+		if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
+			bad("v", "must be a finite number (float64), got "+truncate(string(*rp.V)))
+		} else {
+			p.V = v
+		}
+	}
+	return p, ok
+}
+
+func truncate(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}

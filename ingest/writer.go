@@ -1,0 +1,197 @@
+// Package ingest is the write path: it decodes and validates batches of
+// points all-or-nothing, routes each point to its raw or late partition,
+// and records what the rollups and reads need — the series' span, the
+// windows that changed, the buckets that hold late points — without reading
+// anything first.
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tsgate/tsgate/tiers"
+)
+
+// Store is what the write path writes to.
+type Store interface {
+	tiers.PartitionWriter
+	NoteSeries(ctx context.Context, spans []tiers.SeriesInfo) error
+	tiers.LateIndex
+	MarkDirty(ctx context.Context, slot, retention int64, windows []tiers.DirtyWindow) error
+}
+
+// LayoutSource tells which raw layout a series has; nil means the raw
+// tier's default. It is usually a cache: layouts change rarely and only
+// from a future boundary on.
+type LayoutSource interface {
+	Layout(ctx context.Context, series string) (tiers.Layout, error)
+}
+
+// Config tunes the write path.
+type Config struct {
+	// Lateness is how old a point may be on arrival and still go to the
+	// time-ordered raw table; older points go to the late table. Rollups of
+	// a window wait this long before they run.
+	Lateness time.Duration
+	// ClockSkew is how far in the future a point may be.
+	ClockSkew time.Duration
+}
+
+// DefaultConfig returns the write path's defaults.
+func DefaultConfig() Config {
+	return Config{Lateness: 15 * time.Minute, ClockSkew: 5 * time.Minute}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if c.Lateness < time.Second {
+		return errors.New("lateness must be at least 1s")
+	}
+	if c.ClockSkew < 0 {
+		return errors.New("clock skew allowance must not be negative")
+	}
+	return nil
+}
+
+// Writer writes batches of points.
+type Writer struct {
+	store   Store
+	layouts LayoutSource
+	raw     tiers.Tier
+	cfg     Config
+	now     func() time.Time
+}
+
+// NewWriter returns a writer into the raw tier of p.
+func NewWriter(store Store, layouts LayoutSource, p *tiers.Pyramid, cfg Config, now func() time.Time) *Writer {
+	return &Writer{store: store, layouts: layouts, raw: *p.Tier(tiers.LevelRaw), cfg: cfg, now: now}
+}
+
+// Result says what a write did.
+type Result struct {
+	Accepted int
+	Late     int
+}
+
+// Write validates points against the raw tier's retention and the clock
+// skew allowance and, when every point is valid, writes them all. It
+// returns a *ValidationError, and writes nothing, when any point is
+// invalid. It returns after every point is durable; on a store error some
+// points may be written, and a retry of the whole batch is safe.
+func (w *Writer) Write(ctx context.Context, points []Point) (Result, error) {
+	now := w.now().UnixMilli()
+	oldest := now - w.raw.Retention
+	newest := now + w.cfg.ClockSkew.Milliseconds()
+	verr := &ValidationError{}
+	for i, p := range points {
+		switch {
+		case p.T < oldest:
+			verr.Invalid++
+			verr.add(fmt.Sprintf("points[%d].t", i), fmt.Sprintf("is older than the raw tier's retention of %s (oldest accepted now: %d)", tiers.FormatDuration(w.raw.Retention), oldest))
+		case p.T > newest:
+			verr.Invalid++
+			verr.add(fmt.Sprintf("points[%d].t", i), fmt.Sprintf("is more than %s in the future (newest accepted now: %d)", tiers.FormatDuration(w.cfg.ClockSkew.Milliseconds()), newest))
+		}
+	}
+	if verr.Invalid > 0 {
+		verr.Total = len(points)
+		return Result{}, verr
+	}
+
+	lateBefore := now - w.cfg.Lateness.Milliseconds()
+	type seriesState struct {
+		layout tiers.Layout
+		span   tiers.SeriesInfo
+	}
+	series := map[string]*seriesState{}
+	parts := map[tiers.PartitionKey]int{} // index into writes
+	var writes []tiers.PartitionWrite
+	// Within a batch the last write of a (series, t) wins, as it would
+	// across batches; the store sees each row once.
+	seen := map[seriesT]int{} // -> the row's index in its partition write
+	dirty := map[tiers.DirtyWindow]struct{}{}
+	lateMarks := map[tiers.LateMark]struct{}{}
+	var res Result
+	for _, p := range points {
+		st := series[p.Series]
+		if st == nil {
+			layout, err := w.layouts.Layout(ctx, p.Series)
+			if err != nil {
+				return Result{}, fmt.Errorf("series layout of %s: %w", p.Series, err)
+			}
+			if layout == nil {
+				layout = w.raw.DefaultLayout()
+			}
+			st = &seriesState{layout: layout, span: tiers.SeriesInfo{ID: p.Series, First: p.T, Last: p.T}}
+			series[p.Series] = st
+		}
+		st.span.First = min(st.span.First, p.T)
+		st.span.Last = max(st.span.Last, p.T)
+		bucket, eb := st.layout.Locate(p.T)
+		key := tiers.PartitionKey{Table: tiers.TableRaw, Series: p.Series, Bucket: bucket, EventBucket: eb}
+		if p.T < lateBefore {
+			key = tiers.PartitionKey{Table: tiers.TableLate, Series: p.Series, Bucket: bucket}
+			b := st.layout.BucketOf(p.T)
+			lateMarks[tiers.LateMark{Series: p.Series, Bucket: bucket, Retention: b.End - b.Start + w.raw.Retention}] = struct{}{}
+		}
+		dirty[tiers.DirtyWindow{Series: p.Series, Window: tiers.AlignDown(p.T, tiers.Minute)}] = struct{}{}
+		wi, ok := parts[key]
+		if !ok {
+			wi = len(writes)
+			parts[key] = wi
+			writes = append(writes, tiers.PartitionWrite{Key: key, Retention: w.raw.Retention})
+		}
+		id := seriesT{series: p.Series, t: p.T}
+		if ri, dup := seen[id]; dup {
+			writes[wi].Rows[ri] = tiers.PointRow(p.T, p.V)
+			continue
+		}
+		seen[id] = len(writes[wi].Rows)
+		writes[wi].Rows = append(writes[wi].Rows, tiers.PointRow(p.T, p.V))
+		if key.Table == tiers.TableLate {
+			res.Late++
+		}
+	}
+	res.Accepted = len(points)
+
+	// The records that rollups and reads depend on go first: if the points
+	// then fail to write, the client retries, and a dirty mark or a widened
+	// span without points is harmless, whereas points without their dirty
+	// mark would never be rolled up.
+	spans := make([]tiers.SeriesInfo, 0, len(series))
+	for _, st := range series {
+		spans = append(spans, st.span)
+	}
+	windows := make([]tiers.DirtyWindow, 0, len(dirty))
+	for d := range dirty {
+		windows = append(windows, d)
+	}
+	marks := make([]tiers.LateMark, 0, len(lateMarks))
+	for m := range lateMarks {
+		marks = append(marks, m)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return w.store.NoteSeries(gctx, spans) })
+	g.Go(func() error {
+		return w.store.MarkDirty(gctx, tiers.AlignDown(now, tiers.DirtySlot), w.raw.Retention, windows)
+	})
+	if len(marks) > 0 {
+		g.Go(func() error { return w.store.MarkLate(gctx, marks) })
+	}
+	if err := g.Wait(); err != nil {
+		return Result{}, err
+	}
+	if err := w.store.Write(ctx, writes); err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+type seriesT struct {
+	series string
+	t      int64
+}

@@ -161,16 +161,6 @@ type Trailer struct {
 	Err error
 }
 
-// Plan returns the plan of a request without reading any point.
-func (e *Engine) Plan(ctx context.Context, req Request) (router.Plan, tiers.SeriesInfo, error) {
-	info, err := e.lookup(ctx, req.Series)
-	if err != nil {
-		return router.Plan{}, info, err
-	}
-	plan, _, err := e.plan(ctx, req)
-	return plan, info, err
-}
-
 func (e *Engine) lookup(ctx context.Context, id string) (tiers.SeriesInfo, error) {
 	info, err := e.store.LookupSeries(ctx, id)
 	if errors.Is(err, tiers.ErrNotFound) {
@@ -331,18 +321,17 @@ func (e *Engine) Query(ctx context.Context, req Request) (*Result, error) {
 	return r, nil
 }
 
-// groups enumerates the partitions of page, segment by segment in read
-// order, bounded by the series' first and last point. It returns the size
-// of the largest group.
-func (e *Engine) groups(ctx context.Context, series string, info tiers.SeriesInfo, plan router.Plan, page tiers.Span, desc bool) (iter.Seq[partial.Group], int, error) {
-	type seg struct {
-		span   tiers.Span
-		tier   *tiers.Tier
-		layout tiers.Layout
-	}
-	var segs []seg
-	maxGroup := 1
-	var late map[int64]bool
+// segment is one part of a page and how its partitions are laid out.
+type segment struct {
+	span   tiers.Span
+	tier   *tiers.Tier
+	layout tiers.Layout
+}
+
+// segments lays out the page's segments, in read order, each bounded by the
+// series' first and last point.
+func (e *Engine) segments(info tiers.SeriesInfo, plan router.Plan, page tiers.Span, desc bool) []segment {
+	var segs []segment
 	for _, s := range plan.Segments {
 		t := e.pyramid.Tier(s.Tier)
 		// Rows of a rollup tier are stamped with their window's start, which
@@ -356,29 +345,41 @@ func (e *Engine) groups(ctx context.Context, series string, info tiers.SeriesInf
 			continue
 		}
 		layout := t.DefaultLayout()
-		if t.Level == tiers.LevelRaw {
-			if info.Layout != nil {
-				layout = info.Layout
-			}
-			// Which raw buckets hold late points: one index read per page.
-			from := layout.BucketOf(span.From).Start
-			buckets, err := e.store.LateBuckets(ctx, series, tiers.Span{From: from, To: span.To})
-			if err != nil {
-				return nil, 0, err
-			}
-			late = make(map[int64]bool, len(buckets))
-			for _, b := range buckets {
-				late[b] = true
-			}
-			for _, le := range layout {
-				maxGroup = max(maxGroup, le.EventBuckets+1)
-			}
+		if t.Level == tiers.LevelRaw && info.Layout != nil {
+			layout = info.Layout
 		}
-		segs = append(segs, seg{span: span, tier: t, layout: layout})
+		segs = append(segs, segment{span: span, tier: t, layout: layout})
 	}
 	if desc {
 		for i, j := 0, len(segs)-1; i < j; i, j = i+1, j-1 {
 			segs[i], segs[j] = segs[j], segs[i]
+		}
+	}
+	return segs
+}
+
+// groups enumerates the partitions of page, segment by segment in read
+// order. It returns the size of the largest group.
+func (e *Engine) groups(ctx context.Context, series string, info tiers.SeriesInfo, plan router.Plan, page tiers.Span, desc bool) (iter.Seq[partial.Group], int, error) {
+	segs := e.segments(info, plan, page, desc)
+	maxGroup := 1
+	var late map[int64]bool
+	for _, s := range segs {
+		if s.tier.Level != tiers.LevelRaw {
+			continue
+		}
+		// Which raw buckets hold late points: one index read per page.
+		from := s.layout.BucketOf(s.span.From).Start
+		buckets, err := e.store.LateBuckets(ctx, series, tiers.Span{From: from, To: s.span.To})
+		if err != nil {
+			return nil, 0, err
+		}
+		late = make(map[int64]bool, len(buckets))
+		for _, b := range buckets {
+			late[b] = true
+		}
+		for _, le := range s.layout {
+			maxGroup = max(maxGroup, le.EventBuckets+1)
 		}
 	}
 	pageSize := e.cfg.PageSize
@@ -406,6 +407,50 @@ func (e *Engine) groups(ctx context.Context, series string, info tiers.SeriesInf
 			}
 		}
 	}, maxGroup, nil
+}
+
+// PlannedBucket is one bucket a read would touch.
+type PlannedBucket struct {
+	Span       tiers.Span
+	Tier       tiers.Level
+	Partitions int
+}
+
+// Explanation is the plan of a read and the buckets it would read, in read
+// order; nothing is read but the series' registry entry.
+type Explanation struct {
+	Plan    router.Plan
+	Buckets iter.Seq[PlannedBucket]
+}
+
+// Explain plans req without reading any point.
+func (e *Engine) Explain(ctx context.Context, req Request) (Explanation, error) {
+	info, err := e.lookup(ctx, req.Series)
+	if err != nil {
+		return Explanation{}, err
+	}
+	plan, cur, err := e.plan(ctx, req)
+	if err != nil {
+		return Explanation{}, err
+	}
+	page := plan.Read
+	if cur != nil {
+		if req.Desc {
+			page.To = min(page.To, cur.Position)
+		} else {
+			page.From = max(page.From, cur.Position)
+		}
+	}
+	segs := e.segments(info, plan, page, req.Desc)
+	return Explanation{Plan: plan, Buckets: func(yield func(PlannedBucket) bool) {
+		for _, s := range segs {
+			for b := range s.layout.Buckets(s.span, req.Desc) {
+				if !yield(PlannedBucket{Span: b.Span().Intersect(s.span), Tier: s.tier.Level, Partitions: b.EventBuckets}) {
+					return
+				}
+			}
+		}
+	}}, nil
 }
 
 // Next advances to the next item of the page.

@@ -1,0 +1,127 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/tsgate/tsgate/params"
+	"github.com/tsgate/tsgate/query"
+	"github.com/tsgate/tsgate/tiers"
+)
+
+// Listing limits: a page of the series list.
+const (
+	defaultSeriesLimit = 100
+	maxSeriesLimit     = 10000
+)
+
+type seriesEntry struct {
+	ID    string `json:"id"`
+	First int64  `json:"first"`
+	Last  int64  `json:"last"`
+}
+
+func (s *Server) listSeries(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	prefix, after := q.Get("prefix"), q.Get("cursor")
+	var errs []ParamError
+	if prefix != "" {
+		if err := params.SeriesID(prefix); err != nil {
+			errs = append(errs, ParamError{Param: "prefix", Message: err.Error()})
+		}
+	}
+	if after != "" {
+		// The listing cursor is the last id of the previous page: nothing
+		// secret, and any valid id resumes the sorted listing after it.
+		if err := params.SeriesID(after); err != nil {
+			errs = append(errs, ParamError{Param: "cursor", Message: "not a cursor of this listing: " + err.Error()})
+		}
+	}
+	limit := defaultSeriesLimit
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > maxSeriesLimit {
+			errs = append(errs, ParamError{Param: "limit", Message: "must be an integer from 1 to " + strconv.Itoa(maxSeriesLimit)})
+		}
+		limit = n
+	}
+	if len(errs) > 0 {
+		s.writeProblem(w, r, badParams(errs[0].Param+": "+errs[0].Message, errs))
+		return
+	}
+	// One more than asked tells whether another page exists.
+	list, err := s.deps.Registry.ListSeries(r.Context(), prefix, after, limit+1)
+	if err != nil {
+		s.writeProblem(w, r, storeError{err})
+		return
+	}
+	out := struct {
+		Series     []seriesEntry `json:"series"`
+		NextCursor string        `json:"next_cursor,omitempty"`
+	}{Series: make([]seriesEntry, 0, min(len(list), limit))}
+	for i, info := range list {
+		if i == limit {
+			out.NextCursor = list[limit-1].ID
+			break
+		}
+		out.Series = append(out.Series, seriesEntry{ID: info.ID, First: info.First, Last: info.Last})
+	}
+	b, _ := json.Marshal(out)
+	writeJSON(w, http.StatusOK, append(b, '\n'))
+}
+
+type tierInfo struct {
+	Name            string `json:"name"`
+	StepMs          int64  `json:"step_ms"`
+	BucketMs        int64  `json:"bucket_ms"`
+	EventBuckets    int    `json:"event_buckets"`
+	RetentionS      int64  `json:"retention_s"`
+	OldestAvailable *int64 `json:"oldest_available"`
+}
+
+func (s *Server) getSeries(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if err := params.SeriesID(id); err != nil {
+		s.writeProblem(w, r, badParam("id", err.Error()))
+		return
+	}
+	info, err := s.deps.Registry.LookupSeries(r.Context(), id)
+	if errors.Is(err, tiers.ErrNotFound) {
+		s.writeProblem(w, r, query.ErrSeriesNotFound)
+		return
+	}
+	if err != nil {
+		s.writeProblem(w, r, storeError{err})
+		return
+	}
+	now := s.deps.Now().UnixMilli()
+	p := s.deps.Engine.Pyramid()
+	out := struct {
+		seriesEntry
+		Tiers []tierInfo `json:"tiers"`
+	}{seriesEntry: seriesEntry{ID: info.ID, First: info.First, Last: info.Last}}
+	for _, l := range p.Levels() {
+		t := p.Tier(l)
+		ti := tierInfo{Name: t.Name(), StepMs: t.Step, BucketMs: t.BucketWidth, EventBuckets: t.EventBuckets, RetentionS: t.Retention / 1000}
+		if l == tiers.LevelRaw && info.Layout != nil {
+			// The layout in force now is the one a reader of recent data meets.
+			b := info.Layout.BucketOf(now)
+			ti.BucketMs, ti.EventBuckets = b.End-b.Start, b.EventBuckets
+		}
+		if t.Retention > 0 {
+			// The oldest point this tier can still hold for this series.
+			oldest := max(t.OldestAvailable(now), info.First)
+			ti.OldestAvailable = &oldest
+		} else {
+			first := info.First
+			ti.OldestAvailable = &first
+		}
+		out.Tiers = append(out.Tiers, ti)
+	}
+	b, _ := json.Marshal(out)
+	writeJSON(w, http.StatusOK, append(b, '\n'))
+}

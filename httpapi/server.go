@@ -1,0 +1,146 @@
+// Package httpapi is the gateway's HTTP layer: the routes of the v1 API,
+// the Grafana JSON datasource protocol, the operational endpoints, request
+// validation against the OpenAPI contract, and the one table that turns
+// errors into problem+json answers. Handlers parse and check parameters,
+// call the query engine, the write path or the registry, and encode
+// answers; they hold no storage logic.
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/tsgate/tsgate/ingest"
+	"github.com/tsgate/tsgate/query"
+	"github.com/tsgate/tsgate/tiers"
+)
+
+// Registry is the series registry as the API shows it.
+type Registry interface {
+	LookupSeries(ctx context.Context, id string) (tiers.SeriesInfo, error)
+	ListSeries(ctx context.Context, prefix, after string, limit int) ([]tiers.SeriesInfo, error)
+}
+
+// Config tunes the HTTP layer.
+type Config struct {
+	// MaxBodyBytes bounds a write's body; larger bodies get 413.
+	MaxBodyBytes int64
+	// SpoolBytes is how much of an answer is buffered before the status is
+	// sent: an answer that fails before that point can still become a
+	// problem instead of a truncated 200.
+	SpoolBytes int
+}
+
+// DefaultConfig returns the HTTP defaults.
+func DefaultConfig() Config {
+	return Config{MaxBodyBytes: 16 << 20, SpoolBytes: 64 << 10}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if c.MaxBodyBytes < 1024 {
+		return errors.New("the body limit must be at least 1 KiB")
+	}
+	if c.SpoolBytes < 512 {
+		return errors.New("the spool must be at least 512 bytes")
+	}
+	return nil
+}
+
+// Deps are the parts the HTTP layer serves.
+type Deps struct {
+	Engine   *query.Engine
+	Writer   *ingest.Writer
+	Registry Registry
+	// Ready reports whether the store answers.
+	Ready  func(context.Context) error
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Server serves the API.
+type Server struct {
+	deps Deps
+	cfg  Config
+}
+
+// New returns a server.
+func New(deps Deps, cfg Config) *Server {
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	return &Server{deps: deps, cfg: cfg}
+}
+
+// Handler returns the routed handler.
+func (s *Server) Handler() http.Handler {
+	r := chi.NewRouter()
+	r.Use(middleware.RequestID)
+	r.Use(s.recoverer)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeJSONProblem(w, &Problem{Type: problemType("not-found"), Title: "Not found", Status: http.StatusNotFound,
+			Detail: "no route " + r.URL.Path + "; the API is described at /docs"})
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeJSONProblem(w, &Problem{Type: problemType("method-not-allowed"), Title: "Method not allowed", Status: http.StatusMethodNotAllowed,
+			Detail: r.Method + " is not allowed on " + r.URL.Path})
+	})
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+	r.Route("/v1", func(r chi.Router) {
+		r.Post("/points", s.writePoints)
+		r.Get("/series", s.listSeries)
+		r.Get("/series/{id}", s.getSeries)
+		r.Get("/series/{id}/points", s.readPoints)
+		r.Get("/series/{id}/plan", s.plan)
+	})
+	return r
+}
+
+// logger returns the request's logger, carrying its id.
+func (s *Server) logger(r *http.Request) *slog.Logger {
+	return s.deps.Logger.With("request_id", middleware.GetReqID(r.Context()), "path", r.URL.Path)
+}
+
+// recoverer turns a panic into a logged 500 problem: a crash of one request
+// must not take the process down.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.logger(r).Error("panic while handling request", "panic", v, "stack", string(debug.Stack()))
+				writeJSONProblem(w, toProblem(errors.New("panic")))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.deps.Ready(ctx); err != nil {
+		s.writeProblem(w, r, storeError{err})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"status":"ready"}` + "\n"))
+}

@@ -620,3 +620,16 @@ func (r *Result) Close() {
 	}
 	r.cancel()
 }
+
+// ReadTier streams the rows of one tier of a series over span, in
+// ascending order, merging the late partitions in for raw rows. The rollup
+// worker reads with it; the caller closes the stream.
+func (e *Engine) ReadTier(ctx context.Context, info tiers.SeriesInfo, level tiers.Level, span tiers.Span, stats *partial.Stats) (*partial.Stream, error) {
+	plan := router.Plan{Tier: level, Read: span, Segments: []router.Segment{{Span: span, Tier: level}}}
+	groups, maxGroup, err := e.groups(ctx, info.ID, info, plan, span, false)
+	if err != nil {
+		return nil, err
+	}
+	opts := partial.FetchOptions{Parallelism: max(e.cfg.Parallelism, maxGroup), Lookahead: e.cfg.Lookahead}
+	return partial.Fetch(ctx, e.store, span, groups, false, opts, stats), nil
+}

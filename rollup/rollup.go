@@ -1,0 +1,360 @@
+// Package rollup keeps the aggregation pyramid: it recomputes the minute,
+// hour and day rows of every window whose raw points changed, as recorded
+// in the rollup log, and reports how far each tier is complete (its
+// watermark) so that readers can fill in the rest from finer tiers.
+//
+// Windows are recomputed, never incremented: a minute row is rebuilt from
+// the window's raw and late points, an hour row from its minute rows and a
+// day row from its hour rows, re-aggregating min, max, sum and count. A
+// rerun writes the same rows, so several gateway instances may run the
+// worker at once.
+package rollup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tsgate/tsgate/merge"
+	"github.com/tsgate/tsgate/partial"
+	"github.com/tsgate/tsgate/query"
+	"github.com/tsgate/tsgate/router"
+	"github.com/tsgate/tsgate/tiers"
+)
+
+// CheckpointName is the rollup log checkpoint the worker advances.
+const CheckpointName = "rollup"
+
+// Store is what the worker reads and writes besides the engine's reads.
+type Store interface {
+	tiers.PartitionWriter
+	tiers.RollupLog
+	LookupSeries(ctx context.Context, id string) (tiers.SeriesInfo, error)
+}
+
+// Config tunes the worker.
+type Config struct {
+	// Interval is how often the worker runs in the background; 0 disables
+	// it (rollups then run only on demand).
+	Interval time.Duration
+	// Lateness must equal the write path's: windows are recomputed once no
+	// more on-time points can arrive for them.
+	Lateness time.Duration
+	// Grace covers writers whose clocks or requests lag: a log slot is only
+	// taken as closed this long after it ended.
+	Grace time.Duration
+	// Parallelism is how many series are recomputed at once.
+	Parallelism int
+	// MaxSlots bounds how many log slots one run consumes, so a long backlog
+	// is worked off in steps.
+	MaxSlots int
+}
+
+// DefaultConfig returns the worker's defaults.
+func DefaultConfig() Config {
+	return Config{Interval: 30 * time.Second, Lateness: 15 * time.Minute, Grace: time.Minute, Parallelism: 8, MaxSlots: 1440}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Interval < 0 {
+		errs = append(errs, errors.New("rollup interval must not be negative"))
+	}
+	if c.Grace < 0 {
+		errs = append(errs, errors.New("rollup grace must not be negative"))
+	}
+	if c.Parallelism < 1 {
+		errs = append(errs, errors.New("rollup parallelism must be at least 1"))
+	}
+	if c.MaxSlots < 1 {
+		errs = append(errs, errors.New("rollup max slots must be at least 1"))
+	}
+	return errors.Join(errs...)
+}
+
+// Report says what one run did.
+type Report struct {
+	// Slots is the number of log slots consumed; From and To bound them.
+	Slots    int
+	From, To int64
+	// Windows counts the rows rewritten per tier.
+	Windows map[string]int64
+	// RowsRead counts the rows read to recompute them.
+	RowsRead int64
+	// Checkpoint is where the log is consumed up to after the run.
+	Checkpoint int64
+	Elapsed    time.Duration
+}
+
+// Worker recomputes rollups.
+type Worker struct {
+	store   Store
+	engine  *query.Engine
+	pyramid *tiers.Pyramid
+	cfg     Config
+	now     func() time.Time
+	log     *slog.Logger
+	metrics *Metrics
+
+	mu sync.Mutex // one run at a time in this process
+
+	wmMu      sync.Mutex
+	wmAt      time.Time
+	wmCached  router.Watermarks
+	wmChecked bool
+}
+
+// New returns a worker. metrics may be nil.
+func New(store Store, engine *query.Engine, cfg Config, now func() time.Time, log *slog.Logger, metrics *Metrics) *Worker {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Worker{store: store, engine: engine, pyramid: engine.Pyramid(), cfg: cfg, now: now, log: log, metrics: metrics}
+}
+
+// Run runs the worker every Interval until ctx is done.
+func (w *Worker) Run(ctx context.Context) {
+	if w.cfg.Interval <= 0 {
+		return
+	}
+	t := time.NewTicker(w.cfg.Interval)
+	defer t.Stop()
+	for {
+		rep, err := w.RunOnce(ctx, false)
+		if err != nil && ctx.Err() == nil {
+			w.log.Warn("rollup run failed; retrying next interval", "err", err)
+		} else if rep.Slots > 0 {
+			w.log.Info("rollups recomputed", "slots", rep.Slots, "windows", rep.Windows, "rows_read", rep.RowsRead, "elapsed", rep.Elapsed)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// RunOnce consumes the rollup log. Normally it takes only the slots whose
+// windows can no longer receive on-time points; with all set it also
+// recomputes what is pending in the newest slots (operators and tests use
+// it to see rollups at once), advancing the checkpoint only over closed
+// slots so that nothing is skipped.
+func (w *Worker) RunOnce(ctx context.Context, all bool) (Report, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	start := w.now()
+	rep := Report{Windows: map[string]int64{}}
+	cp, ok, err := w.store.Checkpoint(ctx, CheckpointName)
+	if err != nil {
+		return rep, fmt.Errorf("read rollup checkpoint: %w", err)
+	}
+	if !ok {
+		cp, ok, err = w.store.OldestDirtySlot(ctx)
+		if err != nil {
+			return rep, fmt.Errorf("read oldest rollup slot: %w", err)
+		}
+		if !ok {
+			rep.Elapsed = w.now().Sub(start)
+			return rep, nil // nothing was ever written
+		}
+	}
+	now := start.UnixMilli()
+	closed := tiers.AlignDown(now-w.cfg.Grace.Milliseconds(), tiers.DirtySlot) // slots before it are closed
+	ripe := tiers.AlignDown(now-w.cfg.Grace.Milliseconds()-w.cfg.Lateness.Milliseconds()-tiers.Minute, tiers.DirtySlot)
+	end := ripe
+	if all {
+		end = tiers.AlignDown(now, tiers.DirtySlot) + tiers.DirtySlot // the open slot too
+	}
+	end = min(end, cp+int64(w.cfg.MaxSlots)*tiers.DirtySlot)
+	rep.From, rep.To, rep.Checkpoint = cp, max(cp, end), cp
+	if end <= cp {
+		rep.Elapsed = w.now().Sub(start)
+		return rep, nil
+	}
+
+	// Gather the dirty minute windows of the slots, by series.
+	dirty := map[string][]int64{}
+	for slot := cp; slot < end; slot += tiers.DirtySlot {
+		ws, err := w.store.DirtyWindows(ctx, slot)
+		if err != nil {
+			return rep, fmt.Errorf("read rollup log slot %d: %w", slot, err)
+		}
+		for _, d := range ws {
+			dirty[d.Series] = append(dirty[d.Series], d.Window)
+		}
+		rep.Slots++
+	}
+
+	var rowsRead atomic.Int64
+	var counts [4]atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(w.cfg.Parallelism)
+	for series, windows := range dirty {
+		g.Go(func() error {
+			n, err := w.recompute(gctx, series, windows, &rowsRead)
+			for l := range n {
+				counts[l].Add(n[l])
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return rep, err
+	}
+	for _, l := range w.pyramid.Levels()[1:] {
+		rep.Windows[l.String()] = counts[l].Load()
+		if w.metrics != nil {
+			w.metrics.windows.WithLabelValues(l.String()).Add(float64(counts[l].Load()))
+		}
+	}
+	rep.RowsRead = rowsRead.Load()
+	advance := min(end, closed)
+	if advance > cp {
+		if err := w.store.AdvanceCheckpoint(ctx, CheckpointName, advance); err != nil {
+			return rep, fmt.Errorf("advance rollup checkpoint: %w", err)
+		}
+		rep.Checkpoint = advance
+		w.wmMu.Lock()
+		w.wmChecked = false // the watermarks moved
+		w.wmMu.Unlock()
+	}
+	rep.Elapsed = w.now().Sub(start)
+	return rep, nil
+}
+
+// recompute rebuilds the rows of one series' dirty minute windows and of
+// the hour and day windows that contain them.
+func (w *Worker) recompute(ctx context.Context, series string, minutes []int64, rowsRead *atomic.Int64) ([4]int64, error) {
+	var counts [4]int64
+	info, err := w.store.LookupSeries(ctx, series)
+	if errors.Is(err, tiers.ErrNotFound) {
+		return counts, nil // the registry entry is written first; nothing to do without it
+	}
+	if err != nil {
+		return counts, fmt.Errorf("series %s: %w", series, err)
+	}
+	dirty := minutes
+	for _, l := range []tiers.Level{tiers.LevelMinute, tiers.LevelHour, tiers.LevelDay} {
+		t := w.pyramid.Tier(l)
+		for i, d := range dirty {
+			dirty[i] = tiers.AlignDown(d, t.Step)
+		}
+		slices.Sort(dirty)
+		dirty = slices.Compact(dirty)
+		src := l - 1
+		var stats partial.Stats
+		for _, run := range runs(dirty, t.Step) {
+			rows, err := w.aggregate(ctx, info, src, run, t.Step, &stats)
+			if err != nil {
+				return counts, fmt.Errorf("series %s: recompute %s windows: %w", series, l, err)
+			}
+			if len(rows) == 0 {
+				continue
+			}
+			if err := w.write(ctx, series, t, rows); err != nil {
+				return counts, fmt.Errorf("series %s: write %s rows: %w", series, l, err)
+			}
+			counts[l] += int64(len(rows))
+		}
+		rowsRead.Add(stats.RowsRead.Load())
+	}
+	return counts, nil
+}
+
+// runs merges sorted window starts into contiguous spans of whole windows.
+func runs(starts []int64, step int64) []tiers.Span {
+	var out []tiers.Span
+	for _, s := range starts {
+		if n := len(out); n > 0 && out[n-1].To == s {
+			out[n-1].To = s + step
+			continue
+		}
+		out = append(out, tiers.Span{From: s, To: s + step})
+	}
+	return out
+}
+
+// aggregate reads the source tier over span and folds it into windows of
+// step.
+func (w *Worker) aggregate(ctx context.Context, info tiers.SeriesInfo, src tiers.Level, span tiers.Span, step int64, stats *partial.Stats) ([]tiers.Row, error) {
+	stream, err := w.engine.ReadTier(ctx, info, src, span, stats)
+	if err != nil {
+		return nil, err
+	}
+	defer stream.Close()
+	win := merge.NewWindower(merge.Iterator[tiers.Row](stream), step,
+		func(r tiers.Row) int64 { return r.T },
+		func(acc *tiers.Row, r tiers.Row) { acc.Add(r) })
+	var rows []tiers.Row
+	for win.Next() {
+		wnd := win.At()
+		row := wnd.Acc
+		row.T = wnd.Start
+		rows = append(rows, row)
+	}
+	if err := win.Err(); err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// write stores rows of tier t, one partition write per bucket.
+func (w *Worker) write(ctx context.Context, series string, t *tiers.Tier, rows []tiers.Row) error {
+	layout := t.DefaultLayout()
+	var writes []tiers.PartitionWrite
+	for _, r := range rows {
+		b := layout.BucketOf(r.T).Start
+		if n := len(writes); n == 0 || writes[n-1].Key.Bucket != b {
+			writes = append(writes, tiers.PartitionWrite{
+				Key:       tiers.PartitionKey{Table: t.Table, Series: series, Bucket: b},
+				Retention: t.Retention,
+			})
+		}
+		writes[len(writes)-1].Rows = append(writes[len(writes)-1].Rows, r)
+	}
+	return w.store.Write(ctx, writes)
+}
+
+// Watermarks reports how far each tier is rolled up: every window that
+// ends before a tier's watermark reflects every on-time point. It is cached
+// for a few seconds (readers call it on every request) and falls back to
+// "nothing rolled up" — which reads finer tiers, never wrong data — when
+// the checkpoint cannot be read.
+func (w *Worker) Watermarks(ctx context.Context) router.Watermarks {
+	w.wmMu.Lock()
+	defer w.wmMu.Unlock()
+	if w.wmChecked && w.now().Sub(w.wmAt) < 5*time.Second {
+		return w.wmCached
+	}
+	none := router.Watermarks{tiers.MaxTime, tiers.MinTime, tiers.MinTime, tiers.MinTime}
+	cp, ok, err := w.store.Checkpoint(ctx, CheckpointName)
+	if err != nil {
+		return none // not cached: try again next time
+	}
+	wm := none
+	if ok {
+		// Points of a window that ends before cp - lateness were all written
+		// before cp, so the log slots before cp hold every change to it.
+		complete := cp - w.cfg.Lateness.Milliseconds()
+		for _, l := range []tiers.Level{tiers.LevelMinute, tiers.LevelHour, tiers.LevelDay} {
+			wm[l] = tiers.AlignDown(complete, w.pyramid.Tier(l).Step)
+		}
+	}
+	w.wmCached, w.wmAt, w.wmChecked = wm, w.now(), true
+	if w.metrics != nil {
+		for _, l := range []tiers.Level{tiers.LevelMinute, tiers.LevelHour, tiers.LevelDay} {
+			if ok {
+				w.metrics.lag.WithLabelValues(l.String()).Set(float64(w.now().UnixMilli()-wm[l]) / 1000)
+			}
+		}
+	}
+	return wm
+}

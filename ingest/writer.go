@@ -83,6 +83,18 @@ type Result struct {
 // invalid. It returns after every point is durable; on a store error some
 // points may be written, and a retry of the whole batch is safe.
 func (w *Writer) Write(ctx context.Context, points []Point) (Result, error) {
+	return w.write(ctx, points, false)
+}
+
+// Backfill writes points like Write, but as if each had arrived on time:
+// all go to the raw table, none to the late table. It is for bulk loads of
+// history (the demo data, imports), where the late path's purpose — keeping
+// the raw table time-ordered — is served by loading in time order.
+func (w *Writer) Backfill(ctx context.Context, points []Point) (Result, error) {
+	return w.write(ctx, points, true)
+}
+
+func (w *Writer) write(ctx context.Context, points []Point, onTime bool) (Result, error) {
 	now := w.now().UnixMilli()
 	oldest := now - w.raw.Retention
 	newest := now + w.cfg.ClockSkew.Milliseconds()
@@ -103,6 +115,9 @@ func (w *Writer) Write(ctx context.Context, points []Point) (Result, error) {
 	}
 
 	lateBefore := now - w.cfg.Lateness.Milliseconds()
+	if onTime {
+		lateBefore = tiers.MinTime
+	}
 	type seriesState struct {
 		layout tiers.Layout
 		span   tiers.SeriesInfo

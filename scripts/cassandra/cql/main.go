@@ -101,6 +101,11 @@ func run(w io.Writer, hosts []string, timeout time.Duration, stmt string) error 
 			iter.Close()
 			return err
 		}
+		// Scan into pointers to pointers so that NULL (a nil pointer) can be
+		// told apart from a zero value.
+		for i, v := range rd.Values {
+			rd.Values[i] = reflect.New(reflect.TypeOf(v)).Interface()
+		}
 		out.WriteString(strings.Join(rd.Columns, "\t"))
 		out.WriteByte('\n')
 		for iter.Scan(rd.Values...) {

@@ -27,7 +27,9 @@
 #   CASSANDRA_STORAGE_PORT   internode port (7000)
 #   CASSANDRA_HEAP           heap size, -Xms = -Xmx (1G)
 #   CASSANDRA_SKIP_SYNC      true skips fsync (fast tests, the default); set false
-#                            for durability-sensitive benchmarks
+#                            for durability-sensitive benchmarks. Passed as
+#                            -Dcassandra.skip_sync; Cassandra also reads this same
+#                            variable from its environment, hence only true/false.
 #   CASSANDRA_KEEP_DATA      1 keeps the data of the previous run instead of starting empty
 #   CASSANDRA_START_TIMEOUT  seconds to wait for CQL before giving up (180)
 #   CASSANDRA_STOP_TIMEOUT   seconds to wait after SIGTERM before SIGKILL (60)

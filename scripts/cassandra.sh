@@ -268,6 +268,7 @@ cmd_start() {
     "$ROOT/scripts/cassandra/cassandra.yaml.in" >"$NODE/conf/cassandra.yaml"
   cp "$ROOT/scripts/cassandra/logback.xml" "$NODE/conf/logback.xml"
   [ -f "$LOG" ] && mv -f "$LOG" "$LOG.prev"
+  : >"$LOG" # exists before the background JVM opens it, for the wait below
 
   jvm_opts
   log "starting Cassandra $VERSION on 127.0.0.1:$NATIVE_PORT (JDK $JAVA_HOME17, heap $HEAP, skip_sync=$SKIP_SYNC)"
@@ -275,13 +276,13 @@ cmd_start() {
   # setsid: the node gets its own session, so a Ctrl-C in the terminal does not
   # reach it; callers stop it with "stop".
   setsid "$JAVA_HOME17/bin/java" "${JVM_OPTS[@]}" -cp "$NODE/conf:$LIB/*" \
-    org.apache.cassandra.service.CassandraDaemon >"$LOG" 2>&1 </dev/null &
+    org.apache.cassandra.service.CassandraDaemon >>"$LOG" 2>&1 </dev/null &
   pid=$!
   echo "$pid" >"$PIDFILE"
   echo "$NATIVE_PORT" >"$PORTFILE"
 
   local deadline=$((SECONDS + START_TIMEOUT))
-  until grep -q 'Starting listening for CQL clients' "$LOG"; do
+  until grep -qs 'Starting listening for CQL clients' "$LOG"; do
     alive "$pid" || fail_start "Cassandra exited during startup"
     [ "$SECONDS" -lt "$deadline" ] || fail_start "Cassandra did not open the CQL port within $START_TIMEOUT s"
     sleep 0.2

@@ -45,6 +45,7 @@ func (s *Server) readPoints(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	tr := res.Trailer()
+	s.deps.Metrics.observeRead(tr)
 	if tr.Err != nil {
 		// partial=deny: nothing was sent yet, so the whole answer becomes
 		// the problem.

@@ -8,6 +8,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -16,9 +17,12 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/query"
+	"github.com/tsgate/tsgate/rollup"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -59,10 +63,17 @@ type Deps struct {
 	Engine   *query.Engine
 	Writer   *ingest.Writer
 	Registry Registry
+	// Rollups runs pending rollups on demand.
+	Rollups interface {
+		RunOnce(ctx context.Context, all bool) (rollup.Report, error)
+	}
 	// Ready reports whether the store answers.
 	Ready  func(context.Context) error
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Metrics and Gatherer serve /metrics; both may be nil.
+	Metrics  *Metrics
+	Gatherer prometheus.Gatherer
 }
 
 // Server serves the API.
@@ -86,6 +97,9 @@ func New(deps Deps, cfg Config) *Server {
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
 	r.Use(middleware.RequestID)
+	if s.deps.Metrics != nil {
+		r.Use(s.deps.Metrics.instrument)
+	}
 	r.Use(s.recoverer)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeJSONProblem(w, &Problem{Type: problemType("not-found"), Title: "Not found", Status: http.StatusNotFound,
@@ -97,8 +111,13 @@ func (s *Server) Handler() http.Handler {
 	})
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
+	if s.deps.Gatherer != nil {
+		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.deps.Gatherer, promhttp.HandlerOpts{}))
+	}
 	r.Route("/v1", func(r chi.Router) {
 		r.Post("/points", s.writePoints)
+		r.Post("/query", s.batchQuery)
+		r.Post("/admin/rollups/run", s.runRollups)
 		r.Get("/series", s.listSeries)
 		r.Get("/series/{id}", s.getSeries)
 		r.Get("/series/{id}/points", s.readPoints)
@@ -143,4 +162,22 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write([]byte(`{"status":"ready"}` + "\n"))
+}
+
+func (s *Server) runRollups(w http.ResponseWriter, r *http.Request) {
+	rep, err := s.deps.Rollups.RunOnce(r.Context(), true)
+	if err != nil {
+		s.writeProblem(w, r, storeError{err})
+		return
+	}
+	b, _ := json.Marshal(struct {
+		Slots      int              `json:"slots"`
+		From       int64            `json:"from"`
+		To         int64            `json:"to"`
+		Windows    map[string]int64 `json:"windows"`
+		RowsRead   int64            `json:"rows_read"`
+		Checkpoint int64            `json:"checkpoint"`
+		ElapsedMs  float64          `json:"elapsed_ms"`
+	}{rep.Slots, rep.From, rep.To, rep.Windows, rep.RowsRead, rep.Checkpoint, float64(rep.Elapsed.Microseconds()) / 1000})
+	writeJSON(w, http.StatusOK, append(b, '\n'))
 }

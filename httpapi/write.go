@@ -45,6 +45,9 @@ func (s *Server) writePoints(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
+	if s.deps.Metrics != nil {
+		s.deps.Metrics.points.Add(float64(res.Accepted))
+	}
 	b, _ := json.Marshal(struct {
 		Accepted int `json:"accepted"`
 		Late     int `json:"late,omitempty"`

@@ -1,0 +1,111 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tsgate/tsgate/query"
+)
+
+// Metrics are the HTTP layer's Prometheus metrics.
+type Metrics struct {
+	requests   *prometheus.CounterVec
+	latency    *prometheus.HistogramVec
+	partitions prometheus.Counter
+	rowsRead   prometheus.Counter
+	partials   *prometheus.CounterVec
+	storeErrs  prometheus.Counter
+	points     prometheus.Counter
+}
+
+// NewMetrics registers the HTTP metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tsgate_http_requests_total", Help: "HTTP requests by route and status.",
+		}, []string{"route", "method", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "tsgate_http_request_duration_seconds", Help: "HTTP request latency by route.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"route", "method"}),
+		partitions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tsgate_read_partitions_total", Help: "Partitions opened by reads.",
+		}),
+		rowsRead: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tsgate_read_rows_total", Help: "Rows read from the store by reads.",
+		}),
+		partials: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tsgate_read_partial_answers_total", Help: "Read pages cut short, by reason (slo, unavailable).",
+		}, []string{"reason"}),
+		storeErrs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tsgate_store_errors_total", Help: "Requests or partitions that failed because the store did not answer.",
+		}),
+		points: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tsgate_points_written_total", Help: "Points accepted by the write API.",
+		}),
+	}
+	for _, reason := range []string{"slo", "unavailable"} {
+		m.partials.WithLabelValues(reason)
+	}
+	reg.MustRegister(m.requests, m.latency, m.partitions, m.rowsRead, m.partials, m.storeErrs, m.points)
+	return m
+}
+
+// instrument counts and times every request under its route pattern, so
+// that ids in paths do not explode the label space.
+func (m *Metrics) instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(sw, r)
+		route := "unmatched"
+		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+			route = rc.RoutePattern()
+		}
+		m.requests.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Inc()
+		m.latency.WithLabelValues(route, r.Method).Observe(time.Since(start).Seconds())
+		if sw.status == http.StatusServiceUnavailable {
+			m.storeErrs.Inc()
+		}
+	})
+}
+
+// observeRead records what one answered page did.
+func (m *Metrics) observeRead(tr query.Trailer) {
+	if m == nil {
+		return
+	}
+	m.partitions.Add(float64(tr.Stats.Partitions))
+	m.rowsRead.Add(float64(tr.Stats.RowsRead))
+	if tr.Partial {
+		m.partials.WithLabelValues(tr.Reason).Inc()
+		if tr.Reason == "unavailable" {
+			m.storeErrs.Inc()
+		}
+	}
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status      int
+	wroteHeader bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wroteHeader {
+		w.status, w.wroteHeader = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	w.wroteHeader = true
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -40,4 +40,21 @@
 // holds its value as a float64, a rollup row min, max and sum as float64 and
 // count as int64. The registry value is first and last as int64; the oldest
 // slot and checkpoints are one int64.
+//
+// # Expiry
+//
+// Like a Cassandra TTL, a record expires at its time plus its retention: a
+// row at T + Retention, a late mark at bucket + Retention, a dirty window at
+// its write time + retention. Reads skip records expired by the store's
+// clock; writes drop records already expired.
+//
+// # Writes without reads
+//
+// The registry, the oldest dirty slot and the checkpoints are written as
+// Pebble merge operands that a merger folds with min and max, so NoteSeries,
+// MarkDirty and AdvanceCheckpoint never read and concurrent calls commute,
+// as their contracts require. A secret is created under a mutex: Pebble
+// allows one process per directory, so that is all it takes for every
+// caller to get the value stored first. Every write is synced before it
+// returns.
 package embedded

@@ -46,7 +46,9 @@
 // Like a Cassandra TTL, a record expires at its time plus its retention: a
 // row at T + Retention, a late mark at bucket + Retention, a dirty window at
 // its write time + retention. Reads skip records expired by the store's
-// clock; writes drop records already expired.
+// clock; writes drop records already expired. A background sweeper deletes
+// expired records to reclaim their space, with range deletions for runs of
+// expired keys such as whole partitions past their retention.
 //
 // # Writes without reads
 //

@@ -42,7 +42,7 @@ func (s *Store) MarkLate(ctx context.Context, marks []tiers.LateMark) error {
 			return fmt.Errorf("embedded: mark late: %w", err)
 		}
 	}
-	return s.commit(b)
+	return s.commitExpiring(b)
 }
 
 // LateBuckets scans the series' marks between the span's bounds.
@@ -102,7 +102,7 @@ func (s *Store) MarkDirty(ctx context.Context, slot, retention int64, windows []
 	if err := b.Merge(oldestKey, int64Value(slot), nil); err != nil {
 		return fmt.Errorf("embedded: mark dirty: %w", err)
 	}
-	return s.commit(b)
+	return s.commitExpiring(b)
 }
 
 // DirtyWindows scans the slot's entries; keys are unique per (series,
@@ -205,6 +205,14 @@ func (s *Store) getInt64(ctx context.Context, key []byte) (int64, bool, error) {
 		return 0, false, fmt.Errorf("embedded: corrupt record %x", key)
 	}
 	return getInt64(v), true, nil
+}
+
+// commitExpiring commits a batch of expiring records, excluding the
+// sweeper's delete of a key this batch revives.
+func (s *Store) commitExpiring(b *pebble.Batch) error {
+	s.sweepMu.RLock()
+	defer s.sweepMu.RUnlock()
+	return s.commit(b)
 }
 
 // scan calls fn for each record in [lower, upper), with the clock reading

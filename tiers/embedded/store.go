@@ -36,11 +36,16 @@ type Options struct {
 	// 0. Larger memtables absorb more ingest between flushes, and up to two
 	// may be in memory at once.
 	MemTableSize uint64
+	// SweepInterval is how often the background sweeper deletes expired
+	// records; one hour when 0, never when negative (Sweep can still be
+	// called directly).
+	SweepInterval time.Duration
 }
 
 const (
-	defaultCacheSize    = 64 << 20
-	defaultMemTableSize = 16 << 20
+	defaultCacheSize     = 64 << 20
+	defaultMemTableSize  = 16 << 20
+	defaultSweepInterval = time.Hour
 )
 
 // Store is a tiers.Store kept in a Pebble database in one directory. It is
@@ -60,12 +65,19 @@ type Store struct {
 	readsMu sync.Mutex
 	reads   map[*rowPages]struct{}
 
+	// sweepMu is held shared by writes of expiring records and exclusively by
+	// the sweeper while it deletes. Without it a row rewritten with a longer
+	// retention between the sweeper's scan and its delete would be lost.
+	sweepMu sync.RWMutex
+
 	// secretMu makes get-or-create of a secret atomic: Pebble has no
 	// conditional write, and it is single-process, so a mutex is enough.
 	secretMu sync.Mutex
 
-	closeOnce sync.Once
-	closeErr  error
+	stopSweeper context.CancelFunc
+	sweeperDone chan struct{}
+	closeOnce   sync.Once
+	closeErr    error
 }
 
 // Open opens the store in dir, creating it when it does not exist.
@@ -122,6 +134,19 @@ func open(dir string, fs vfs.FS, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
+
+	interval := opts.SweepInterval
+	if interval == 0 {
+		interval = defaultSweepInterval
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopSweeper = cancel
+	s.sweeperDone = make(chan struct{})
+	if interval > 0 {
+		go s.sweepLoop(ctx, interval)
+	} else {
+		close(s.sweeperDone)
+	}
 	return s, nil
 }
 
@@ -172,11 +197,14 @@ func (s *Store) Ping(ctx context.Context) error {
 	return closer.Close()
 }
 
-// Close releases any open reads (their Next then returns
+// Close stops the sweeper, releases any open reads (their Next then returns
 // ErrClosed), flushes the memtables so the next Open need not replay the
 // log, and closes Pebble. Calling it again returns the first call's result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.stopSweeper()
+		<-s.sweeperDone
+
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.closed = true

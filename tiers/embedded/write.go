@@ -63,5 +63,5 @@ func (s *Store) Write(ctx context.Context, writes []tiers.PartitionWrite) error 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.commit(b)
+	return s.commitExpiring(b)
 }

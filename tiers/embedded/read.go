@@ -43,8 +43,8 @@ func (s *Store) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPages 
 		return p
 	}
 	p.raw = rawKind(kind)
-	// Both bounds live in one allocation; Pebble keeps referring to them for
-	// the life of the iterator.
+	// Both bounds in one allocation, kept until the first Next opens the
+	// iterator (Pebble copies them then).
 	p.prefixLen = 1 + len(req.Key.Series) + 1 + timeLen + ebLen
 	n := p.prefixLen + timeLen
 	b := appendPartition(make([]byte, 0, 2*n), kind, req.Key)

@@ -110,11 +110,8 @@ func open(dir string, fs vfs.FS, opts Options) (*Store, error) {
 	if memTable == 0 {
 		memTable = defaultMemTableSize
 	}
-	cache := pebble.NewCache(cacheSize)
-	// Pebble takes its own reference to the cache.
-	defer cache.Unref()
 	popts := &pebble.Options{
-		Cache:        cache,
+		CacheSize:    cacheSize,
 		MemTableSize: memTable,
 		Merger:       merger,
 		Logger:       pebbleLogger{s.log},

@@ -1,0 +1,293 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/tsgate/tsgate/tiers"
+	"github.com/tsgate/tsgate/tiers/storetest"
+)
+
+func TestConformanceInMemory(t *testing.T) {
+	s, err := OpenInMemory(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeStore(t, s) })
+	storetest.Run(t, s)
+}
+
+func TestConformanceOnDisk(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeStore(t, s) })
+	storetest.Run(t, s)
+}
+
+func closeStore(t testing.TB, s *Store) {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}
+
+// clock is a settable clock for expiry tests.
+type clock struct{ ms atomic.Int64 }
+
+func newClock(ms int64) *clock {
+	c := &clock{}
+	c.ms.Store(ms)
+	return c
+}
+
+func (c *clock) Now() time.Time  { return time.UnixMilli(c.ms.Load()) }
+func (c *clock) advance(d int64) { c.ms.Add(d) }
+
+func readAll(t *testing.T, s *Store, req tiers.ReadRequest) []tiers.Row {
+	t.Helper()
+	rows, _, err := storetest.ReadAll(s.Read(context.Background(), req))
+	if err != nil {
+		t.Fatalf("read %+v: %v", req, err)
+	}
+	return rows
+}
+
+// countKeys counts the stored records of one kind, expired or not.
+func countKeys(t *testing.T, s *Store, kind byte) int {
+	t.Helper()
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{kind}, UpperBound: []byte{kind + 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	n := 0
+	for valid := it.First(); valid; valid = it.Next() {
+		n++
+	}
+	return n
+}
+
+func TestReopenKeepsData(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := tiers.AlignDown(time.Now().UnixMilli(), tiers.Hour)
+	raw := tiers.PartitionKey{Table: tiers.TableRaw, Series: "cpu.busy", Bucket: base, EventBucket: 2}
+	roll := tiers.PartitionKey{Table: tiers.TableHour, Series: "cpu.busy", Bucket: base}
+	rawRows := []tiers.Row{tiers.PointRow(base+1, 1.5), tiers.PointRow(base+2, -2)}
+	rollRows := []tiers.Row{{T: base, Min: 1, Max: 5, Sum: 9, Count: 3}}
+	if err := s.Write(ctx, []tiers.PartitionWrite{
+		{Key: raw, Retention: tiers.Week, Rows: rawRows},
+		{Key: roll, Rows: rollRows},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.NoteSeries(ctx, []tiers.SeriesInfo{{ID: "cpu.busy", First: base + 1, Last: base + 2}}); err != nil {
+		t.Fatal(err)
+	}
+	entry := tiers.LayoutEntry{Since: base + tiers.Day, Width: 15 * tiers.Minute, EventBuckets: 8}
+	if err := s.AppendLayout(ctx, "cpu.busy", entry); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkLate(ctx, []tiers.LateMark{{Series: "cpu.busy", Bucket: base, Retention: tiers.Week}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkDirty(ctx, base, tiers.Week, []tiers.DirtyWindow{{Series: "cpu.busy", Window: base}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AdvanceCheckpoint(ctx, "rollup", 42); err != nil {
+		t.Fatal(err)
+	}
+	secret, err := s.Secret(ctx, "cursor", func() ([]byte, error) { return []byte("k1"), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeStore(t, s)
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if err := s.Ping(ctx); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Ping after Close: %v, want ErrClosed", err)
+	}
+
+	s, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore(t, s)
+	all := tiers.Span{From: tiers.MinTime, To: tiers.MaxTime}
+	if got := readAll(t, s, tiers.ReadRequest{Key: raw, Span: all, PageSize: 10}); !slices.Equal(got, rawRows) {
+		t.Errorf("raw rows after reopen: %v, want %v", got, rawRows)
+	}
+	if got := readAll(t, s, tiers.ReadRequest{Key: roll, Span: all, PageSize: 10}); !slices.Equal(got, rollRows) {
+		t.Errorf("rollup rows after reopen: %v, want %v", got, rollRows)
+	}
+	info, err := s.LookupSeries(ctx, "cpu.busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.First != base+1 || info.Last != base+2 || !slices.Equal(info.Layout, tiers.Layout{entry}) {
+		t.Errorf("series after reopen: %+v", info)
+	}
+	if got, err := s.LateBuckets(ctx, "cpu.busy", all); err != nil || !slices.Equal(got, []int64{base}) {
+		t.Errorf("late buckets after reopen: %v, %v", got, err)
+	}
+	if got, err := s.DirtyWindows(ctx, base); err != nil || len(got) != 1 {
+		t.Errorf("dirty windows after reopen: %v, %v", got, err)
+	}
+	if v, ok, err := s.OldestDirtySlot(ctx); err != nil || !ok || v != base {
+		t.Errorf("oldest dirty slot after reopen: %d, %v, %v", v, ok, err)
+	}
+	if v, ok, err := s.Checkpoint(ctx, "rollup"); err != nil || !ok || v != 42 {
+		t.Errorf("checkpoint after reopen: %d, %v, %v", v, ok, err)
+	}
+	again, err := s.Secret(ctx, "cursor", func() ([]byte, error) { return []byte("k2"), nil })
+	if err != nil || !bytes.Equal(again, secret) {
+		t.Errorf("secret after reopen: %q, %v; want %q", again, err, secret)
+	}
+}
+
+func TestCloseReleasesOpenReads(t *testing.T) {
+	ctx := context.Background()
+	s, err := OpenInMemory(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := tiers.AlignDown(time.Now().UnixMilli(), tiers.Hour)
+	key := tiers.PartitionKey{Table: tiers.TableRaw, Series: "r", Bucket: base}
+	var rows []tiers.Row
+	for i := range int64(10) {
+		rows = append(rows, tiers.PointRow(base+i, 1))
+	}
+	if err := s.Write(ctx, []tiers.PartitionWrite{{Key: key, Retention: tiers.Day, Rows: rows}}); err != nil {
+		t.Fatal(err)
+	}
+	pages := s.Read(ctx, tiers.ReadRequest{Key: key, Span: tiers.Span{From: base, To: base + tiers.Hour}, PageSize: 3})
+	if page, err := pages.Next(); err != nil || len(page) != 3 {
+		t.Fatalf("first page: %d rows, %v", len(page), err)
+	}
+	unstarted := s.Read(ctx, tiers.ReadRequest{Key: key, Span: tiers.Span{From: base, To: base + tiers.Hour}, PageSize: 3})
+	closeStore(t, s)
+	if _, err := pages.Next(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Next after the store closed: %v, want ErrClosed", err)
+	}
+	if _, err := unstarted.Next(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Next of an unstarted read after the store closed: %v, want ErrClosed", err)
+	}
+	if err := pages.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(ctx, []tiers.PartitionWrite{{Key: key, Rows: rows}}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Write after Close: %v, want ErrClosed", err)
+	}
+}
+
+func TestReadStoppedEarly(t *testing.T) {
+	ctx := context.Background()
+	s, err := OpenInMemory(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore(t, s)
+	base := tiers.AlignDown(time.Now().UnixMilli(), tiers.Hour)
+	key := tiers.PartitionKey{Table: tiers.TableRaw, Series: "r", Bucket: base}
+	var rows []tiers.Row
+	for i := range int64(10) {
+		rows = append(rows, tiers.PointRow(base+i, 1))
+	}
+	if err := s.Write(ctx, []tiers.PartitionWrite{{Key: key, Retention: tiers.Day, Rows: rows}}); err != nil {
+		t.Fatal(err)
+	}
+	pages := s.Read(ctx, tiers.ReadRequest{Key: key, Span: tiers.Span{From: base, To: base + tiers.Hour}, Desc: true, PageSize: 4})
+	page, err := pages.Next()
+	if err != nil || len(page) != 4 || page[0].T != base+9 {
+		t.Fatalf("first page: %v, %v", page, err)
+	}
+	for range 2 {
+		if err := pages.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pages.Next(); err == nil {
+		t.Fatal("Next after Close returned no error")
+	}
+	if n := len(s.reads); n != 0 {
+		t.Fatalf("%d reads still registered after Close", n)
+	}
+	// The last page ends the read without waiting for Close.
+	pages = s.Read(ctx, tiers.ReadRequest{Key: key, Span: tiers.Span{From: base, To: base + tiers.Hour}, PageSize: 100})
+	if page, err := pages.Next(); err != nil || len(page) != 10 {
+		t.Fatalf("whole partition: %d rows, %v", len(page), err)
+	}
+	if n := len(s.reads); n != 0 {
+		t.Fatalf("an exhausted read still holds its iterator")
+	}
+	if _, err := pages.Next(); !errors.Is(err, tiers.ErrDone) {
+		t.Fatalf("Next after the last page: %v, want ErrDone", err)
+	}
+}
+
+func TestRejectsBadInput(t *testing.T) {
+	ctx := context.Background()
+	s, err := OpenInMemory(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore(t, s)
+	rows := []tiers.Row{tiers.PointRow(time.Now().UnixMilli(), 1)}
+	for _, k := range []tiers.PartitionKey{
+		{Table: "nope", Series: "a"},
+		{Table: tiers.TableRaw, Series: ""},
+		{Table: tiers.TableRaw, Series: "a\x00b"},
+		{Table: tiers.TableRaw, Series: "a", EventBucket: -1},
+		{Table: tiers.TableRaw, Series: "a", EventBucket: 1 << 16},
+	} {
+		if err := s.Write(ctx, []tiers.PartitionWrite{{Key: k, Rows: rows}}); err == nil {
+			t.Errorf("Write accepted key %+v", k)
+		}
+		if _, err := s.Read(ctx, tiers.ReadRequest{Key: k, Span: tiers.Span{From: 0, To: 1}}).Next(); err == nil || errors.Is(err, tiers.ErrDone) {
+			t.Errorf("Read of key %+v: %v", k, err)
+		}
+	}
+	if _, err := s.LookupSeries(ctx, "a\x00"); !errors.Is(err, tiers.ErrNotFound) {
+		t.Errorf("LookupSeries of an impossible id: %v", err)
+	}
+}
+
+// Outside points_raw the event bucket is not part of the partition, as in
+// the Cassandra tables.
+func TestEventBucketOnlyPartitionsRaw(t *testing.T) {
+	ctx := context.Background()
+	s, err := OpenInMemory(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore(t, s)
+	base := tiers.AlignDown(time.Now().UnixMilli(), tiers.Hour)
+	all := tiers.Span{From: tiers.MinTime, To: tiers.MaxTime}
+	for _, table := range []tiers.Table{tiers.TableRaw, tiers.TableLate, tiers.TableMinute} {
+		key := tiers.PartitionKey{Table: table, Series: "eb", Bucket: base, EventBucket: 3}
+		row := tiers.PointRow(base+1, 7)
+		if err := s.Write(ctx, []tiers.PartitionWrite{{Key: key, Retention: tiers.Day, Rows: []tiers.Row{row}}}); err != nil {
+			t.Fatal(err)
+		}
+		zero := key
+		zero.EventBucket = 0
+		got := readAll(t, s, tiers.ReadRequest{Key: zero, Span: all, PageSize: 10})
+		if want := table != tiers.TableRaw; (len(got) == 1) != want {
+			t.Errorf("%s: a row written to event bucket 3 read from event bucket 0: %v", table, got)
+		}
+	}
+}

@@ -1,0 +1,218 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/tsgate/tsgate/tiers"
+)
+
+const (
+	// defaultPageSize applies to a request without a page size, as the
+	// Cassandra driver's default page size does.
+	defaultPageSize = 5000
+	// maxInitialPage caps the up-front allocation of a page, so that a large
+	// page size on a small partition does not allocate for rows that are not
+	// there; a page that fills up grows by append.
+	maxInitialPage = 1024
+	// ctxCheckEvery is how many keys a page visits between checks of the
+	// context, so that a page skipping many expired rows still stops soon.
+	ctxCheckEvery = 1024
+)
+
+// errReadClosed is returned by Next after Close.
+var errReadClosed = errors.New("embedded: read is closed")
+
+// Read starts reading one partition. Nothing is opened until the first
+// Next, so a read that is never consumed holds nothing.
+func (s *Store) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPages {
+	p := &rowPages{s: s, ctx: ctx, req: req}
+	if req.PageSize <= 0 {
+		p.req.PageSize = defaultPageSize
+	}
+	kind, err := checkPartition(req.Key)
+	if err != nil {
+		p.err = err
+		return p
+	}
+	if req.Span.Empty() {
+		p.err = tiers.ErrDone
+		return p
+	}
+	p.raw = rawKind(kind)
+	// Both bounds in one allocation, kept until the first Next opens the
+	// iterator (Pebble copies them then).
+	p.prefixLen = 1 + len(req.Key.Series) + 1 + timeLen + ebLen
+	n := p.prefixLen + timeLen
+	b := appendPartition(make([]byte, 0, 2*n), kind, req.Key)
+	b = appendTime(b, req.Span.From)
+	b = append(b, b[:p.prefixLen]...)
+	b = appendTime(b, req.Span.To)
+	p.lower, p.upper = b[:n:n], b[n:]
+	return p
+}
+
+// rowPages reads one partition through a Pebble iterator bounded to the
+// partition's keys in the span. Its methods are called by one goroutine;
+// Store.Close may release it from another, which the store's mu orders.
+type rowPages struct {
+	s   *Store
+	ctx context.Context
+	req tiers.ReadRequest
+
+	raw          bool
+	prefixLen    int
+	lower, upper []byte
+
+	iter *pebble.Iterator
+	// valid says whether iter is positioned on a row not yet returned.
+	valid bool
+	now   int64
+	// err ends the read: ErrDone, ctx's error, ErrClosed or a read error.
+	err error
+}
+
+// Next returns the next page of rows.
+func (p *rowPages) Next() ([]tiers.Row, error) {
+	s := p.s
+	if err := s.enter(); err != nil {
+		// Close has released the read; a read that had already ended keeps
+		// its outcome.
+		if p.err != nil {
+			return nil, p.err
+		}
+		return nil, err
+	}
+	defer s.mu.RUnlock()
+	if p.err != nil {
+		return nil, p.err
+	}
+	if err := p.ctx.Err(); err != nil {
+		p.finish(err)
+		return nil, err
+	}
+	if p.iter == nil {
+		if err := p.start(); err != nil {
+			p.finish(err)
+			return nil, err
+		}
+	}
+	page, err := p.fill()
+	if err != nil {
+		p.finish(err)
+		return nil, err
+	}
+	if !p.valid {
+		// Let go of the iterator as soon as the partition is exhausted,
+		// rather than when the caller gets round to Close.
+		p.finish(tiers.ErrDone)
+	}
+	if len(page) == 0 {
+		return nil, tiers.ErrDone
+	}
+	return page, nil
+}
+
+func (p *rowPages) start() error {
+	s := p.s
+	it, err := s.db.NewIterWithContext(p.ctx, &pebble.IterOptions{LowerBound: p.lower, UpperBound: p.upper})
+	if err != nil {
+		return fmt.Errorf("embedded: read %s/%s: %w", p.req.Key.Table, p.req.Key.Series, err)
+	}
+	p.iter = it
+	s.readsMu.Lock()
+	s.reads[p] = struct{}{}
+	s.readsMu.Unlock()
+	// One clock reading per read: a row expiring during a read is returned
+	// or not consistently across its pages.
+	p.now = s.nowMs()
+	if p.req.Desc {
+		p.valid = it.Last()
+	} else {
+		p.valid = it.First()
+	}
+	return nil
+}
+
+// fill collects the next page, leaving the iterator on the first row of the
+// page after it.
+func (p *rowPages) fill() ([]tiers.Row, error) {
+	it := p.iter
+	size := p.req.PageSize
+	var page []tiers.Row
+	visited := 0
+	for p.valid && len(page) < size {
+		if visited++; visited%ctxCheckEvery == 0 {
+			if err := p.ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, fmt.Errorf("embedded: read %s/%s: %w", p.req.Key.Table, p.req.Key.Series, err)
+		}
+		key := it.Key()
+		if len(key) != p.prefixLen+timeLen || len(v) < expiryLen {
+			return nil, fmt.Errorf("embedded: corrupt row %x in %s/%s", key, p.req.Key.Table, p.req.Key.Series)
+		}
+		if !expired(getExpiry(v), p.now) {
+			r, ok := getRow(v, p.raw, getTime(key[p.prefixLen:]))
+			if !ok {
+				return nil, fmt.Errorf("embedded: corrupt row %x in %s/%s", key, p.req.Key.Table, p.req.Key.Series)
+			}
+			if page == nil {
+				page = make([]tiers.Row, 0, min(size, maxInitialPage))
+			}
+			page = append(page, r)
+		}
+		if p.req.Desc {
+			p.valid = it.Prev()
+		} else {
+			p.valid = it.Next()
+		}
+	}
+	if !p.valid {
+		if err := it.Error(); err != nil {
+			return nil, fmt.Errorf("embedded: read %s/%s: %w", p.req.Key.Table, p.req.Key.Series, err)
+		}
+	}
+	return page, nil
+}
+
+// finish ends the read with err and releases the iterator.
+func (p *rowPages) finish(err error) {
+	if p.iter != nil {
+		p.s.readsMu.Lock()
+		delete(p.s.reads, p)
+		p.s.readsMu.Unlock()
+	}
+	p.release(err)
+}
+
+// release closes the iterator and records why the read ended. Close calls
+// it with the store locked exclusively and unregisters the reads itself.
+func (p *rowPages) release(err error) {
+	if p.err == nil {
+		p.err = err
+	}
+	if p.iter != nil {
+		if cerr := p.iter.Close(); cerr != nil {
+			p.s.log.Warn("closing a partition read", "table", p.req.Key.Table, "series", p.req.Key.Series, "err", cerr)
+		}
+		p.iter = nil
+		p.valid = false
+	}
+}
+
+// Close releases the read.
+func (p *rowPages) Close() error {
+	if err := p.s.enter(); err != nil {
+		return nil // Close of the store released it
+	}
+	defer p.s.mu.RUnlock()
+	p.finish(errReadClosed)
+	return nil
+}

@@ -1,0 +1,67 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tsgate/tsgate/tiers"
+)
+
+// Write upserts the rows of all writes in one batch, synced to the log before
+// it returns; Pebble groups concurrent syncs into one. Rows already expired
+// are dropped, as Cassandra drops a cell written with its TTL run out. An
+// invalid partition key fails the whole call before anything is written.
+func (s *Store) Write(ctx context.Context, writes []tiers.PartitionWrite) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	kinds := make([]byte, len(writes))
+	size := 0
+	for i, w := range writes {
+		kind, err := checkPartition(w.Key)
+		if err != nil {
+			return err
+		}
+		if w.Retention < 0 {
+			return fmt.Errorf("embedded: negative retention %d", w.Retention)
+		}
+		kinds[i] = kind
+		// A batch record is a kind byte, two length varints, key and value.
+		size += len(w.Rows) * (4 + len(w.Key.Series) + 12 + timeLen + rowValueLen(kind))
+	}
+	if size == 0 {
+		return nil
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+
+	now := s.nowMs()
+	b := s.db.NewBatchWithSize(size + 12)
+	defer b.Close()
+	var prefix []byte
+	for i, w := range writes {
+		kind := kinds[i]
+		prefix = appendPartition(prefix[:0], kind, w.Key)
+		vlen := rowValueLen(kind)
+		for _, r := range w.Rows {
+			exp := expiry(r.T, w.Retention)
+			if expired(exp, now) {
+				continue
+			}
+			// Encode straight into the batch: no per-row key or value buffer.
+			op := b.SetDeferred(len(prefix)+timeLen, vlen)
+			copy(op.Key, prefix)
+			putTime(op.Key[len(prefix):], r.T)
+			putRow(op.Value, kind, r, exp)
+			if err := op.Finish(); err != nil {
+				return fmt.Errorf("embedded: write: %w", err)
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.commitExpiring(b)
+}

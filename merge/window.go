@@ -23,6 +23,9 @@ type Windower[T, A any] struct {
 	hasHeld bool
 	cur     Window[A]
 	done    bool
+	// dropped is the start of the window the input failed in, if any.
+	dropped    int64
+	hasDropped bool
 }
 
 // NewWindower returns windows of width step (> 0) over in. key gives an
@@ -59,6 +62,7 @@ func (w *Windower[T, A]) Next() bool {
 	}
 	w.done = true
 	if w.in.Err() != nil {
+		w.dropped, w.hasDropped = start, true
 		return false
 	}
 	w.cur = Window[A]{Start: start, Acc: acc}
@@ -67,6 +71,12 @@ func (w *Windower[T, A]) Next() bool {
 
 // At returns the current window.
 func (w *Windower[T, A]) At() Window[A] { return w.cur }
+
+// Dropped returns the start of the window that was being filled when the
+// input failed: the first window not emitted. A reader that resumes after a
+// failure must resume at that window, not where the input stopped, because
+// the input may have delivered all of the window's rows before failing.
+func (w *Windower[T, A]) Dropped() (start int64, ok bool) { return w.dropped, w.hasDropped }
 
 // Err is the input's error, if it failed.
 func (w *Windower[T, A]) Err() error { return w.in.Err() }

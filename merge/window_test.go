@@ -62,4 +62,9 @@ func TestWindowerDropsIncompleteWindowOnError(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %v, want only the window closed before the failure %v", got, want)
 	}
+	// Every row of window 10 arrived, but the input failed before saying it
+	// had no more: the window is dropped and named as the place to resume.
+	if start, ok := w.Dropped(); !ok || start != 10 {
+		t.Fatalf("Dropped() = %d, %v; want 10", start, ok)
+	}
 }

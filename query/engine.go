@@ -116,7 +116,8 @@ type Request struct {
 	// Deny turns a cut-short answer into an error (ErrBudget or
 	// ErrUnavailable) instead of a partial page.
 	Deny bool
-	// Start is when the request arrived; the budget runs from it.
+	// Start is when the request arrived, on the wall clock; the budget runs
+	// from it.
 	Start time.Time
 }
 
@@ -246,7 +247,9 @@ type Item struct {
 // ErrUnavailable.
 func (e *Engine) Query(ctx context.Context, req Request) (*Result, error) {
 	if req.Start.IsZero() {
-		req.Start = e.now()
+		// The budget is real latency, measured on the wall clock even when
+		// the engine's clock (which decides what data is current) is not.
+		req.Start = time.Now()
 	}
 	slo := req.SLO
 	if slo <= 0 {
@@ -543,6 +546,10 @@ func (r *Result) finish(limited bool) {
 			pos = r.watermark()
 		}
 	}
+	if streamErr != nil && errors.Is(context.Cause(r.ctx), partial.ErrBudgetExceeded) {
+		// Once the budget is gone every read fails, whatever the error says.
+		streamErr = fmt.Errorf("%w: %w", partial.ErrBudgetExceeded, streamErr)
+	}
 	if streamErr != nil && !limited {
 		if r.req.Deny {
 			if partial.Reason(streamErr) == "slo" {
@@ -561,15 +568,18 @@ func (r *Result) finish(limited bool) {
 		})
 	}
 	// Covered is stated in the request's own range.
-	if r.Desc {
+	switch {
+	case pos == end:
+		t.Covered = r.Span
+	case r.Desc:
 		t.Covered = tiers.Span{From: max(min(pos, r.Span.To), r.Span.From), To: r.Span.To}
-	} else {
+	default:
 		t.Covered = tiers.Span{From: r.Span.From, To: min(max(pos, r.Span.From), r.Span.To)}
 	}
 	t.Stats = Stats{
 		Buckets: r.stats.Buckets.Load(), Partitions: r.stats.Partitions.Load(),
 		RowsRead: r.stats.RowsRead.Load(), CacheHits: r.stats.CacheHits.Load(),
-		Elapsed: r.e.now().Sub(r.req.Start),
+		Elapsed: time.Since(r.req.Start),
 	}
 }
 
@@ -591,6 +601,14 @@ func (r *Result) watermark() int64 {
 	}
 	wm := r.stream.Watermark()
 	if r.Plan.Step > 0 {
+		// The window being filled when the stream stopped is not delivered,
+		// even if all its rows were read: resume at it.
+		if start, ok := r.windows.Dropped(); ok {
+			if r.Desc {
+				return start + r.Plan.Step
+			}
+			return start
+		}
 		if r.Desc {
 			wm = tiers.AlignUp(wm, r.Plan.Step)
 		} else {

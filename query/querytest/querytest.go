@@ -1,0 +1,543 @@
+// Package querytest is the behavioural suite of the read and write paths
+// over a real store: points go in through the write path (on time, late,
+// overwritten), rollups run, and every answer — raw or aggregated, from any
+// tier, in both orders, paged by limits or cut short by budgets — must equal
+// a brute-force computation over the points that were written.
+//
+// The embedded store runs it in unit tests and the Cassandra store in the
+// integration tests, so both stores answer identically.
+package querytest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tsgate/tsgate/ingest"
+	"github.com/tsgate/tsgate/partial"
+	"github.com/tsgate/tsgate/query"
+	"github.com/tsgate/tsgate/rollup"
+	"github.com/tsgate/tsgate/router"
+	"github.com/tsgate/tsgate/tiers"
+)
+
+// Clock is a settable clock shared by the write path, the rollup worker and
+// the engine, so the suite can let time pass (and points become late)
+// without waiting.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Advance moves the clock forward.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// Env is the gateway's read and write paths over one store.
+type Env struct {
+	Store   tiers.Store
+	Pyramid tiers.Pyramid
+	Clock   *Clock
+	Engine  *query.Engine
+	Writer  *ingest.Writer
+	Rollups *rollup.Worker
+	Config  query.Config
+}
+
+type storeLayouts struct{ tiers.Registry }
+
+func (s storeLayouts) Layout(ctx context.Context, id string) (tiers.Layout, error) {
+	info, err := s.LookupSeries(ctx, id)
+	if errors.Is(err, tiers.ErrNotFound) {
+		return nil, nil
+	}
+	return info.Layout, err
+}
+
+// NewEnv wires the engine, the write path and the rollup worker over
+// store, reading through reader (store itself, or a decorator of it).
+func NewEnv(t testing.TB, store tiers.Store, reader tiers.PartitionReader) *Env {
+	clock := &Clock{t: time.Now()}
+	p := tiers.DefaultPyramid()
+	cfg := query.DefaultConfig()
+	cfg.PageSize = 500 // several driver pages per partition
+	signer, err := partial.NewSigner([]byte("querytest cursor key, 32 bytes.."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &Env{Store: store, Pyramid: p, Clock: clock, Config: cfg}
+	var worker *rollup.Worker
+	wm := func(ctx context.Context) router.Watermarks { return worker.Watermarks(ctx) }
+	engineStore := struct {
+		tiers.PartitionReader
+		tiers.LateIndex
+		tiers.Registry
+	}{reader, store, store}
+	env.Engine = query.New(engineStore, p, router.DefaultConfig(), wm, signer, cfg, clock.Now)
+	rc := rollup.DefaultConfig()
+	rc.Interval = 0
+	worker = rollup.New(store, env.Engine, rc, clock.Now, nil, nil)
+	env.Rollups = worker
+	env.Writer = ingest.NewWriter(store, storeLayouts{store}, &env.Pyramid, ingest.DefaultConfig(), clock.Now)
+	return env
+}
+
+// Truth is the brute-force model of a series: the last value written for
+// each timestamp.
+type Truth map[int64]float64
+
+// Points returns the points with from <= t < to, ascending.
+func (tr Truth) Points(span tiers.Span) []tiers.Row {
+	var out []tiers.Row
+	for t, v := range tr {
+		if span.Contains(t) {
+			out = append(out, tiers.PointRow(t, v))
+		}
+	}
+	slices.SortFunc(out, func(a, b tiers.Row) int { return cmpInt(a.T, b.T) })
+	return out
+}
+
+// Windows aggregates the windows of width step whose start lies in span,
+// each over its whole width, ascending.
+func (tr Truth) Windows(span tiers.Span, step int64) []query.Item {
+	read := tiers.Span{From: tiers.AlignUp(span.From, step), To: tiers.AlignUp(span.To, step)}
+	var out []query.Item
+	for _, p := range tr.Points(read) {
+		start := tiers.AlignDown(p.T, step)
+		if n := len(out); n > 0 && out[n-1].T == start {
+			out[n-1].Row.Add(p)
+			continue
+		}
+		out = append(out, query.Item{T: start, Row: p})
+	}
+	for i := range out {
+		out[i].Row.T = 0
+	}
+	return out
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Page is one page of an answer.
+type Page struct {
+	Items   []query.Item
+	Trailer query.Trailer
+	Plan    router.Plan
+}
+
+// Read runs one page of req.
+func (e *Env) Read(ctx context.Context, req query.Request) (Page, error) {
+	req.Start = time.Time{}
+	res, err := e.Engine.Query(ctx, req)
+	if err != nil {
+		return Page{}, err
+	}
+	defer res.Close()
+	var p Page
+	p.Plan = res.Plan
+	for res.Next() {
+		it := res.Item()
+		if res.Plan.Step > 0 {
+			it.Row.T = 0
+		}
+		p.Items = append(p.Items, it)
+	}
+	p.Trailer = res.Trailer()
+	return p, nil
+}
+
+// ReadAll follows cursors until the answer is complete; it fails after
+// maxPages pages.
+func (e *Env) ReadAll(ctx context.Context, req query.Request, maxPages int) ([]query.Item, int, error) {
+	var all []query.Item
+	for pages := 1; ; pages++ {
+		p, err := e.Read(ctx, req)
+		if err != nil {
+			return all, pages, err
+		}
+		if p.Trailer.Err != nil {
+			return all, pages, p.Trailer.Err
+		}
+		all = append(all, p.Items...)
+		if p.Trailer.NextCursor == "" {
+			return all, pages, nil
+		}
+		if pages >= maxPages {
+			return all, pages, fmt.Errorf("no end after %d pages", pages)
+		}
+		req.Cursor = p.Trailer.NextCursor
+	}
+}
+
+// Run runs the suite on store.
+func Run(t *testing.T, store tiers.Store) {
+	env := NewEnv(t, store, store)
+	series := fmt.Sprintf("qt%08x.s", rand.Uint32())
+	truth := env.load(t, series, rand.New(rand.NewPCG(41, 42)))
+	t.Run("AnswersEqualBruteForce", func(t *testing.T) { env.answersEqualBruteForce(t, series, truth) })
+	t.Run("PagingLaw", func(t *testing.T) { env.pagingLaw(t, series, truth) })
+	t.Run("PagingLawUnderBudget", func(t *testing.T) { pagingLawUnderBudget(t, store, series, truth, env, false) })
+	t.Run("PagingLawUnderStoreFailures", func(t *testing.T) { pagingLawUnderBudget(t, store, series, truth, env, true) })
+	t.Run("UnknownSeries", func(t *testing.T) {
+		_, err := env.Read(context.Background(), query.Request{Series: series + "x", Span: tiers.Span{From: 0, To: 1}, Resolution: router.Resolution{Kind: router.RawPoints}})
+		if !errors.Is(err, query.ErrSeriesNotFound) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
+
+// load writes about three days of irregular points — bursts a millisecond
+// apart, gaps of hours, overwrites — then lets time pass and writes late
+// points (new ones and rewrites of old ones), and rolls everything up.
+// Values are integers, so sums are exact in any order.
+func (e *Env) load(t *testing.T, series string, r *rand.Rand) Truth {
+	t.Helper()
+	ctx := context.Background()
+	truth := Truth{}
+	now := e.Clock.Now().UnixMilli()
+	start := now - 3*tiers.Day
+	var batch []ingest.Point
+	flush := func(late bool) {
+		if len(batch) == 0 {
+			return
+		}
+		res, err := e.Writer.Write(ctx, batch)
+		if err != nil {
+			t.Fatalf("write: %v", err)
+		}
+		if late && res.Late == 0 {
+			t.Fatalf("late batch of %d points went to the raw table", len(batch))
+		}
+		batch = batch[:0]
+	}
+	// Backfill history as it would have arrived: in time order, on time.
+	for ts := start; ts < now; {
+		switch r.IntN(20) {
+		case 0: // a gap
+			ts += r.Int64N(3 * tiers.Hour)
+		case 1: // a burst
+			for range 1 + r.IntN(30) {
+				ts += 1 + r.Int64N(3)
+				batch = append(batch, e.point(series, ts, r, truth))
+			}
+		default:
+			ts += 1 + r.Int64N(2*tiers.Minute)
+		}
+		if ts < now {
+			batch = append(batch, e.point(series, ts, r, truth))
+		}
+		if r.IntN(8) == 0 && len(truth) > 0 {
+			// Overwrite a recent point.
+			old := ts - r.Int64N(10*tiers.Minute)
+			if _, ok := truth[old]; ok {
+				batch = append(batch, e.point(series, old, r, truth))
+			}
+		}
+		if len(batch) > 2000 {
+			flush(false)
+		}
+	}
+	if len(batch) > 0 {
+		res, err := e.Writer.Backfill(ctx, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = res
+		batch = batch[:0]
+	}
+	// Time passes; earlier points are now late.
+	e.Clock.Advance(2 * time.Hour)
+	now = e.Clock.Now().UnixMilli()
+	var old []int64
+	for ts := range truth {
+		old = append(old, ts)
+	}
+	slices.Sort(old)
+	for range 300 {
+		var ts int64
+		if r.IntN(2) == 0 {
+			ts = old[r.IntN(len(old))] // rewrite an existing point
+		} else {
+			ts = start + r.Int64N(now-start-tiers.Hour) // a new, late point
+		}
+		batch = append(batch, e.point(series, ts, r, truth))
+	}
+	flush(true)
+	if _, err := e.Rollups.RunOnce(ctx, true); err != nil {
+		t.Fatalf("rollups: %v", err)
+	}
+	return truth
+}
+
+func (e *Env) point(series string, ts int64, r *rand.Rand, truth Truth) ingest.Point {
+	v := float64(r.IntN(2000001) - 1000000)
+	truth[ts] = v
+	return ingest.Point{Series: series, T: ts, V: v}
+}
+
+var resolutions = []struct {
+	name string
+	res  router.Resolution
+}{
+	{"raw", router.Resolution{Kind: router.RawPoints}},
+	{"1m", router.Resolution{Kind: router.Window, Window: tiers.Minute}},
+	{"5m", router.Resolution{Kind: router.Window, Window: 5 * tiers.Minute}},
+	{"90s", router.Resolution{Kind: router.Window, Window: 90 * tiers.Second}},
+	{"1h", router.Resolution{Kind: router.Window, Window: tiers.Hour}},
+	{"36h", router.Resolution{Kind: router.Window, Window: 36 * tiers.Hour}},
+	{"1d", router.Resolution{Kind: router.Window, Window: tiers.Day}},
+	{"auto", router.Resolution{Kind: router.Auto}},
+}
+
+func (e *Env) randomSpan(r *rand.Rand) tiers.Span {
+	now := e.Clock.Now().UnixMilli()
+	a := now - 3*tiers.Day - tiers.Hour + r.Int64N(3*tiers.Day+2*tiers.Hour)
+	length := []int64{tiers.Minute, tiers.Hour, 5 * tiers.Hour, tiers.Day, 3 * tiers.Day}[r.IntN(5)]
+	return tiers.Span{From: a, To: a + 1 + r.Int64N(length)}
+}
+
+// want computes the brute-force answer of a plan over span.
+func want(truth Truth, span tiers.Span, plan router.Plan, desc bool) []query.Item {
+	var items []query.Item
+	if plan.Step == 0 {
+		for _, p := range truth.Points(span) {
+			items = append(items, query.Item{T: p.T, Row: p})
+		}
+	} else {
+		items = truth.Windows(span, plan.Step)
+	}
+	if desc {
+		slices.Reverse(items)
+	}
+	return items
+}
+
+func diff(got, want []query.Item) string {
+	if len(got) != len(want) {
+		return fmt.Sprintf("%d items, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			return fmt.Sprintf("item %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	return ""
+}
+
+func (e *Env) answersEqualBruteForce(t *testing.T, series string, truth Truth) {
+	r := rand.New(rand.NewPCG(43, 44))
+	ctx := context.Background()
+	for i := range 40 {
+		span := e.randomSpan(r)
+		res := resolutions[i%len(resolutions)]
+		desc := r.IntN(2) == 0
+		req := query.Request{Series: series, Span: span, Resolution: res.res, Desc: desc, Limit: e.Config.MaxLimit,
+			Aggs: []query.Agg{query.Min, query.Max, query.Sum, query.Count, query.Avg}}
+		if res.name == "auto" && r.IntN(2) == 0 {
+			req.MaxPoints = 1 + r.Int64N(500)
+		}
+		p, err := e.Read(ctx, req)
+		if err != nil {
+			t.Fatalf("%s %+v: %v", res.name, span, err)
+		}
+		if p.Trailer.Partial || p.Trailer.NextCursor != "" {
+			t.Fatalf("%s %+v: an unlimited read was cut short: %+v", res.name, span, p.Trailer)
+		}
+		if d := diff(p.Items, want(truth, span, p.Plan, desc)); d != "" {
+			t.Fatalf("%s span %+v desc %v (plan %s step %d, segments %+v): %s", res.name, span, desc, p.Plan.Tier, p.Plan.Step, p.Plan.Segments, d)
+		}
+		if p.Trailer.Covered != span {
+			t.Fatalf("complete answer covers %+v, want %+v", p.Trailer.Covered, span)
+		}
+	}
+	// Long ranges come from the rollup tiers; their windows must be exact too.
+	for _, step := range []int64{tiers.Minute, tiers.Hour, tiers.Day} {
+		now := e.Clock.Now().UnixMilli()
+		span := tiers.Span{From: now - 4*tiers.Day, To: now}
+		req := query.Request{Series: series, Span: span, Resolution: router.Resolution{Kind: router.Window, Window: step},
+			Limit: e.Config.MaxLimit, Aggs: []query.Agg{query.Min, query.Max, query.Sum, query.Count}}
+		p, err := e.Read(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Plan.Segments[0].Tier == tiers.LevelRaw {
+			t.Fatalf("step %d: rollups did not run: segments %+v", step, p.Plan.Segments)
+		}
+		if d := diff(p.Items, want(truth, span, p.Plan, false)); d != "" {
+			t.Fatalf("step %d over the whole series (segments %+v): %s", step, p.Plan.Segments, d)
+		}
+	}
+}
+
+// pagingLaw: following cursors with any limit yields exactly the unpaged
+// answer.
+func (e *Env) pagingLaw(t *testing.T, series string, truth Truth) {
+	r := rand.New(rand.NewPCG(45, 46))
+	ctx := context.Background()
+	for i := range 16 {
+		span := e.randomSpan(r)
+		res := resolutions[i%len(resolutions)]
+		desc := r.IntN(2) == 0
+		limit := 1 + r.IntN(5000)
+		if r.IntN(3) == 0 {
+			limit = 1 + r.IntN(20)
+		}
+		req := query.Request{Series: series, Span: span, Resolution: res.res, Desc: desc, Limit: limit,
+			Binding: partial.Bind(series, fmt.Sprint(span), res.name, fmt.Sprint(desc))}
+		full, err := e.Read(ctx, query.Request{Series: series, Span: span, Resolution: res.res, Desc: desc, Limit: e.Config.MaxLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages := len(full.Items)/limit + 2
+		got, n, err := e.ReadAll(ctx, req, pages)
+		if err != nil {
+			t.Fatalf("%s %+v limit %d: %v", res.name, span, limit, err)
+		}
+		if d := diff(got, full.Items); d != "" {
+			t.Fatalf("%s span %+v desc %v limit %d: %d pages: %s", res.name, span, desc, limit, n, d)
+		}
+		if d := diff(full.Items, want(truth, span, full.Plan, desc)); d != "" {
+			t.Fatalf("unpaged %s: %s", res.name, d)
+		}
+		if len(full.Items) > 0 && n != (len(full.Items)+limit-1)/limit {
+			t.Fatalf("%d items with limit %d took %d pages: a cursor was issued with nothing left, or missing", len(full.Items), limit, n)
+		}
+	}
+}
+
+// ErrInjected is the failure the flaky reader injects.
+var ErrInjected = errors.New("injected store failure")
+
+// slowReader delays reads of some partitions, so that small budgets cut
+// pages short at varying places, and fails some when flaky is set, like a
+// replica that times out.
+type slowReader struct {
+	tiers.PartitionReader
+	r     *rand.Rand
+	flaky bool
+	mu    sync.Mutex
+}
+
+type slowPages struct {
+	tiers.RowPages
+	ctx   context.Context
+	delay time.Duration
+	fail  bool
+	pages int
+}
+
+func (s *slowReader) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPages {
+	s.mu.Lock()
+	var d time.Duration
+	if s.r.IntN(4) == 0 {
+		d = time.Duration(1+s.r.IntN(15)) * time.Millisecond
+	}
+	fail := s.flaky && s.r.IntN(12) == 0
+	s.mu.Unlock()
+	return &slowPages{RowPages: s.PartitionReader.Read(ctx, req), ctx: ctx, delay: d, fail: fail}
+}
+
+func (p *slowPages) Next() ([]tiers.Row, error) {
+	if p.delay > 0 {
+		select {
+		case <-time.After(p.delay):
+		case <-p.ctx.Done():
+			return nil, context.Cause(p.ctx)
+		}
+	}
+	p.pages++
+	if p.fail && p.pages > 1 {
+		return nil, ErrInjected
+	}
+	return p.RowPages.Next()
+}
+
+// pagingLawUnderBudget: with a store that is slow for random partitions and
+// budgets of a few milliseconds, pages are cut short by the SLO (or, when
+// flaky, by failing partitions), and following their cursors still yields
+// exactly the full answer.
+func pagingLawUnderBudget(t *testing.T, store tiers.Store, series string, truth Truth, base *Env, flaky bool) {
+	slow := NewEnv(t, store, &slowReader{PartitionReader: store, r: rand.New(rand.NewPCG(47, 48)), flaky: flaky})
+	slow.Clock = base.Clock
+	r := rand.New(rand.NewPCG(49, 50))
+	ctx := context.Background()
+	partials := 0
+	for i := range 10 {
+		span := base.randomSpan(r)
+		res := resolutions[i%len(resolutions)]
+		desc := r.IntN(2) == 0
+		full, err := base.Read(ctx, query.Request{Series: series, Span: span, Resolution: res.res, Desc: desc, Limit: base.Config.MaxLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := query.Request{Series: series, Span: span, Resolution: res.res, Desc: desc, Limit: 1 + r.IntN(3000),
+			SLO: time.Duration(2+r.IntN(20)) * time.Millisecond, Binding: partial.Bind(series, "budget", fmt.Sprint(i))}
+		wantReason := "slo"
+		if flaky {
+			req.SLO = time.Minute
+			wantReason = "unavailable"
+		}
+		var got []query.Item
+		for pages := 0; ; pages++ {
+			if pages > 100000 {
+				t.Fatal("no end to the pages")
+			}
+			p, err := slow.Read(ctx, req)
+			if err != nil {
+				t.Fatalf("%s: %v", res.name, err)
+			}
+			if p.Trailer.Partial {
+				partials++
+				if p.Trailer.Reason != wantReason || p.Trailer.NextCursor == "" {
+					t.Fatalf("partial page without slo reason or cursor: %+v", p.Trailer)
+				}
+			}
+			// No page holds a point beyond its watermark.
+			cov := p.Trailer.Covered
+			for _, it := range p.Items {
+				end := it.T
+				if p.Plan.Step > 0 && !desc {
+					end = it.T + p.Plan.Step - 1
+				}
+				if (!desc && end >= cov.To && cov.To < span.To) || (desc && it.T < cov.From && cov.From > span.From) {
+					t.Fatalf("item at %d outside the covered range %+v", it.T, cov)
+				}
+			}
+			got = append(got, p.Items...)
+			if p.Trailer.NextCursor == "" {
+				break
+			}
+			req.Cursor = p.Trailer.NextCursor
+		}
+		if d := diff(got, full.Items); d != "" {
+			t.Fatalf("%s span %+v desc %v under budget: %s", res.name, span, desc, d)
+		}
+	}
+	if partials == 0 {
+		t.Fatal("no page was ever cut short: the budget test tested nothing")
+	}
+}

@@ -159,7 +159,9 @@ func (p *Partitions) put(e *entry) {
 	}
 }
 
-func entrySize(e *entry) int64 { return int64(len(e.rows))*rowBytes + 128 + int64(len(e.key.key.Series)) }
+func entrySize(e *entry) int64 {
+	return int64(len(e.rows))*rowBytes + 128 + int64(len(e.key.key.Series))
+}
 
 func keyString(k partitionKey) string {
 	b := make([]byte, 0, 64+len(k.key.Series))

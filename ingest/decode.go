@@ -107,6 +107,9 @@ func DecodeJSON(r io.Reader, now int64) ([]Point, error) {
 				if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
 					return nil, syntaxError(err, bodyErr)
 				}
+				if !isShapeError(err) {
+					return nil, err // the body's reader failed: too large, or the client left
+				}
 				verr.Invalid++
 				verr.add(pointShapeError(i, err))
 				continue
@@ -145,6 +148,9 @@ func DecodeNDJSON(r io.Reader, now int64) ([]Point, error) {
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.UseNumber()
 		if err := decodeStrict(dec, &rp); err != nil || dec.More() {
+			if err != nil && !isShapeError(err) && !isSyntax(err) {
+				return nil, err
+			}
 			verr.Invalid++
 			if err != nil {
 				verr.add(pointShapeError(i, err))
@@ -179,6 +185,11 @@ func finish(points []Point, verr *ValidationError) ([]Point, error) {
 	return points, nil
 }
 
+func isSyntax(err error) bool {
+	var se *json.SyntaxError
+	return errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+}
+
 func decodeStrict(dec *json.Decoder, v any) error {
 	dec.DisallowUnknownFields()
 	return dec.Decode(v)
@@ -200,6 +211,13 @@ func syntaxError(err error, bodyErr func(string) error) error {
 		}
 		return err
 	}
+}
+
+// isShapeError reports whether a decode error is about the point's shape
+// (a wrong type or an unknown member) rather than the body's reader.
+func isShapeError(err error) bool {
+	var ute *json.UnmarshalTypeError
+	return errors.As(err, &ute) || strings.HasPrefix(err.Error(), "json: unknown field")
 }
 
 // pointShapeError names what is wrong with a point that did not decode.

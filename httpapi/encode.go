@@ -18,6 +18,11 @@ func appendFloat(b []byte, f float64) []byte {
 		return append(b, "null"...)
 	}
 	abs := math.Abs(f)
+	if abs < 1e11 && abs >= 1e-4 || f == 0 {
+		if out, ok := appendShortDecimal(b, f); ok {
+			return out
+		}
+	}
 	format := byte('f')
 	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		format = 'e'
@@ -32,6 +37,43 @@ func appendFloat(b []byte, f float64) []byte {
 		}
 	}
 	return b
+}
+
+// appendShortDecimal writes f with at most four decimals when that is its
+// shortest exact form — as sensor values mostly are — without the general
+// shortest-float search. It is exact: for m = round(f·10⁴), float64(m)/10⁴
+// is the correctly rounded quotient of two exact values, which is what
+// parsing the decimal m·10⁻⁴ yields, so equality with f means those digits
+// round-trip; dropping m's trailing zeros then gives the shortest digits, as
+// strconv would. |f| < 1e11 keeps m exact.
+func appendShortDecimal(b []byte, f float64) ([]byte, bool) {
+	m := math.Round(f * 1e4)
+	if m/1e4 != f {
+		return b, false
+	}
+	n := int64(m)
+	if n < 0 || (n == 0 && math.Signbit(f)) {
+		b = append(b, '-')
+		n = -n
+	}
+	k := 4
+	for k > 0 && n%10 == 0 {
+		n /= 10
+		k--
+	}
+	div := int64(1)
+	for range k {
+		div *= 10
+	}
+	b = strconv.AppendInt(b, n/div, 10)
+	if k > 0 {
+		b = append(b, '.')
+		frac := n % div
+		for d := div / 10; d > 0; d /= 10 {
+			b = append(b, byte('0'+frac/d%10))
+		}
+	}
+	return b, true
 }
 
 const hexDigits = "0123456789abcdef"

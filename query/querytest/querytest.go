@@ -72,8 +72,12 @@ func (s storeLayouts) Layout(ctx context.Context, id string) (tiers.Layout, erro
 // NewEnv wires the engine, the write path and the rollup worker over
 // store, reading through reader (store itself, or a decorator of it).
 func NewEnv(t testing.TB, store tiers.Store, reader tiers.PartitionReader) *Env {
+	return NewEnvWith(t, store, reader, tiers.DefaultPyramid())
+}
+
+// NewEnvWith is NewEnv with other tiers (benchmarks keep raw points longer).
+func NewEnvWith(t testing.TB, store tiers.Store, reader tiers.PartitionReader, p tiers.Pyramid) *Env {
 	clock := &Clock{t: time.Now()}
-	p := tiers.DefaultPyramid()
 	cfg := query.DefaultConfig()
 	cfg.PageSize = 500 // several driver pages per partition
 	signer, err := partial.NewSigner([]byte("querytest cursor key, 32 bytes.."))

@@ -1,0 +1,232 @@
+package cassandra
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tsgate/tsgate/tiers"
+)
+
+// table returns the statements of the key's table, checking that the key
+// fits it.
+func (s *Store) table(key tiers.PartitionKey) (*tableStmts, error) {
+	t, ok := s.tables[key.Table]
+	if !ok {
+		return nil, fmt.Errorf("cassandra: unknown table %q", key.Table)
+	}
+	if t.kind == kindRaw {
+		if key.EventBucket < 0 || key.EventBucket >= tiers.MaxEventBuckets {
+			return nil, fmt.Errorf("cassandra: event bucket %d of %s is out of range", key.EventBucket, key.Table)
+		}
+	} else if key.EventBucket != 0 {
+		return nil, fmt.Errorf("cassandra: %s is not split into event buckets (event bucket %d)", key.Table, key.EventBucket)
+	}
+	return t, nil
+}
+
+// partitionArgs are the bind values of the partition key.
+func (t *tableStmts) partitionArgs(key tiers.PartitionKey, extra int) []any {
+	args := make([]any, 0, 3+extra)
+	args = append(args, key.Series, key.Bucket)
+	if t.kind == kindRaw {
+		args = append(args, int16(key.EventBucket))
+	}
+	return args
+}
+
+// stmt is one statement of a batch.
+type stmt struct {
+	cql  string
+	args []any
+}
+
+// group is the statements of one partition.
+type group struct {
+	what  string // names the partition in errors
+	stmts []stmt
+}
+
+// execGroups writes each group as UNLOGGED batches of at most MaxBatchRows
+// statements, WriteParallelism batches at once. A batch never spans two
+// partitions: a single-partition batch is applied as one mutation by the
+// partition's replicas (the driver routes it to them), whereas a
+// multi-partition batch makes its coordinator fan it out.
+func (s *Store) execGroups(ctx context.Context, groups []group) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.cfg.WriteParallelism)
+loop:
+	for _, grp := range groups {
+		for chunk := range slices.Chunk(grp.stmts, s.cfg.MaxBatchRows) {
+			if gctx.Err() != nil {
+				break loop
+			}
+			g.Go(func() error {
+				if err := s.execBatch(gctx, chunk); err != nil {
+					return fmt.Errorf("cassandra: write %s: %w", grp.what, err)
+				}
+				return nil
+			})
+		}
+	}
+	return wrapCtx(ctx, g.Wait())
+}
+
+func (s *Store) execBatch(ctx context.Context, chunk []stmt) error {
+	if len(chunk) == 1 {
+		return s.session.Query(chunk[0].cql, chunk[0].args...).ExecContext(ctx)
+	}
+	b := s.session.Batch(gocql.UnloggedBatch)
+	for _, st := range chunk {
+		b.Query(st.cql, st.args...)
+	}
+	return b.ExecContext(ctx)
+}
+
+// Write stores every row with a TTL that expires it at T + Retention; rows
+// whose retention has passed already are not written. A call must carry
+// each (partition, T) once, as ingest ensures: two rows of the same T may
+// share a batch, hence a write timestamp, and Cassandra then keeps the
+// larger value rather than the later one.
+func (s *Store) Write(ctx context.Context, writes []tiers.PartitionWrite) error {
+	now := time.Now().UnixMilli()
+	groups := make([]group, 0, len(writes))
+	for _, w := range writes {
+		t, err := s.table(w.Key)
+		if err != nil {
+			return err
+		}
+		if w.Retention < 0 {
+			return fmt.Errorf("cassandra: negative retention %d", w.Retention)
+		}
+		grp := group{stmts: make([]stmt, 0, len(w.Rows))}
+		for _, r := range w.Rows {
+			ttl, ok := rowTTL(r.T, w.Retention, now)
+			if !ok {
+				continue
+			}
+			args := t.partitionArgs(w.Key, 6)
+			switch t.kind {
+			case kindRollup:
+				args = append(args, r.T, r.Min, r.Max, r.Sum, r.Count, ttl)
+			default:
+				args = append(args, r.T, r.Value(), ttl)
+			}
+			grp.stmts = append(grp.stmts, stmt{t.insert, args})
+		}
+		if len(grp.stmts) > 0 {
+			grp.what = fmt.Sprintf("%s %q bucket %d/%d", w.Key.Table, w.Key.Series, w.Key.Bucket, w.Key.EventBucket)
+			groups = append(groups, grp)
+		}
+	}
+	return s.execGroups(ctx, groups)
+}
+
+// Read reads one partition with the driver's paging. Nothing is sent until
+// the first Next.
+func (s *Store) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPages {
+	t, err := s.table(req.Key)
+	if err != nil {
+		return &rowPages{err: err}
+	}
+	p := &rowPages{ctx: ctx, kind: t.kind, key: req.Key, pageSize: s.cfg.PageSize}
+	if req.PageSize > 0 {
+		p.pageSize = min(p.pageSize, req.PageSize)
+	}
+	if req.Span.Empty() {
+		p.finished = true
+		return p
+	}
+	cql := t.selAsc
+	if req.Desc {
+		cql = t.selDesc
+	}
+	args := append(t.partitionArgs(req.Key, 2), req.Span.From, req.Span.To)
+	// The driver page is the caller's page, so one Next is about one round
+	// trip, and the driver's prefetch of the next page overlaps with the
+	// caller's work on this one.
+	p.query = s.session.Query(cql, args...).PageSize(p.pageSize)
+	return p
+}
+
+// rowPages turns the driver's iterator into pages of at most pageSize rows.
+type rowPages struct {
+	ctx      context.Context
+	query    *gocql.Query
+	iter     *gocql.Iter
+	kind     kind
+	key      tiers.PartitionKey
+	pageSize int
+	finished bool
+	err      error // sticky: every Next after a failure returns it
+}
+
+func (p *rowPages) Next() ([]tiers.Row, error) {
+	if p.err != nil {
+		return nil, p.err
+	}
+	if p.finished {
+		return nil, tiers.ErrDone
+	}
+	if err := p.ctx.Err(); err != nil {
+		p.fail(err)
+		return nil, p.err
+	}
+	if p.iter == nil {
+		p.iter = p.query.IterContext(p.ctx)
+	}
+	// Iter.Scan, not Iter.Scanner: only Scan starts the prefetch of the
+	// next driver page.
+	rows := make([]tiers.Row, 0, min(p.pageSize, 1024))
+	var r tiers.Row
+	for len(rows) < p.pageSize {
+		var ok bool
+		if p.kind == kindRollup {
+			ok = p.iter.Scan(&r.T, &r.Min, &r.Max, &r.Sum, &r.Count)
+		} else {
+			var v float64
+			ok = p.iter.Scan(&r.T, &v)
+			r.Min, r.Max, r.Sum, r.Count = v, v, v, 1
+		}
+		if !ok {
+			break
+		}
+		rows = append(rows, r)
+	}
+	if len(rows) == p.pageSize {
+		return rows, nil
+	}
+	// The iterator ended: the partition is exhausted, or the read failed
+	// after the rows scanned so far, which are still valid.
+	err := p.iter.Close()
+	p.iter = nil
+	p.finished = true
+	if err != nil {
+		p.fail(err)
+		if len(rows) == 0 {
+			return nil, p.err
+		}
+	}
+	if len(rows) == 0 {
+		return nil, tiers.ErrDone
+	}
+	return rows, nil
+}
+
+func (p *rowPages) fail(err error) {
+	p.err = fmt.Errorf("cassandra: read %s %q bucket %d/%d: %w",
+		p.key.Table, p.key.Series, p.key.Bucket, p.key.EventBucket, wrapCtx(p.ctx, err))
+}
+
+func (p *rowPages) Close() error {
+	if p.iter != nil {
+		p.iter.Close()
+		p.iter = nil
+	}
+	p.finished = true
+	return nil
+}

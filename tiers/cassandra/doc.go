@@ -1,0 +1,61 @@
+// Package cassandra is the Apache Cassandra implementation of tiers.Store,
+// and the CQL schema it needs (`gateway schema` prints it, --apply creates
+// it). It owns every table in its keyspace and is the only package besides
+// the integration tests that imports the driver.
+//
+// # Data model
+//
+// Times are stored as CQL timestamps, which are the gateway's int64 Unix
+// milliseconds exactly (they are bound and scanned as int64, never through
+// time.Time). All time-series tables cluster by t ascending; descending
+// reads use ORDER BY t DESC within one partition.
+//
+//	points_raw   ((series text, bucket timestamp, eb smallint), t timestamp) → v double
+//	points_late  ((series, bucket), t) → v
+//	rollup_1m, rollup_1h, rollup_1d
+//	             ((series, bucket), t) → min double, max double, sum double, count bigint
+//
+// One table per tier of the pyramid (tiers.Table is the table name), plus
+// the late table, which holds raw points that arrived after the lateness
+// threshold, in the raw tier's buckets. Each uses time-window compaction
+// with a window of the tier's bucket width (the late table: one day, since
+// its points arrive out of order), a default_time_to_live of the tier's
+// retention as a safety net, and a gc_grace_seconds keyed by the bucket
+// width after the seeds' table (hourly 4 h, daily 1 d, weekly 3 d, monthly
+// and longer 7 d): the data is never deleted, only expired, so gc_grace
+// need only cover the repair interval. Every row is written with its own TTL
+// so that it expires at T + Retention; rows past that are not written.
+//
+//	late_buckets  ((series text), bucket timestamp)            marks, TTL each
+//	series        ((shard int), id text) → first timestamp, last timestamp
+//	series_layout ((series text), since timestamp) → width bigint, event_buckets int
+//	rollup_dirty  ((slot timestamp, shard int), series text, window timestamp)
+//	rollup_state  (name text PRIMARY KEY) → value bigint
+//	gateway_meta  (name text PRIMARY KEY) → value blob
+//
+// The registry spreads ids over 16 shard partitions by FNV-1a of the id, so
+// that a listing is a k-way merge of 16 clustering-ordered id ranges, and
+// the rollup log spreads a slot over 4 partitions the same way. Both counts
+// are part of the on-disk format.
+//
+// # Nothing is read before a write
+//
+// A series' first and last point, a checkpoint and the oldest dirty slot
+// must only ever widen, grow or shrink, under concurrent writers, without
+// reading. Cassandra keeps the cell with the largest write timestamp, so
+// these cells are written USING TIMESTAMP derived from the value: growing
+// with it where the largest must win (last, checkpoints), shrinking with it
+// where the smallest must win (first, the oldest slot). See maxWinsStamp.
+// Secrets, which must be agreed on exactly once, are the only lightweight
+// transaction (INSERT ... IF NOT EXISTS).
+//
+// # Requests
+//
+// Every statement is prepared (the driver prepares and caches them) and
+// names its whole partition key with bind markers, so the token-aware
+// policy sends it to a replica. A read is one partition, never IN over
+// buckets, paged by the driver with the caller's page size (capped by
+// Config.PageSize). Writes are UNLOGGED batches of one partition each, at
+// most Config.MaxBatchRows statements, Config.WriteParallelism at once.
+// Every request runs at Config.Consistency under the caller's context.
+package cassandra

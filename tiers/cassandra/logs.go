@@ -1,0 +1,209 @@
+package cassandra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tsgate/tsgate/tiers"
+)
+
+// MarkLate inserts one row per (series, bucket) with a TTL that expires it
+// at Bucket + Retention; marks past that are not written.
+func (s *Store) MarkLate(ctx context.Context, marks []tiers.LateMark) error {
+	now := time.Now().UnixMilli()
+	bySeries := map[string][]stmt{}
+	for _, m := range marks {
+		if m.Retention < 0 {
+			return fmt.Errorf("cassandra: negative retention %d", m.Retention)
+		}
+		ttl, ok := rowTTL(m.Bucket, m.Retention, now)
+		if !ok {
+			continue
+		}
+		bySeries[m.Series] = append(bySeries[m.Series], stmt{s.stmts.markLate, []any{m.Series, m.Bucket, ttl}})
+	}
+	groups := make([]group, 0, len(bySeries))
+	for series, st := range bySeries {
+		groups = append(groups, group{what: fmt.Sprintf("late marks of %q", series), stmts: st})
+	}
+	return s.execGroups(ctx, groups)
+}
+
+// LateBuckets reads a clustering slice of the series' marks; expired marks
+// are gone by TTL.
+func (s *Store) LateBuckets(ctx context.Context, series string, span tiers.Span) ([]int64, error) {
+	if span.Empty() {
+		return nil, nil
+	}
+	iter := s.session.Query(s.stmts.lateBuckets, series, span.From, span.To).IterContext(ctx)
+	var out []int64
+	var b int64
+	for iter.Scan(&b) {
+		out = append(out, b)
+	}
+	if err := iter.Close(); err != nil {
+		return nil, fmt.Errorf("cassandra: late buckets of %q: %w", series, wrapCtx(ctx, err))
+	}
+	return out, nil
+}
+
+// Names of the rollup_state cells. Checkpoints get a prefix so that no
+// checkpoint name can collide with the oldest-slot cell.
+const (
+	stateOldestDirtySlot  = "oldest_dirty_slot"
+	stateCheckpointPrefix = "checkpoint:"
+)
+
+// MarkDirty files the windows under (slot, shard of the series), each row
+// expiring retention after it is written, and lowers the oldest-slot cell
+// to slot through its write timestamp (see minWinsStamp).
+func (s *Store) MarkDirty(ctx context.Context, slot, retention int64, windows []tiers.DirtyWindow) error {
+	if retention < 0 {
+		return fmt.Errorf("cassandra: negative retention %d", retention)
+	}
+	ttl := int(retentionTTL(retention))
+	var shards [dirtyShards][]stmt
+	for _, w := range windows {
+		sh := dirtyShard(w.Series)
+		shards[sh] = append(shards[sh], stmt{s.stmts.markDirty, []any{slot, sh, w.Series, w.Window, ttl}})
+	}
+	var groups []group
+	for sh, st := range shards {
+		if len(st) > 0 {
+			groups = append(groups, group{what: fmt.Sprintf("rollup log slot %d shard %d", slot, sh), stmts: st})
+		}
+	}
+	// A slot this process already recorded, or a later one, cannot lower
+	// the stored minimum: skip the write.
+	noteOldest := slot < s.oldestNoted.Load()
+	if noteOldest {
+		groups = append(groups, group{what: "oldest dirty slot", stmts: []stmt{
+			{s.stmts.setState, []any{minWinsStamp(slot), slot, stateOldestDirtySlot}},
+		}})
+	}
+	if err := s.execGroups(ctx, groups); err != nil {
+		return err
+	}
+	if noteOldest {
+		for {
+			cur := s.oldestNoted.Load()
+			if slot >= cur || s.oldestNoted.CompareAndSwap(cur, slot) {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// DirtyWindows reads the slot's shards at once. Rows are unique per
+// (series, window) within a shard, and a series lives in one shard, so
+// every window comes once.
+func (s *Store) DirtyWindows(ctx context.Context, slot int64) ([]tiers.DirtyWindow, error) {
+	var parts [dirtyShards][]tiers.DirtyWindow
+	g, gctx := errgroup.WithContext(ctx)
+	for sh := range dirtyShards {
+		g.Go(func() error {
+			iter := s.session.Query(s.stmts.dirtyWindows, slot, sh).IterContext(gctx)
+			var w tiers.DirtyWindow
+			for iter.Scan(&w.Series, &w.Window) {
+				parts[sh] = append(parts[sh], w)
+			}
+			if err := iter.Close(); err != nil {
+				return fmt.Errorf("cassandra: rollup log slot %d shard %d: %w", slot, sh, wrapCtx(gctx, err))
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	var out []tiers.DirtyWindow
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out, nil
+}
+
+// OldestDirtySlot reads the cell MarkDirty keeps at the smallest slot.
+func (s *Store) OldestDirtySlot(ctx context.Context) (int64, bool, error) {
+	return s.getState(ctx, stateOldestDirtySlot)
+}
+
+// Checkpoint reads the named checkpoint.
+func (s *Store) Checkpoint(ctx context.Context, name string) (int64, bool, error) {
+	return s.getState(ctx, stateCheckpointPrefix+name)
+}
+
+// AdvanceCheckpoint writes the value with a write timestamp that grows with
+// it (see maxWinsStamp): the largest value ever written wins, whatever the
+// order, so concurrent workers never move the checkpoint back.
+func (s *Store) AdvanceCheckpoint(ctx context.Context, name string, to int64) error {
+	err := s.session.Query(s.stmts.setState, maxWinsStamp(to), to, stateCheckpointPrefix+name).ExecContext(ctx)
+	if err != nil {
+		return fmt.Errorf("cassandra: advance checkpoint %q: %w", name, wrapCtx(ctx, err))
+	}
+	return nil
+}
+
+func (s *Store) getState(ctx context.Context, name string) (int64, bool, error) {
+	var v *int64
+	err := s.session.Query(s.stmts.getState, name).ScanContext(ctx, &v)
+	if errors.Is(err, gocql.ErrNotFound) || (err == nil && v == nil) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("cassandra: read %s: %w", name, wrapCtx(ctx, err))
+	}
+	return *v, true, nil
+}
+
+// Secret reads the named secret and, when it is missing, inserts a
+// generated one with a lightweight transaction (INSERT ... IF NOT EXISTS):
+// of racing instances exactly one insert applies, and the others get the
+// stored value back from their failed condition.
+func (s *Store) Secret(ctx context.Context, name string, generate func() ([]byte, error)) ([]byte, error) {
+	if v, ok, err := s.readSecret(ctx, name); err != nil || ok {
+		return v, err
+	}
+	v, err := generate()
+	if err != nil {
+		return nil, fmt.Errorf("cassandra: generate secret %q: %w", name, err)
+	}
+	existing := map[string]any{}
+	applied, err := s.session.Query(s.stmts.putMeta, name, v).MapScanCASContext(ctx, existing)
+	if err != nil {
+		// The transaction's outcome may be unknown (a timeout after the
+		// proposal): whatever is stored now is the answer.
+		if stored, ok, rerr := s.readSecret(ctx, name); rerr == nil && ok {
+			return stored, nil
+		}
+		return nil, fmt.Errorf("cassandra: store secret %q: %w", name, wrapCtx(ctx, err))
+	}
+	if applied {
+		return v, nil
+	}
+	stored, ok := existing["value"].([]byte)
+	if !ok || stored == nil {
+		return nil, fmt.Errorf("cassandra: secret %q exists but its value could not be read back", name)
+	}
+	return stored, nil
+}
+
+// readSecret reads at SERIAL (or LOCAL_SERIAL) consistency, so that a value
+// some instance's transaction is committing is seen, not missed.
+func (s *Store) readSecret(ctx context.Context, name string) ([]byte, bool, error) {
+	var v []byte
+	err := s.session.Query(s.stmts.getMeta, name).Consistency(s.serial).ScanContext(ctx, &v)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("cassandra: read secret %q: %w", name, wrapCtx(ctx, err))
+	}
+	return v, true, nil
+}

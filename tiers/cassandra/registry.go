@@ -1,0 +1,214 @@
+package cassandra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tsgate/tsgate/merge"
+	"github.com/tsgate/tsgate/tiers"
+)
+
+// NoteSeries writes first and last of each series as two cells whose write
+// timestamps keep the smallest first and the largest last (see
+// minWinsStamp), so concurrent calls commute without reading.
+func (s *Store) NoteSeries(ctx context.Context, spans []tiers.SeriesInfo) error {
+	// Fold repeated ids first: fewer statements, same outcome.
+	merged := make(map[string]tiers.SeriesInfo, len(spans))
+	for _, sp := range spans {
+		if m, ok := merged[sp.ID]; ok {
+			sp.First, sp.Last = min(sp.First, m.First), max(sp.Last, m.Last)
+		}
+		merged[sp.ID] = sp
+	}
+	var shards [seriesShards][]stmt
+	for id, sp := range merged {
+		sh := seriesShard(id)
+		shards[sh] = append(shards[sh],
+			stmt{s.stmts.noteFirst, []any{minWinsStamp(sp.First), sp.First, sh, id}},
+			stmt{s.stmts.noteLast, []any{maxWinsStamp(sp.Last), sp.Last, sh, id}})
+	}
+	var groups []group
+	for sh, st := range shards {
+		if len(st) > 0 {
+			groups = append(groups, group{what: fmt.Sprintf("series registry shard %d", sh), stmts: st})
+		}
+	}
+	return s.execGroups(ctx, groups)
+}
+
+// LookupSeries reads the series' registry entry and its layout history at
+// the same time.
+func (s *Store) LookupSeries(ctx context.Context, id string) (tiers.SeriesInfo, error) {
+	info := tiers.SeriesInfo{ID: id}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		var first, last *int64
+		err := s.session.Query(s.stmts.lookup, seriesShard(id), id).ScanContext(gctx, &first, &last)
+		if errors.Is(err, gocql.ErrNotFound) || (err == nil && first == nil && last == nil) {
+			return tiers.ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("cassandra: look up series %q: %w", id, wrapCtx(gctx, err))
+		}
+		// Both cells are written by one batch, so one without the other is
+		// only seen when a write failed half way: the other bound is then
+		// the best known.
+		if first == nil {
+			first = last
+		}
+		if last == nil {
+			last = first
+		}
+		info.First, info.Last = *first, *last
+		return nil
+	})
+	g.Go(func() error {
+		iter := s.session.Query(s.stmts.layout, id).IterContext(gctx)
+		var e tiers.LayoutEntry
+		for iter.Scan(&e.Since, &e.Width, &e.EventBuckets) {
+			info.Layout = append(info.Layout, e)
+		}
+		if err := iter.Close(); err != nil {
+			return fmt.Errorf("cassandra: layout of series %q: %w", id, wrapCtx(gctx, err))
+		}
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return tiers.SeriesInfo{}, err
+	}
+	return info, nil
+}
+
+// AppendLayout stores the entry under (series, since); entries read back
+// in since order, whatever order they were appended in.
+func (s *Store) AppendLayout(ctx context.Context, id string, entry tiers.LayoutEntry) error {
+	if err := (tiers.Layout{entry}).Validate(); err != nil {
+		return fmt.Errorf("cassandra: append layout to %q: %w", id, err)
+	}
+	err := s.session.Query(s.stmts.appendLayout, id, entry.Since, entry.Width, entry.EventBuckets).ExecContext(ctx)
+	if err != nil {
+		return fmt.Errorf("cassandra: append layout to %q: %w", id, wrapCtx(ctx, err))
+	}
+	return nil
+}
+
+// ListSeries reads the id range of every shard at once, each shard in
+// clustering (id) order, and merges them. Each shard returns at most limit
+// ids, the most the merged page can take from it, in driver pages sized for
+// an even spread, so a page of the listing costs about one round trip.
+func (s *Store) ListSeries(ctx context.Context, prefix, after string, limit int) ([]tiers.SeriesInfo, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var where []string
+	var bounds []any
+	if after != "" && after >= prefix {
+		where, bounds = append(where, "id > ?"), append(bounds, after)
+	} else if prefix != "" {
+		where, bounds = append(where, "id >= ?"), append(bounds, prefix)
+	}
+	if end, ok := prefixEnd(prefix); ok {
+		if after >= end {
+			return nil, nil
+		}
+		where, bounds = append(where, "id < ?"), append(bounds, end)
+	}
+	cql := fmt.Sprintf("SELECT id, first, last FROM %s.%s WHERE shard = ?", s.cfg.Keyspace, tableSeries)
+	for _, w := range where {
+		cql += " AND " + w
+	}
+	cql += " LIMIT ?"
+	pageSize := min(limit, s.cfg.PageSize, 2*limit/seriesShards+16)
+
+	// Issue every shard's query before merging: the first page of each is
+	// fetched when the query starts, and the merge needs all of them.
+	inputs := make([]merge.Iterator[tiers.SeriesInfo], seriesShards)
+	var g errgroup.Group
+	for sh := range seriesShards {
+		args := append(append([]any{sh}, bounds...), limit)
+		g.Go(func() error {
+			inputs[sh] = &seriesIter{ctx: ctx, iter: s.session.Query(cql, args...).PageSize(pageSize).IterContext(ctx)}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	defer func() {
+		for _, in := range inputs {
+			in.(*seriesIter).iter.Close()
+		}
+	}()
+	m := merge.Iter(func(a, b tiers.SeriesInfo) bool { return a.ID < b.ID }, inputs)
+	var out []tiers.SeriesInfo
+	for len(out) < limit && m.Next() {
+		out = append(out, m.At())
+	}
+	if err := m.Err(); err != nil {
+		return nil, fmt.Errorf("cassandra: list series: %w", wrapCtx(ctx, err))
+	}
+	return out, nil
+}
+
+// seriesIter adapts one shard's driver iterator to merge.Iterator.
+type seriesIter struct {
+	ctx  context.Context
+	iter *gocql.Iter
+	cur  tiers.SeriesInfo
+	err  error
+}
+
+func (it *seriesIter) Next() bool {
+	var first, last *int64
+	if !it.iter.Scan(&it.cur.ID, &first, &last) {
+		it.err = it.iter.Close()
+		return false
+	}
+	switch {
+	case first == nil && last == nil:
+		it.cur.First, it.cur.Last = 0, 0
+	case first == nil:
+		it.cur.First, it.cur.Last = *last, *last
+	case last == nil:
+		it.cur.First, it.cur.Last = *first, *first
+	default:
+		it.cur.First, it.cur.Last = *first, *last
+	}
+	return true
+}
+
+func (it *seriesIter) At() tiers.SeriesInfo { return it.cur }
+func (it *seriesIter) Err() error           { return it.err }
+
+// prefixEnd returns the smallest string greater than every string that
+// starts with prefix, or false when there is none (empty prefix, or only
+// the largest code points). Text compares as UTF-8 bytes, which is code
+// point order, and the bound must itself be valid UTF-8 for Cassandra to
+// accept it: so the last code point is incremented, skipping the
+// surrogates, rather than the last byte.
+func prefixEnd(prefix string) (string, bool) {
+	for prefix != "" {
+		r, size := utf8.DecodeLastRuneInString(prefix)
+		prefix = prefix[:len(prefix)-size]
+		if r == utf8.RuneError && size <= 1 {
+			// Not UTF-8: Cassandra would refuse the prefix itself.
+			continue
+		}
+		if r == utf8.MaxRune {
+			continue
+		}
+		r++
+		if r >= 0xD800 && r <= 0xDFFF {
+			r = 0xE000
+		}
+		var b strings.Builder
+		b.WriteString(prefix)
+		b.WriteRune(r)
+		return b.String(), true
+	}
+	return "", false
+}

@@ -1,0 +1,178 @@
+package cassandra
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/tsgate/tsgate/tiers"
+)
+
+// Tables that are not tiers.
+const (
+	tableLateBuckets  = "late_buckets"
+	tableSeries       = "series"
+	tableSeriesLayout = "series_layout"
+	tableRollupDirty  = "rollup_dirty"
+	tableRollupState  = "rollup_state"
+	tableMeta         = "gateway_meta"
+)
+
+// maxTTLSeconds is Cassandra's largest TTL, 20 years.
+const maxTTLSeconds = 20 * 365 * 24 * 3600
+
+// Schema returns the CQL that creates the keyspace and every table for the
+// pyramid p, without trailing semicolons. Every statement is IF NOT EXISTS,
+// so running them again changes nothing; in particular, they do not alter
+// the options of tables that already exist.
+func Schema(cfg Config, p tiers.Pyramid) []string {
+	ks := cfg.Keyspace
+	repl, err := replicationMap(cfg.Replication)
+	if err != nil {
+		repl = [][2]string{{"class", "NetworkTopologyStrategy"}} // Validate reports it
+	}
+	var entries []string
+	for _, kv := range repl {
+		entries = append(entries, fmt.Sprintf("'%s': '%s'", kv[0], kv[1]))
+	}
+	stmts := []string{fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s\n  WITH replication = {%s}", ks, strings.Join(entries, ", "))}
+
+	raw := p.Tier(tiers.LevelRaw)
+	for _, l := range p.Levels() {
+		t := p.Tier(l)
+		var cols, key string
+		switch l {
+		case tiers.LevelRaw:
+			cols, key = "    v double,\n", "(series, bucket, eb), t"
+		default:
+			cols, key = "    min double,\n    max double,\n    sum double,\n    count bigint,\n", "(series, bucket), t"
+		}
+		eb := ""
+		if l == tiers.LevelRaw {
+			eb = "    eb smallint,\n"
+		}
+		stmts = append(stmts, fmt.Sprintf(
+			"CREATE TABLE IF NOT EXISTS %s.%s (\n    series text,\n    bucket timestamp,\n%s    t timestamp,\n%s    PRIMARY KEY (%s)\n) WITH CLUSTERING ORDER BY (t ASC)\n  AND %s",
+			ks, t.Table, eb, cols, key, tierOptions(t.BucketWidth, t.BucketWidth, t.Retention)))
+		if l == tiers.LevelRaw {
+			// Late points arrive out of order by definition; a one-day
+			// window keeps them from being spread over the raw tier's many
+			// small windows. Partitions are the raw tier's buckets, so they
+			// share its gc_grace.
+			stmts = append(stmts, fmt.Sprintf(
+				"CREATE TABLE IF NOT EXISTS %s.%s (\n    series text,\n    bucket timestamp,\n    t timestamp,\n    v double,\n    PRIMARY KEY ((series, bucket), t)\n) WITH CLUSTERING ORDER BY (t ASC)\n  AND %s",
+				ks, tiers.TableLate, tierOptions(tiers.Day, raw.BucketWidth, raw.Retention)))
+		}
+	}
+	stmts = append(stmts,
+		// One row per raw bucket holding late points; each row has its own
+		// TTL (the bucket's end of retention).
+		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (\n    series text,\n    bucket timestamp,\n    PRIMARY KEY ((series), bucket)\n) WITH CLUSTERING ORDER BY (bucket ASC)\n  AND gc_grace_seconds = %d",
+			ks, tableLateBuckets, gcGraceSeconds(raw.BucketWidth)),
+		// The registry: ids spread over a fixed number of shards so that a
+		// listing is a merge of a few clustering-ordered partitions. The
+		// cells are overwritten on every ingest batch, hence leveled
+		// compaction, which bounds the SSTables a lookup reads.
+		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (\n    shard int,\n    id text,\n    first timestamp,\n    last timestamp,\n    PRIMARY KEY ((shard), id)\n) WITH CLUSTERING ORDER BY (id ASC)\n  AND compaction = {'class': 'LeveledCompactionStrategy'}",
+			ks, tableSeries),
+		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (\n    series text,\n    since timestamp,\n    width bigint,\n    event_buckets int,\n    PRIMARY KEY ((series), since)\n) WITH CLUSTERING ORDER BY (since ASC)",
+			ks, tableSeriesLayout),
+		// The rollup log is written in write-time order and expires by TTL,
+		// which is what time-window compaction is for.
+		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (\n    slot timestamp,\n    shard int,\n    series text,\n    window timestamp,\n    PRIMARY KEY ((slot, shard), series, window)\n) WITH compaction = {'class': 'TimeWindowCompactionStrategy', 'compaction_window_unit': 'HOURS', 'compaction_window_size': '1'}\n  AND gc_grace_seconds = %d",
+			ks, tableRollupDirty, gcGraceSeconds(tiers.Hour)),
+		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (\n    name text PRIMARY KEY,\n    value bigint\n)", ks, tableRollupState),
+		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (\n    name text PRIMARY KEY,\n    value blob\n)", ks, tableMeta),
+	)
+	return stmts
+}
+
+// tierOptions are the table options of a tier table: a TWCS window of
+// window, gc_grace keyed by the partition's bucket width, and the tier's
+// retention as the default TTL.
+func tierOptions(window, bucketWidth, retention int64) string {
+	unit, size := twcsWindow(window)
+	return fmt.Sprintf("compaction = {'class': 'TimeWindowCompactionStrategy', 'compaction_window_unit': '%s', 'compaction_window_size': '%d'}\n"+
+		"  AND default_time_to_live = %d\n  AND gc_grace_seconds = %d",
+		unit, size, retentionTTL(retention), gcGraceSeconds(bucketWidth))
+}
+
+// twcsWindow expresses a bucket width as a TWCS compaction window, in the
+// largest unit that divides it, so that each SSTable holds about one bucket
+// of each series and drops whole once the bucket expires. Widths that are
+// not whole minutes round up to the next minute, TWCS's finest unit.
+func twcsWindow(width int64) (unit string, size int64) {
+	switch {
+	case width >= tiers.Day && width%tiers.Day == 0:
+		return "DAYS", width / tiers.Day
+	case width >= tiers.Hour && width%tiers.Hour == 0:
+		return "HOURS", width / tiers.Hour
+	}
+	return "MINUTES", max(1, (width+tiers.Minute-1)/tiers.Minute)
+}
+
+// gcGraceSeconds follows the seeds' table of gc_grace by bucket size
+// (hourly 4 h, daily 1 d, weekly 3 d, monthly and longer 7 d). The data is
+// never deleted, only expired by TTL on every replica alike, so there is no
+// deletion to resurrect; gc_grace only delays purging expired cells, and a
+// short one keeps TWCS dropping whole SSTables soon after they expire, while
+// still covering the repair interval that bucket size implies.
+func gcGraceSeconds(bucketWidth int64) int64 {
+	switch {
+	case bucketWidth < tiers.Day:
+		return 4 * 3600
+	case bucketWidth < tiers.Week:
+		return 24 * 3600
+	case bucketWidth < 28*tiers.Day:
+		return 3 * 24 * 3600
+	}
+	return 7 * 24 * 3600
+}
+
+// retentionTTL is a retention as a default_time_to_live: whole seconds,
+// rounded up, 0 for forever, at most Cassandra's limit (checkPyramid refuses
+// longer retentions before a store is opened).
+func retentionTTL(retention int64) int64 {
+	if retention <= 0 {
+		return 0
+	}
+	return min((retention+999)/1000, maxTTLSeconds)
+}
+
+// checkPyramid refuses retentions that Cassandra's TTL cannot express.
+func checkPyramid(p *tiers.Pyramid) error {
+	for _, l := range p.Levels() {
+		t := p.Tier(l)
+		if t.Retention > maxTTLSeconds*1000 {
+			return fmt.Errorf("%s retention %s is longer than Cassandra's largest TTL (20 years); use 0 to keep %s rows forever",
+				t.Name(), tiers.FormatDuration(t.Retention), t.Name())
+		}
+	}
+	return nil
+}
+
+// ApplySchema creates the keyspace and the tables that do not exist yet and
+// waits until every node agrees on the schema.
+func ApplySchema(ctx context.Context, cfg Config, p tiers.Pyramid) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if err := checkPyramid(&p); err != nil {
+		return err
+	}
+	session, err := newSession(cfg, nil)
+	if err != nil {
+		return err
+	}
+	defer session.Close()
+	for _, stmt := range Schema(cfg, p) {
+		if err := session.Query(stmt).ExecContext(ctx); err != nil {
+			first, _, _ := strings.Cut(stmt, "\n")
+			return fmt.Errorf("cassandra: %s: %w", strings.TrimSuffix(first, " ("), err)
+		}
+	}
+	if err := session.AwaitSchemaAgreement(ctx); err != nil {
+		return fmt.Errorf("cassandra: waiting for schema agreement: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,186 @@
+package cassandra
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/tsgate/tsgate/tiers"
+)
+
+// tableStatement returns the CREATE TABLE statement of table.
+func tableStatement(t *testing.T, stmts []string, ks, table string) string {
+	t.Helper()
+	head := fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (", ks, table)
+	var found []string
+	for _, s := range stmts {
+		if strings.HasPrefix(s, head) {
+			found = append(found, s)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d statements create %s.%s", len(found), ks, table)
+	}
+	return found[0]
+}
+
+func TestSchemaOfTheDefaultPyramid(t *testing.T) {
+	cfg := DefaultConfig()
+	stmts := Schema(cfg, tiers.DefaultPyramid())
+	if len(stmts) != 12 {
+		t.Fatalf("%d statements, want a keyspace and 11 tables:\n%s", len(stmts), strings.Join(stmts, "\n\n"))
+	}
+	for _, s := range stmts {
+		if strings.HasSuffix(strings.TrimSpace(s), ";") {
+			t.Errorf("statement ends with a semicolon:\n%s", s)
+		}
+		if !strings.Contains(s, "IF NOT EXISTS") {
+			t.Errorf("statement is not idempotent:\n%s", s)
+		}
+	}
+	if want := "CREATE KEYSPACE IF NOT EXISTS tsgate\n  WITH replication = {'class': 'NetworkTopologyStrategy', 'datacenter1': '1'}"; stmts[0] != want {
+		t.Fatalf("keyspace statement\n%s\nwant\n%s", stmts[0], want)
+	}
+
+	const h, d = 3600, 86400
+	tierTables := []struct {
+		table, key, cols     string
+		unit                 string
+		window, ttl, gcGrace int64
+	}{
+		{"points_raw", "PRIMARY KEY ((series, bucket, eb), t)", "eb smallint,|v double,", "HOURS", 1, 7 * d, 4 * h},
+		{"points_late", "PRIMARY KEY ((series, bucket), t)", "v double,", "DAYS", 1, 7 * d, 4 * h},
+		{"rollup_1m", "PRIMARY KEY ((series, bucket), t)", "min double,|max double,|sum double,|count bigint,", "DAYS", 1, 30 * d, d},
+		{"rollup_1h", "PRIMARY KEY ((series, bucket), t)", "min double,|count bigint,", "DAYS", 30, 365 * d, 7 * d},
+		{"rollup_1d", "PRIMARY KEY ((series, bucket), t)", "min double,|count bigint,", "DAYS", 365, 0, 7 * d},
+	}
+	for _, tt := range tierTables {
+		s := tableStatement(t, stmts, "tsgate", tt.table)
+		wants := []string{
+			tt.key, "series text,", "bucket timestamp,", "t timestamp,", "WITH CLUSTERING ORDER BY (t ASC)",
+			fmt.Sprintf("compaction = {'class': 'TimeWindowCompactionStrategy', 'compaction_window_unit': '%s', 'compaction_window_size': '%d'}", tt.unit, tt.window),
+			fmt.Sprintf("default_time_to_live = %d\n", tt.ttl),
+			fmt.Sprintf("gc_grace_seconds = %d", tt.gcGrace),
+		}
+		wants = append(wants, strings.Split(tt.cols, "|")...)
+		for _, w := range wants {
+			if !strings.Contains(s, w) {
+				t.Errorf("%s lacks %q:\n%s", tt.table, w, s)
+			}
+		}
+		if tt.table != "points_raw" && strings.Contains(s, " eb ") {
+			t.Errorf("%s has an event bucket column:\n%s", tt.table, s)
+		}
+	}
+
+	others := map[string][]string{
+		"late_buckets":  {"PRIMARY KEY ((series), bucket)", "bucket timestamp", "gc_grace_seconds = 14400"},
+		"series":        {"PRIMARY KEY ((shard), id)", "shard int", "id text", "first timestamp", "last timestamp", "CLUSTERING ORDER BY (id ASC)"},
+		"series_layout": {"PRIMARY KEY ((series), since)", "width bigint", "event_buckets int"},
+		"rollup_dirty":  {"PRIMARY KEY ((slot, shard), series, window)", "slot timestamp", "window timestamp", "TimeWindowCompactionStrategy"},
+		"rollup_state":  {"name text PRIMARY KEY", "value bigint"},
+		"gateway_meta":  {"name text PRIMARY KEY", "value blob"},
+	}
+	for table, wants := range others {
+		s := tableStatement(t, stmts, "tsgate", table)
+		for _, w := range wants {
+			if !strings.Contains(s, w) {
+				t.Errorf("%s lacks %q:\n%s", table, w, s)
+			}
+		}
+	}
+}
+
+func TestSchemaFollowsTheConfiguration(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Keyspace, cfg.Replication = "metrics", "simple:3"
+	p := tiers.DefaultPyramid()
+	p[tiers.LevelRaw].BucketWidth = 15 * tiers.Minute
+	p[tiers.LevelRaw].Retention = 2 * tiers.Day
+	p[tiers.LevelMinute].BucketWidth = 6 * tiers.Hour
+	stmts := Schema(cfg, p)
+	if want := "{'class': 'SimpleStrategy', 'replication_factor': '3'}"; !strings.Contains(stmts[0], want) {
+		t.Fatalf("keyspace statement lacks %s:\n%s", want, stmts[0])
+	}
+	re := regexp.MustCompile(`(?s)compaction_window_unit': '(\w+)', 'compaction_window_size': '(\d+)'.*default_time_to_live = (\d+).*gc_grace_seconds = (\d+)`)
+	for table, want := range map[string]string{
+		"points_raw":  "MINUTES 15 172800 14400",
+		"points_late": "DAYS 1 172800 14400",
+		"rollup_1m":   "HOURS 6 2592000 14400",
+	} {
+		m := re.FindStringSubmatch(tableStatement(t, stmts, "metrics", table))
+		if m == nil {
+			t.Fatalf("%s: no table options found", table)
+		}
+		if got := strings.Join(m[1:], " "); got != want {
+			t.Errorf("%s: window, TTL and gc_grace = %s, want %s", table, got, want)
+		}
+	}
+	for _, s := range stmts {
+		if strings.Contains(s, "tsgate") {
+			t.Fatalf("statement ignores the keyspace:\n%s", s)
+		}
+	}
+}
+
+func TestTWCSWindow(t *testing.T) {
+	cases := []struct {
+		width int64
+		want  string
+	}{
+		{tiers.Second, "MINUTES 1"},
+		{90 * tiers.Second, "MINUTES 2"},
+		{15 * tiers.Minute, "MINUTES 15"},
+		{90 * tiers.Minute, "MINUTES 90"},
+		{tiers.Hour, "HOURS 1"},
+		{36 * tiers.Hour, "HOURS 36"},
+		{tiers.Day, "DAYS 1"},
+		{tiers.Week, "DAYS 7"},
+		{365 * tiers.Day, "DAYS 365"},
+	}
+	for _, c := range cases {
+		unit, size := twcsWindow(c.width)
+		if got := fmt.Sprintf("%s %d", unit, size); got != c.want {
+			t.Errorf("twcsWindow(%s) = %s, want %s", tiers.FormatDuration(c.width), got, c.want)
+		}
+	}
+}
+
+func TestGCGrace(t *testing.T) {
+	const h, d = 3600, 86400
+	cases := []struct {
+		width int64
+		want  int64
+	}{
+		{15 * tiers.Minute, 4 * h},
+		{tiers.Hour, 4 * h},
+		{12 * tiers.Hour, 4 * h},
+		{tiers.Day, d},
+		{3 * tiers.Day, d},
+		{tiers.Week, 3 * d},
+		{27 * tiers.Day, 3 * d},
+		{30 * tiers.Day, 7 * d},
+		{365 * tiers.Day, 7 * d},
+	}
+	for _, c := range cases {
+		if got := gcGraceSeconds(c.width); got != c.want {
+			t.Errorf("gcGraceSeconds(%s) = %d, want %d", tiers.FormatDuration(c.width), got, c.want)
+		}
+	}
+}
+
+func TestRetentionsBeyondTheTTLLimitAreRefused(t *testing.T) {
+	p := tiers.DefaultPyramid()
+	if err := checkPyramid(&p); err != nil {
+		t.Fatal(err)
+	}
+	p[tiers.LevelDay].Retention = 21 * 365 * tiers.Day
+	err := checkPyramid(&p)
+	if err == nil || !strings.Contains(err.Error(), "day retention") || !strings.Contains(err.Error(), "use 0") {
+		t.Fatalf("err = %v", err)
+	}
+	if got := retentionTTL(1); got != 1 {
+		t.Fatalf("retentionTTL(1ms) = %d, want 1 (rounded up)", got)
+	}
+}

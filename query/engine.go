@@ -521,45 +521,43 @@ func (r *Result) finish(limited bool) {
 		end = r.Plan.Read.From
 	}
 	var pos int64
-	var streamErr error
-	switch {
+	var stopErr error // why the page ended before its range did, if it did
+	switch err := r.streamErr(); {
 	case limited:
 		// More remains exactly when one more item exists; looking costs at
-		// most one more bucket read.
+		// most one more bucket read. If looking fails, whether more remains
+		// is unknown and the cursor resumes after the last item.
 		pos = r.last
 		if it, ok := r.pull(); ok {
 			r.peek, r.hasPeek = it, true
-		} else {
-			streamErr = r.streamErr()
-			if streamErr == nil {
-				pos = end
-			}
+		} else if r.streamErr() == nil {
+			pos = end
 		}
-		if r.hasPeek {
-			streamErr = nil
+	case err != nil:
+		pos = r.watermark()
+		if pos != end {
+			// A stream can fail after its last bucket (the budget ran out
+			// just then): that page is complete.
+			stopErr = err
 		}
 	default:
-		streamErr = r.streamErr()
-		if streamErr == nil {
-			pos = end
-		} else {
-			pos = r.watermark()
+		pos = end
+	}
+	if stopErr != nil {
+		if errors.Is(context.Cause(r.ctx), partial.ErrBudgetExceeded) {
+			// Once the budget is gone every read fails, whatever the error
+			// says.
+			stopErr = fmt.Errorf("%w: %w", partial.ErrBudgetExceeded, stopErr)
 		}
-	}
-	if streamErr != nil && errors.Is(context.Cause(r.ctx), partial.ErrBudgetExceeded) {
-		// Once the budget is gone every read fails, whatever the error says.
-		streamErr = fmt.Errorf("%w: %w", partial.ErrBudgetExceeded, streamErr)
-	}
-	if streamErr != nil && !limited {
 		if r.req.Deny {
-			if partial.Reason(streamErr) == "slo" {
-				t.Err = fmt.Errorf("%w: %w", ErrBudget, streamErr)
+			if partial.Reason(stopErr) == "slo" {
+				t.Err = fmt.Errorf("%w: %w", ErrBudget, stopErr)
 			} else {
-				t.Err = fmt.Errorf("%w: %w", ErrUnavailable, streamErr)
+				t.Err = fmt.Errorf("%w: %w", ErrUnavailable, stopErr)
 			}
 		}
 		t.Partial = true
-		t.Reason = partial.Reason(streamErr)
+		t.Reason = partial.Reason(stopErr)
 	}
 	if pos != end {
 		t.NextCursor = r.e.signer.Encode(partial.Cursor{

@@ -44,6 +44,7 @@ func (s *Server) grafanaRoutes(r chi.Router) {
 	r.Get("/", grafanaHealth)
 	r.Post("/metrics", s.grafanaMetrics)
 	r.Post("/metric-payload-options", grafanaPayloadOptions)
+	r.Post("/query", s.grafanaQuery)
 	r.Post("/variable", s.grafanaVariable)
 	r.Post("/tag-keys", grafanaEmptyList)
 	r.Post("/tag-values", grafanaEmptyList)

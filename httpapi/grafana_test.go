@@ -140,7 +140,7 @@ func TestGrafanaHealth(t *testing.T) {
 func TestGrafanaPostsTakeAnyEnvelope(t *testing.T) {
 	s := newTestServer(t)
 	seedGrafana(t, s)
-	paths := []string{"metrics", "metric-payload-options", "variable", "tag-keys", "tag-values", "search", "annotations"}
+	paths := []string{"metrics", "metric-payload-options", "query", "variable", "tag-keys", "tag-values", "search", "annotations"}
 	bodies := []string{"", "{}", "null", `{"unknown":{"deep":[1,"x",null]},"panelId":"Q-1","scopedVars":{"v":{"text":"a","value":["a","b"]}}}`}
 	for _, path := range paths {
 		for _, body := range bodies {

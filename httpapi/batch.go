@@ -148,16 +148,7 @@ func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
 	}
 	// Every query shares the budget, which runs from the request's arrival.
 	results := make([][]byte, len(reqs))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, batchParallelism)
-	for i, req := range reqs {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			results[i] = s.answerOne(r, req)
-		})
-	}
-	wg.Wait()
+	forEachParallel(len(reqs), func(i int) { results[i] = s.answerOne(r, reqs[i]) })
 	b := make([]byte, 0, 64)
 	b = append(b, `{"results":[`...)
 	for i, res := range results {
@@ -218,4 +209,21 @@ func dedupParamErrors(errs []ParamError) []ParamError {
 		}
 	}
 	return out
+}
+
+// forEachParallel calls fn for 0 … n-1, batchParallelism calls at a time,
+// and returns once all have returned. The reads it runs share one budget
+// because each request carries the same arrival time (Start), so running
+// them side by side is what lets many series fit in one budget.
+func forEachParallel(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, batchParallelism)
+	for i := range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			fn(i)
+		})
+	}
+	wg.Wait()
 }

@@ -123,6 +123,7 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/series/{id}/points", s.readPoints)
 		r.Get("/series/{id}/plan", s.plan)
 	})
+	r.Route("/grafana", s.grafanaRoutes)
 	return r
 }
 

@@ -1,7 +1,7 @@
 # Build, run and test the gateway.
 #
 #   make build           bin/gateway
-#   make run             go run ./cmd/gateway version
+#   make run             the gateway on the embedded store (./data) with demo series
 #   make test            vet, unit tests, then integration tests against Cassandra
 #   make cassandra-up    start the local single-node Cassandra (scripts/cassandra.sh)
 #   make cassandra-down  stop it
@@ -25,7 +25,7 @@ build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/gateway ./cmd/gateway
 
 run:
-	$(GO) run -ldflags "-X main.version=$(VERSION)" ./cmd/gateway version
+	$(GO) run -ldflags "-X main.version=$(VERSION)" ./cmd/gateway serve --demo --data-dir data
 
 test: vet unit-test integration-test
 

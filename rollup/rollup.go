@@ -32,6 +32,12 @@ import (
 // CheckpointName is the rollup log checkpoint the worker advances.
 const CheckpointName = "rollup"
 
+// ForcedName is the checkpoint of forced runs: the write time before which
+// a run that took every pending slot, open ones included, has reflected all
+// points. Open slots are consumed again by the next regular run, but reads
+// can rely on the forced run's result at once.
+const ForcedName = "rollup-forced"
+
 // Store is what the worker reads and writes besides the engine's reads.
 type Store interface {
 	tiers.PartitionWriter
@@ -216,15 +222,21 @@ func (w *Worker) RunOnce(ctx context.Context, all bool) (Report, error) {
 		}
 	}
 	rep.RowsRead = rowsRead.Load()
+	if all {
+		// Every point written before the run started (less the grace of
+		// lagging writers) is reflected now.
+		if err := w.store.AdvanceCheckpoint(ctx, ForcedName, now-w.cfg.Grace.Milliseconds()); err != nil {
+			return rep, fmt.Errorf("advance forced rollup checkpoint: %w", err)
+		}
+		w.invalidateWatermarks()
+	}
 	advance := min(end, closed)
 	if advance > cp {
 		if err := w.store.AdvanceCheckpoint(ctx, CheckpointName, advance); err != nil {
 			return rep, fmt.Errorf("advance rollup checkpoint: %w", err)
 		}
 		rep.Checkpoint = advance
-		w.wmMu.Lock()
-		w.wmChecked = false // the watermarks moved
-		w.wmMu.Unlock()
+		w.invalidateWatermarks()
 	}
 	rep.Elapsed = w.now().Sub(start)
 	return rep, nil
@@ -323,6 +335,12 @@ func (w *Worker) write(ctx context.Context, series string, t *tiers.Tier, rows [
 	return w.store.Write(ctx, writes)
 }
 
+func (w *Worker) invalidateWatermarks() {
+	w.wmMu.Lock()
+	w.wmChecked = false
+	w.wmMu.Unlock()
+}
+
 // Watermarks reports how far each tier is rolled up: every window that
 // ends before a tier's watermark reflects every on-time point. It is cached
 // for a few seconds (readers call it on every request) and falls back to
@@ -338,6 +356,13 @@ func (w *Worker) Watermarks(ctx context.Context) router.Watermarks {
 	cp, ok, err := w.store.Checkpoint(ctx, CheckpointName)
 	if err != nil {
 		return none // not cached: try again next time
+	}
+	forced, forcedOK, err := w.store.Checkpoint(ctx, ForcedName)
+	if err != nil {
+		return none
+	}
+	if forcedOK && (!ok || forced > cp) {
+		cp, ok = forced, true
 	}
 	wm := none
 	if ok {

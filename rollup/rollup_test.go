@@ -1,0 +1,163 @@
+package rollup_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tsgate/tsgate/ingest"
+	"github.com/tsgate/tsgate/query/querytest"
+	"github.com/tsgate/tsgate/rollup"
+	"github.com/tsgate/tsgate/tiers"
+	"github.com/tsgate/tsgate/tiers/embedded"
+	"github.com/tsgate/tsgate/tiers/storetest"
+)
+
+func newEnv(t *testing.T) *querytest.Env {
+	store, err := embedded.OpenInMemory(embedded.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return querytest.NewEnv(t, store, store)
+}
+
+// rows reads a whole rollup table's partition for the series.
+func rows(t *testing.T, env *querytest.Env, level tiers.Level, series string, at int64) []tiers.Row {
+	t.Helper()
+	tier := env.Pyramid.Tier(level)
+	b := tier.DefaultLayout().BucketOf(at)
+	got, _, err := storetest.ReadAll(env.Store.Read(context.Background(), tiers.ReadRequest{
+		Key: tiers.PartitionKey{Table: tier.Table, Series: series, Bucket: b.Start}, Span: b.Span(), PageSize: 1000}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func write(t *testing.T, env *querytest.Env, pts ...ingest.Point) {
+	t.Helper()
+	if _, err := env.Writer.Write(context.Background(), pts); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A point that arrives a day late corrects its minute, hour and day rows
+// at the next run, and a second run changes nothing.
+func TestLatePointCorrectsEveryTier(t *testing.T) {
+	env := newEnv(t)
+	ctx := context.Background()
+	now := env.Clock.Now().UnixMilli()
+	minute := tiers.AlignDown(now-tiers.Day, tiers.Minute)
+	write(t, env, ingest.Point{Series: "s", T: now - tiers.Minute, V: 1}) // something on time
+	if _, err := env.Writer.Backfill(ctx, []ingest.Point{{Series: "s", T: minute + 10, V: 4}, {Series: "s", T: minute + 20, V: 6}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Rollups.RunOnce(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	check := func(wantMin, wantMax, wantSum float64, wantCount int64) {
+		t.Helper()
+		for _, l := range []tiers.Level{tiers.LevelMinute, tiers.LevelHour, tiers.LevelDay} {
+			w := tiers.AlignDown(minute, env.Pyramid.Tier(l).Step)
+			var found *tiers.Row
+			rs := rows(t, env, l, "s", w)
+			for i := range rs {
+				if rs[i].T == w {
+					found = &rs[i]
+				}
+			}
+			want := tiers.Row{T: w, Min: wantMin, Max: wantMax, Sum: wantSum, Count: wantCount}
+			if l == tiers.LevelDay && w <= now-tiers.Minute && now-tiers.Minute < w+tiers.Day {
+				continue // the on-time point shares the day window
+			}
+			if found == nil || *found != want {
+				t.Fatalf("%s row at %d = %+v, want %+v", l, w, found, want)
+			}
+		}
+	}
+	check(4, 6, 10, 2)
+	// A day later (the clock moves), a late point for the same minute.
+	env.Clock.Advance(time.Hour)
+	res, err := env.Writer.Write(ctx, []ingest.Point{{Series: "s", T: minute + 30, V: -2}, {Series: "s", T: minute + 10, V: 5}})
+	if err != nil || res.Late != 2 {
+		t.Fatalf("late write: %+v %v", res, err)
+	}
+	if _, err := env.Rollups.RunOnce(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	check(-2, 6, 9, 3)
+	if _, err := env.Rollups.RunOnce(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	check(-2, 6, 9, 3)
+}
+
+// A regular run leaves slots alone until no on-time point can still land in
+// their windows; a forced run takes them at once.
+func TestRegularRunWaitsForLateness(t *testing.T) {
+	env := newEnv(t)
+	ctx := context.Background()
+	now := env.Clock.Now().UnixMilli()
+	write(t, env, ingest.Point{Series: "s", T: now - tiers.Minute, V: 1})
+	rep, err := env.Rollups.RunOnce(ctx, false)
+	if err != nil || rep.Slots != 0 {
+		t.Fatalf("a regular run took fresh slots: %+v %v", rep, err)
+	}
+	env.Clock.Advance(ingest.DefaultConfig().Lateness + 3*time.Minute)
+	rep, err = env.Rollups.RunOnce(ctx, false)
+	if err != nil || rep.Slots == 0 || rep.Windows["minute"] != 1 {
+		t.Fatalf("the ripe slot was not taken: %+v %v", rep, err)
+	}
+	if cp, ok, _ := env.Store.Checkpoint(ctx, rollup.CheckpointName); !ok || cp != rep.Checkpoint {
+		t.Fatalf("checkpoint %d %v, report %d", cp, ok, rep.Checkpoint)
+	}
+}
+
+// Workers of several instances may run at once: the rows they write are the
+// same, whoever wins.
+func TestConcurrentWorkersAgree(t *testing.T) {
+	env := newEnv(t)
+	ctx := context.Background()
+	now := env.Clock.Now().UnixMilli()
+	var pts []ingest.Point
+	for i := range 3000 {
+		pts = append(pts, ingest.Point{Series: "c", T: now - 2*tiers.Day + int64(i)*57*tiers.Second, V: float64(i % 17)})
+	}
+	if _, err := env.Writer.Backfill(ctx, pts); err != nil {
+		t.Fatal(err)
+	}
+	other := rollup.New(env.Store, env.Engine, rollup.DefaultConfig(), env.Clock.Now, nil, nil)
+	var wg sync.WaitGroup
+	var errs [2]error
+	wg.Go(func() { _, errs[0] = env.Rollups.RunOnce(ctx, true) })
+	wg.Go(func() { _, errs[1] = other.RunOnce(ctx, true) })
+	wg.Wait()
+	if err := errors.Join(errs[:]...); err != nil {
+		t.Fatal(err)
+	}
+	truth := querytest.Truth{}
+	for _, p := range pts {
+		truth[p.T] = p.V
+	}
+	for _, l := range []tiers.Level{tiers.LevelHour, tiers.LevelDay} {
+		step := env.Pyramid.Tier(l).Step
+		var got []tiers.Row
+		for b := tiers.AlignDown(now-2*tiers.Day, env.Pyramid.Tier(l).BucketWidth); b < now; b += env.Pyramid.Tier(l).BucketWidth {
+			got = append(got, rows(t, env, l, "c", b)...)
+		}
+		want := truth.Windows(tiers.Span{From: tiers.AlignDown(now-2*tiers.Day, step), To: now}, step)
+		var wantRows []tiers.Row
+		for _, w := range want {
+			r := w.Row
+			r.T = w.T
+			wantRows = append(wantRows, r)
+		}
+		if !slices.Equal(got, wantRows) {
+			t.Fatalf("%s rows after concurrent runs differ from brute force: %d vs %d", l, len(got), len(wantRows))
+		}
+	}
+}

@@ -2,11 +2,11 @@ package httpapi
 
 import (
 	"context"
-	"math"
-	"math/rand/v2"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"

@@ -20,6 +20,7 @@ type Metrics struct {
 	partials   *prometheus.CounterVec
 	storeErrs  prometheus.Counter
 	points     prometheus.Counter
+	late       prometheus.Counter
 }
 
 // NewMetrics registers the HTTP metrics on reg.
@@ -47,11 +48,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		points: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tsgate_points_written_total", Help: "Points accepted by the write API.",
 		}),
+		late: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tsgate_late_points_total", Help: "Points that arrived later than the lateness threshold and went to the late table.",
+		}),
 	}
 	for _, reason := range []string{"slo", "unavailable"} {
 		m.partials.WithLabelValues(reason)
 	}
-	reg.MustRegister(m.requests, m.latency, m.partitions, m.rowsRead, m.partials, m.storeErrs, m.points)
+	reg.MustRegister(m.requests, m.latency, m.partitions, m.rowsRead, m.partials, m.storeErrs, m.points, m.late)
 	return m
 }
 

@@ -47,6 +47,7 @@ func (s *Server) writePoints(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.deps.Metrics != nil {
 		s.deps.Metrics.points.Add(float64(res.Accepted))
+		s.deps.Metrics.late.Add(float64(res.Late))
 	}
 	b, _ := json.Marshal(struct {
 		Accepted int `json:"accepted"`

@@ -103,8 +103,7 @@ func DecodeJSON(r io.Reader, now int64) ([]Point, error) {
 		for i := 0; dec.More(); i++ {
 			var rp rawPoint
 			if err := decodeStrict(dec, &rp); err != nil {
-				var se *json.SyntaxError
-				if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
+				if isSyntax(err) {
 					return nil, syntaxError(err, bodyErr)
 				}
 				if !isShapeError(err) {

@@ -211,7 +211,14 @@ func (m Main) serve(ctx context.Context, args []string) error {
 	watermarks := func(ctx context.Context) router.Watermarks { return worker.Watermarks(ctx) }
 	var reader tiers.PartitionReader = store
 	if c.cacheBytes > 0 {
-		reader = cache.NewPartitions(store, finalRead(&c.pyramid, c.ingest.Lateness, c.rollup.Grace, watermarks, now), c.cacheBytes)
+		pc := cache.NewPartitions(store, finalRead(&c.pyramid, c.ingest.Lateness, c.rollup.Grace, watermarks, now), c.cacheBytes)
+		reg.MustRegister(
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tsgate_cache_hits_total", Help: "Partition reads served from the cache of final buckets."},
+				func() float64 { h, _ := pc.Stats(); return float64(h) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tsgate_cache_misses_total", Help: "Cacheable partition reads that went to the store."},
+				func() float64 { _, m := pc.Stats(); return float64(m) }),
+		)
+		reader = pc
 	}
 	engineStore := struct {
 		tiers.PartitionReader
@@ -229,8 +236,8 @@ func (m Main) serve(ctx context.Context, args []string) error {
 	}
 
 	srv := httpapi.New(httpapi.Deps{
-		Engine: engine, Writer: writer, Registry: registryView{series, store},
-		Ready: store.Ping, Logger: log, Now: now,
+		Engine: engine, Writer: writer, Registry: registryView{series, store}, Rollups: worker,
+		Ready: store.Ping, Logger: log, Now: now, Metrics: httpapi.NewMetrics(reg), Gatherer: reg,
 	}, c.http)
 	return m.listenAndServe(ctx, c, srv.Handler(), worker, log)
 }

@@ -6,6 +6,8 @@
 // results do not depend on the machine's time zone.
 
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { readdirSync } from "node:fs";
 import { describe, it } from "node:test";
 
 import {
@@ -373,5 +375,19 @@ describe("answers", () => {
     assert.equal(q.title, "Bad Gateway");
     assert.equal(q.status, 502);
     assert.match(q.detail, /502/);
+  });
+});
+
+describe("modules", () => {
+  const dir = new URL("./static/assets/", import.meta.url);
+  for (const name of readdirSync(dir).filter((f) => f.endsWith(".js"))) {
+    it(`${name} parses`, () => {
+      // The modules that need a DOM cannot run here, but they can be parsed.
+      execFileSync(process.execPath, ["--check", new URL(name, dir).pathname], { stdio: "pipe" });
+    });
+  }
+  it("chart.js loads without a DOM", async () => {
+    const chart = await import("./static/assets/chart.js");
+    assert.equal(typeof chart.Chart, "function");
   });
 });

@@ -24,6 +24,7 @@ import (
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/rollup"
 	"github.com/tsgate/tsgate/tiers"
+	"github.com/tsgate/tsgate/web"
 )
 
 // Registry is the series registry as the API shows it.
@@ -109,6 +110,10 @@ func (s *Server) Handler() http.Handler {
 		writeJSONProblem(w, &Problem{Type: problemType("method-not-allowed"), Title: "Method not allowed", Status: http.StatusMethodNotAllowed,
 			Detail: r.Method + " is not allowed on " + r.URL.Path})
 	})
+	for _, path := range []string{"/", "/assets/*"} {
+		r.Method(http.MethodGet, path, web.Handler())
+		r.Method(http.MethodHead, path, web.Handler())
+	}
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
 	if s.deps.Gatherer != nil {

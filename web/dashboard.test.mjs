@@ -1,0 +1,393 @@
+// Unit tests of the dashboard's pure helpers, for Node's built-in runner:
+//
+//	node --test web/
+//
+// Times are checked in fixed zones passed as offset functions, so the
+// results do not depend on the machine's time zone.
+
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { readdirSync } from "node:fs";
+import { describe, it } from "node:test";
+
+import {
+  DAY, HOUR, MINUTE, SECOND, aggsFor, annotateTimes, columnsOf, describeProblem, endsAtNow, formatAgo, formatCount,
+  formatDuration, formatExact, formatHash, formatOffset, formatTime, formatValue, isTime, linearScale,
+  mergePages, nearestIndex, parseDuration, parseHash, pointsQuery, rangeParams, runs, timeTicks,
+  uncovered, valueTicks,
+} from "./static/assets/lib.js";
+
+const utc = () => 0;
+const fixed = (ms) => () => ms;
+const T0 = Date.UTC(2026, 0, 15, 14, 37, 22, 123); // a Thursday
+
+const wall = (t, offset) => new Date(t + offset(t));
+const iso = (t) => new Date(t).toISOString();
+
+describe("durations", () => {
+  it("parses the API's units", () => {
+    assert.equal(parseDuration("250ms"), 250);
+    assert.equal(parseDuration("90s"), 90 * SECOND);
+    assert.equal(parseDuration("5m"), 5 * MINUTE);
+    assert.equal(parseDuration("1h30m"), 90 * MINUTE);
+    assert.equal(parseDuration("1d"), DAY);
+    assert.equal(parseDuration("2w"), 14 * DAY);
+    for (const bad of ["", "5", "m", "1.5h", "-1h", "1y", "5 m", null, undefined]) assert.ok(Number.isNaN(parseDuration(bad)), String(bad));
+  });
+  it("formats compactly and round-trips", () => {
+    assert.equal(formatDuration(0), "0s");
+    assert.equal(formatDuration(300000), "5m");
+    assert.equal(formatDuration(5400000), "1h30m");
+    assert.equal(formatDuration(DAY), "1d");
+    assert.equal(formatDuration(7 * DAY), "7d");
+    assert.equal(formatDuration(1500), "1s500ms");
+    for (const ms of [1000, 61000, 3 * HOUR, 36 * HOUR, 90 * DAY]) assert.equal(parseDuration(formatDuration(ms)), ms);
+  });
+});
+
+describe("time formatting", () => {
+  it("writes instants in UTC or a given zone", () => {
+    assert.equal(formatTime(T0), "2026-01-15 14:37:22.123");
+    assert.equal(formatTime(Date.UTC(2026, 0, 15, 14, 37)), "2026-01-15 14:37");
+    assert.equal(formatTime(Date.UTC(2026, 0, 15, 14, 37, 5)), "2026-01-15 14:37:05");
+    assert.equal(formatTime(Date.UTC(2026, 0, 15, 14, 37), utc, true), "2026-01-15 14:37:00.000");
+    assert.equal(formatTime(T0, fixed(5.5 * HOUR)), "2026-01-15 20:07:22.123");
+    assert.equal(formatTime(T0, fixed(-10 * HOUR)), "2026-01-15 04:37:22.123");
+  });
+  it("names offsets", () => {
+    assert.equal(formatOffset(0), "UTC+00:00");
+    assert.equal(formatOffset(5.5 * HOUR), "UTC+05:30");
+    assert.equal(formatOffset(-3.5 * HOUR), "UTC-03:30");
+  });
+  it("says how long ago", () => {
+    assert.equal(formatAgo(T0, T0 + 2 * SECOND), "now");
+    assert.equal(formatAgo(T0, T0 + 42 * SECOND), "42s ago");
+    assert.equal(formatAgo(T0, T0 + 5 * MINUTE + 10), "5m ago");
+    assert.equal(formatAgo(T0, T0 + 3 * DAY), "3d ago");
+    assert.equal(formatAgo(T0 + 3 * MINUTE, T0), "in 3m");
+  });
+  it("groups counts", () => {
+    assert.equal(formatCount(0), "0");
+    assert.equal(formatCount(999), "999");
+    assert.equal(formatCount(1234567), "1,234,567");
+  });
+});
+
+describe("time-axis ticks", () => {
+  it("picks round steps that fit the width", () => {
+    const from = Date.UTC(2026, 0, 15, 13, 52);
+    const { step, ticks } = timeTicks(from, from + HOUR, 1000, { offset: utc });
+    assert.deepEqual([step.unit, step.n], ["m", 10]);
+    assert.deepEqual(ticks.map((t) => t.label), ["14:00", "14:10", "14:20", "14:30", "14:40", "14:50"]);
+    assert.ok(ticks.length <= 1000 / 90);
+    // Narrower: fewer, coarser ticks.
+    const narrow = timeTicks(from, from + HOUR, 300, { offset: utc });
+    assert.deepEqual(narrow.ticks.map((t) => t.label), ["14:00", "14:30"]);
+  });
+
+  it("never yields more ticks than the width allows, at any span", () => {
+    for (const span of [50, 5 * SECOND, 15 * MINUTE, 6 * HOUR, 7 * DAY, 90 * DAY, 400 * DAY, 30 * 365 * DAY]) {
+      for (const width of [120, 500, 1400]) {
+        const { ticks } = timeTicks(T0 - span, T0, width, { offset: utc, minSpacing: 90 });
+        assert.ok(ticks.length >= 1, `span ${span} width ${width}: no tick`);
+        assert.ok(ticks.length <= Math.max(2, Math.floor(width / 90)), `span ${span} width ${width}: ${ticks.length} ticks`);
+        for (let i = 1; i < ticks.length; i++) assert.ok(ticks[i].t > ticks[i - 1].t);
+        for (const t of ticks) assert.ok(t.t >= T0 - span && t.t <= T0);
+      }
+    }
+  });
+
+  it("puts the date under the first tick and where the day changes", () => {
+    const from = Date.UTC(2026, 0, 15, 20, 0);
+    const { ticks } = timeTicks(from, from + 8 * HOUR, 800, { offset: utc });
+    assert.deepEqual(ticks.map((t) => [t.label, t.context]), [
+      ["20:00", "Jan 15"], ["21:00", ""], ["22:00", ""], ["23:00", ""],
+      ["00:00", "Jan 16"], ["01:00", ""], ["02:00", ""], ["03:00", ""], ["04:00", ""],
+    ]);
+  });
+
+  it("follows the local time of a zone with a half-hour offset", () => {
+    const ist = fixed(5.5 * HOUR);
+    const from = Date.UTC(2026, 0, 15, 0, 0);
+    const { ticks } = timeTicks(from, from + 6 * HOUR, 600, { offset: ist });
+    assert.equal(ticks[0].label, "06:00");
+    for (const t of ticks) {
+      assert.equal(wall(t.t, ist).getUTCMinutes(), 0, iso(t.t));
+      assert.equal((t.t / MINUTE) % 60, 30, "UTC minutes are :30 in India");
+    }
+  });
+
+  it("stays on round local hours across a daylight-saving change", () => {
+    // Central Europe: UTC+1, then UTC+2 from 2026-03-29 01:00 UTC.
+    const change = Date.UTC(2026, 2, 29, 1, 0);
+    const cet = (t) => (t >= change ? 2 * HOUR : HOUR);
+    const from = Date.UTC(2026, 2, 28, 20, 0);
+    const { ticks } = timeTicks(from, from + 12 * HOUR, 1300, { offset: cet });
+    const labels = ticks.map((t) => t.label);
+    assert.ok(labels.includes("01:00") && labels.includes("03:00"), labels.join(" "));
+    assert.ok(!labels.includes("02:00"), "02:00 does not exist that night");
+    assert.equal(new Set(ticks.map((t) => t.t)).size, ticks.length);
+    for (const t of ticks) assert.equal(wall(t.t, cet).getUTCMinutes(), 0);
+  });
+
+  it("uses local midnights for days, with the year as context", () => {
+    const ny = fixed(-5 * HOUR);
+    const to = Date.UTC(2026, 0, 15, 14, 0);
+    const { step, ticks } = timeTicks(to - 7 * DAY, to, 1000, { offset: ny });
+    assert.equal(step.unit, "d");
+    assert.equal(ticks[0].label, "Jan 9");
+    assert.equal(ticks[0].context, "2026");
+    assert.equal(ticks[1].context, "");
+    for (const t of ticks) {
+      const w = wall(t.t, ny);
+      assert.equal(w.getUTCHours() + w.getUTCMinutes(), 0, iso(t.t));
+    }
+  });
+
+  it("starts weeks on Mondays", () => {
+    const to = Date.UTC(2026, 2, 1);
+    const { step, ticks } = timeTicks(to - 60 * DAY, to, 900, { offset: utc });
+    assert.equal(step.unit, "w");
+    for (const t of ticks) assert.equal(new Date(t.t).getUTCDay(), 1, iso(t.t));
+  });
+
+  it("uses months and years for long ranges", () => {
+    const to = Date.UTC(2026, 4, 20);
+    const months = timeTicks(to - 365 * DAY, to, 1200, { offset: utc });
+    assert.equal(months.step.unit, "mo");
+    assert.deepEqual(months.ticks.map((t) => t.label), ["Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec", "Jan", "Feb", "Mar", "Apr", "May"]);
+    assert.deepEqual(months.ticks.filter((t) => t.context).map((t) => `${t.label} ${t.context}`), ["Jun 2025", "Jan 2026"]);
+    const years = timeTicks(Date.UTC(2001, 5, 1), Date.UTC(2026, 5, 1), 1000, { offset: utc });
+    assert.equal(years.step.unit, "y");
+    assert.ok(years.ticks.every((t) => /^\d{4}$/.test(t.label) && Number(t.label) % years.step.n === 0));
+  });
+
+  it("shows seconds and milliseconds for short spans", () => {
+    const from = Date.UTC(2026, 0, 15, 14, 0, 0);
+    assert.equal(timeTicks(from, from + 30 * SECOND, 600, { offset: utc }).ticks[1].label, "14:00:05");
+    assert.equal(timeTicks(from, from + 900, 600, { offset: utc }).ticks[1].label, "14:00:00.200");
+  });
+
+  it("gives nothing for an empty range or width", () => {
+    assert.deepEqual(timeTicks(T0, T0, 500).ticks, []);
+    assert.deepEqual(timeTicks(T0, T0 + HOUR, 0).ticks, []);
+  });
+});
+
+describe("value axis", () => {
+  it("finds round ticks covering the data", () => {
+    assert.deepEqual(valueTicks(0, 97, 5), { min: 0, max: 100, step: 20, ticks: [0, 20, 40, 60, 80, 100] });
+    const t = valueTicks(18.43, 18.98, 6);
+    assert.equal(t.step, 0.1);
+    assert.deepEqual(t.ticks, [18.4, 18.5, 18.6, 18.7, 18.8, 18.9, 19]);
+    const neg = valueTicks(-3.2, 7.9, 5);
+    assert.deepEqual([neg.min, neg.max, neg.step], [-5, 10, 5]);
+  });
+  it("widens a flat range around its value", () => {
+    const t = valueTicks(21.5, 21.5);
+    assert.ok(t.min < 21.5 && t.max > 21.5);
+    const z = valueTicks(0, 0);
+    assert.ok(z.min < 0 && z.max > 0);
+  });
+  it("has no floating-point noise in ticks", () => {
+    for (const t of valueTicks(0.1, 0.7, 6).ticks) assert.equal(String(t).length <= 4, true, String(t));
+  });
+  it("survives missing data", () => {
+    assert.deepEqual(valueTicks(Infinity, -Infinity).ticks.length > 1, true);
+  });
+  it("labels values with the step's precision and SI suffixes", () => {
+    assert.equal(formatValue(18.4, 0.1), "18.4");
+    assert.equal(formatValue(20, 20), "20");
+    assert.equal(formatValue(2500, 500), "2500");
+    assert.equal(formatValue(25000, 5000), "25k");
+    assert.equal(formatValue(1500000, 500000), "1.5M");
+    assert.equal(formatValue(3e9, 1e9), "3G");
+    assert.equal(formatValue(0.25, 0.05), "0.25");
+    assert.equal(formatValue(-0.0000001, 0.1), "0.0");
+    assert.equal(formatValue(0, 20000, 60000), "0");
+    // One unit for the whole axis.
+    assert.deepEqual([0, 5000, 10000, 15000].map((v) => formatValue(v, 5000, 15000)), ["0", "5k", "10k", "15k"]);
+    assert.deepEqual([0, 2500, 5000].map((v) => formatValue(v, 2500, 5000)), ["0", "2500", "5000"]);
+    assert.equal(formatExact(21.499999999), "21.5");
+    assert.equal(formatExact(1e-9), "1e-9");
+  });
+});
+
+describe("linear scale", () => {
+  it("maps values to pixels with y growing downward", () => {
+    const y = linearScale(0, 100, 300, 20);
+    assert.equal(y(0), 300);
+    assert.equal(y(100), 20);
+    assert.equal(y(50), 160);
+    assert.equal(y(150), -120); // beyond the domain: beyond the range
+    assert.equal(y.invert(160), 50);
+    assert.equal(y.invert(y(37.5)), 37.5);
+  });
+  it("maps times to x", () => {
+    const x = linearScale(T0, T0 + HOUR, 64, 1064);
+    assert.equal(x(T0 + 30 * MINUTE), 564);
+    assert.equal(x.invert(1064), T0 + HOUR);
+  });
+  it("maps a degenerate domain to the middle", () => {
+    const s = linearScale(5, 5, 0, 100);
+    assert.equal(s(5), 50);
+    assert.equal(s(99), 50);
+    assert.equal(s.invert(10), 5);
+  });
+});
+
+describe("URL hash state", () => {
+  it("has defaults", () => {
+    const { state, invalid } = parseHash("");
+    assert.deepEqual(invalid, []);
+    assert.equal(state.series, "");
+    assert.equal(state.range, "1h");
+    assert.equal(state.res, "auto");
+    assert.equal(state.agg, "avg");
+    assert.equal(state.band, true);
+    assert.equal(formatHash(state), "#range=1h");
+  });
+  it("reads every field", () => {
+    const { state, invalid } = parseHash("#series=demo.cpu.host1&range=24h&res=5m&agg=max&band=0&refresh=1&plan=1");
+    assert.deepEqual(invalid, []);
+    assert.deepEqual(
+      [state.series, state.range, state.res, state.agg, state.band, state.refresh, state.plan],
+      ["demo.cpu.host1", "24h", "5m", "max", false, true, true],
+    );
+  });
+  it("round-trips", () => {
+    for (const h of [
+      "#series=a&range=15m",
+      "#series=sensor-1%3Aroom_2&range=1y&res=raw",
+      "#series=x&from=2026-01-15T10%3A00%3A00Z&to=2026-01-15T12%3A00%3A00Z&res=90s&agg=count",
+      "#series=x&from=now-3d&res=1h&band=0&refresh=1",
+      "#series=x&range=7d&refresh=1&plan=1",
+      "#series=x&from=1768487842123&to=1768491442123",
+    ]) {
+      assert.equal(formatHash(parseHash(h).state), h);
+    }
+  });
+  it("makes a range with from custom, and ignores to without from", () => {
+    const c = parseHash("#series=x&range=6h&from=now-3d&to=now-1d").state;
+    assert.deepEqual([c.range, c.from, c.to], ["custom", "now-3d", "now-1d"]);
+    assert.deepEqual(rangeParams(c), { from: "now-3d", to: "now-1d" });
+    assert.equal(endsAtNow(c), false);
+    const n = parseHash("#series=x&to=now-1d").state;
+    assert.deepEqual([n.range, n.to], ["1h", ""]);
+    assert.equal(endsAtNow(n), true);
+  });
+  it("keeps auto-refresh only for ranges that end now", () => {
+    const fixedRange = parseHash("#series=x&from=now-3d&to=now-1d&refresh=1").state;
+    assert.equal(fixedRange.refresh, true);
+    assert.equal(formatHash(fixedRange), "#series=x&from=now-3d&to=now-1d");
+  });
+  it("names invalid values and keeps their defaults", () => {
+    const { state, invalid } = parseHash("#series=bad%20id&range=2h&res=3x&agg=median&from=yesterday&band=yes");
+    assert.deepEqual(invalid, ["series", "range", "from", "res", "agg", "band"]);
+    assert.deepEqual([state.series, state.range, state.res, state.agg, state.from, state.band], ["", "1h", "auto", "avg", "", true]);
+    assert.equal(parseHash("#res=500ms").invalid[0], "res", "windows are at least 1s");
+  });
+  it("accepts the API's time forms", () => {
+    for (const ok of ["now", "now-15m", "1768487842123", "2026-01-15T14:37:22Z", "2026-01-15T14:37:22.123+05:30", "2026-01-15T14:37Z"]) {
+      assert.ok(isTime(ok), ok);
+    }
+    for (const bad of ["", "yesterday", "now+1h", "2026-01-15", "2026-01-15 14:37:22"]) assert.ok(!isTime(bad), bad);
+  });
+});
+
+describe("queries", () => {
+  const st = (h) => parseHash(h).state;
+  it("asks for max_points and the band's aggregates with auto", () => {
+    const q = pointsQuery(st("#series=x&range=24h"), 974.4);
+    assert.equal(q.toString(), "from=now-24h&to=now&resolution=auto&max_points=974&agg=min%2Cmax%2Cavg");
+  });
+  it("asks for no aggregates with raw, and no max_points with a window", () => {
+    assert.equal(pointsQuery(st("#series=x&range=1h&res=raw"), 900).toString(), "from=now-1h&to=now&resolution=raw");
+    assert.equal(pointsQuery(st("#series=x&range=1y&res=1d&agg=max"), 900).toString(), "from=now-365d&to=now&resolution=1d&agg=min%2Cmax");
+  });
+  it("draws no band for sum and count, or when it is off", () => {
+    assert.deepEqual(aggsFor(st("#agg=sum")), ["sum"]);
+    assert.deepEqual(aggsFor(st("#agg=count")), ["count"]);
+    assert.deepEqual(aggsFor(st("#agg=avg&band=0")), ["avg"]);
+    assert.deepEqual(aggsFor(st("#agg=min")), ["min", "max"]);
+  });
+});
+
+describe("answers", () => {
+  it("finds the nearest point", () => {
+    const ts = [10, 20, 30, 50];
+    assert.equal(nearestIndex(ts, 0), 0);
+    assert.equal(nearestIndex(ts, 14), 0);
+    assert.equal(nearestIndex(ts, 15), 0);
+    assert.equal(nearestIndex(ts, 16), 1);
+    assert.equal(nearestIndex(ts, 41), 3);
+    assert.equal(nearestIndex(ts, 99), 3);
+    assert.equal(nearestIndex([], 5), -1);
+    assert.equal(nearestIndex(new Float64Array([1, 2, 3]), 2.2), 1);
+  });
+  it("breaks lines at gaps, not at sparse windows", () => {
+    const every10s = Array.from({ length: 10 }, (_, i) => i * 10 * SECOND);
+    assert.deepEqual(runs(every10s, SECOND), [[0, 10]], "10s data in 1s windows is one line");
+    const outage = [0, 60, 120, 180, 3600, 3660].map((s) => s * SECOND);
+    assert.deepEqual(runs(outage, MINUTE), [[0, 4], [4, 6]]);
+    assert.deepEqual(runs([5], 0), [[0, 1]]);
+    assert.deepEqual(runs([], 0), []);
+  });
+  it("merges pages", () => {
+    const head = { series: "s", from: 0, to: 100, tier: "raw", resolution_ms: 0, columns: ["t", "v"], segments: [{ from: 0, to: 100, tier: "raw" }] };
+    const stats = (n) => ({ buckets: 1, partitions: 2, rows_read: n, cache_hits: 0, elapsed_ms: 1.5 });
+    const a = mergePages([
+      { ...head, points: [[1, 1], [2, 2]], partial: true, partial_reason: "slo", covered: [0, 3], next_cursor: "c1", stats: stats(2), warnings: ["w"] },
+      { ...head, points: [[3, 3]], partial: false, covered: [0, 100], stats: stats(1), warnings: ["w", "no points before 1794703119131"] },
+      { ...head, points: [], partial: false, covered: [0, 100], stats: stats(0), warnings: ["no points before 1794703119200"] },
+    ]);
+    assert.deepEqual(a.points, [[1, 1], [2, 2], [3, 3]]);
+    assert.deepEqual(a.stats, { buckets: 3, partitions: 6, rows_read: 3, cache_hits: 0, elapsed_ms: 4.5 });
+    assert.deepEqual([a.pages, a.pagesCutShort, a.partial, a.covered, a.next_cursor], [3, 1, false, [0, 100], undefined]);
+    assert.deepEqual(a.warnings, ["w", "no points before 1794703119131"], "a warning repeated with another time is shown once");
+    assert.equal(mergePages([]), null);
+  });
+  it("splits rows into columns", () => {
+    const { t, cols } = columnsOf({ columns: ["t", "min", "max", "avg"], points: [[1, 0, 2, 1], [2, 1, 5, 3]] });
+    assert.deepEqual([...t], [1, 2]);
+    assert.deepEqual(Object.keys(cols), ["min", "max", "avg"]);
+    assert.deepEqual([...cols.max], [2, 5]);
+  });
+  it("finds the uncovered part of the range", () => {
+    assert.deepEqual(uncovered(0, 100, [0, 100]), []);
+    assert.deepEqual(uncovered(0, 100, [0, 60]), [[60, 100]]);
+    assert.deepEqual(uncovered(0, 100, [30, 100]), [[0, 30]]);
+    assert.deepEqual(uncovered(0, 100, [0, 0]), [[0, 100]]);
+    assert.deepEqual(uncovered(0, 100, undefined), []);
+  });
+  it("adds readable times to the gateway's messages", () => {
+    assert.equal(annotateTimes("minute tier keeps 30d; no points before 1765800000000", utc),
+      "minute tier keeps 30d; no points before 1765800000000 (2025-12-15 12:00)");
+    assert.equal(annotateTimes("42 rows, 17 buckets", utc), "42 rows, 17 buckets");
+  });
+  it("describes problems", () => {
+    const p = describeProblem(400, "Bad Request", {
+      type: "/docs#problem-invalid-parameter", title: "Invalid parameter", status: 400, detail: "from: required",
+      errors: [{ param: "from", message: "required" }],
+    });
+    assert.deepEqual(p, { title: "Invalid parameter", status: 400, detail: "from: required", errors: [{ param: "from", message: "required" }] });
+    const q = describeProblem(502, "Bad Gateway", null);
+    assert.equal(q.title, "Bad Gateway");
+    assert.equal(q.status, 502);
+    assert.match(q.detail, /502/);
+  });
+});
+
+describe("modules", () => {
+  const dir = new URL("./static/assets/", import.meta.url);
+  for (const name of readdirSync(dir).filter((f) => f.endsWith(".js"))) {
+    it(`${name} parses`, () => {
+      // The modules that need a DOM cannot run here, but they can be parsed.
+      execFileSync(process.execPath, ["--check", new URL(name, dir).pathname], { stdio: "pipe" });
+    });
+  }
+  it("chart.js loads without a DOM", async () => {
+    const chart = await import("./static/assets/chart.js");
+    assert.equal(typeof chart.Chart, "function");
+  });
+});

@@ -35,6 +35,8 @@ vet:
 
 unit-test:
 	$(GO) test ./...
+	@command -v node >/dev/null || scripts/install-node.sh
+	node --test web/
 
 integration-test:
 	@if [ -n "$${CASSANDRA_HOSTS:-}" ]; then \

@@ -1,0 +1,97 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/tsgate/tsgate/httpapi"
+	"github.com/tsgate/tsgate/query/querytest"
+	"github.com/tsgate/tsgate/tiers"
+	"github.com/tsgate/tsgate/tiers/embedded"
+)
+
+// stuckReader never delivers a page of one bucket until the read's context
+// ends — a replica that hangs; failing turns the hang into an error.
+type stuckReader struct {
+	tiers.PartitionReader
+	stuckBucket int64
+	failing     bool
+}
+
+type stuckPages struct {
+	ctx     context.Context
+	failing bool
+}
+
+var errReplica = errors.New("replica timed out")
+
+func (p stuckPages) Next() ([]tiers.Row, error) {
+	if p.failing {
+		return nil, errReplica
+	}
+	<-p.ctx.Done()
+	return nil, context.Cause(p.ctx)
+}
+func (p stuckPages) Close() error { return nil }
+
+func (r stuckReader) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPages {
+	if req.Key.Table == tiers.TableRaw && req.Key.Bucket == r.stuckBucket {
+		return stuckPages{ctx: ctx, failing: r.failing}
+	}
+	return r.PartitionReader.Read(ctx, req)
+}
+
+// Under partial=allow a read that cannot complete answers 200 with what is
+// complete, the reason and a cursor; under partial=deny it is a 504 (budget)
+// or 503 (store) problem, never a truncated 200.
+func TestPartialAllowAndDeny(t *testing.T) {
+	for _, failing := range []bool{false, true} {
+		store, err := embedded.OpenInMemory(embedded.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		now := tiers.AlignDown(querytest.NewEnv(t, store, store).Clock.Now().UnixMilli(), tiers.Hour)
+		env := querytest.NewEnv(t, store, stuckReader{PartitionReader: store, stuckBucket: now - tiers.Hour, failing: failing})
+		srv := httpapi.New(httpapi.Deps{Engine: env.Engine, Writer: env.Writer, Registry: store, Rollups: env.Rollups, Ready: store.Ping, Now: env.Clock.Now}, httpapi.DefaultConfig())
+		ts := httptest.NewServer(srv.Handler())
+		defer ts.Close()
+		s := &testServer{Server: ts, env: env, t: t}
+		var pts []string
+		for i := range 30 {
+			pts = append(pts, fmt.Sprintf(`{"series":"slow","t":%d,"v":%d}`, now-3*tiers.Hour+int64(i)*6*tiers.Minute, i))
+		}
+		s.writePoints(pts...)
+		path := fmt.Sprintf("/v1/series/slow/points?from=%d&to=%d&resolution=raw&slo=100ms", now-3*tiers.Hour, now)
+
+		var a answer
+		if st := s.get(path, &a); st != 200 {
+			t.Fatalf("failing=%v allow: status %d", failing, st)
+		}
+		wantReason := "slo"
+		if failing {
+			wantReason = "unavailable"
+		}
+		if !a.Partial || a.Reason != wantReason || a.NextCursor == "" {
+			t.Fatalf("failing=%v: partial %v reason %q cursor %q", failing, a.Partial, a.Reason, a.NextCursor)
+		}
+		// The two buckets before the stuck one are complete and delivered.
+		if len(a.Points) != 20 || a.Covered[1] != now-tiers.Hour {
+			t.Fatalf("failing=%v: %d points, covered %v; want the 20 points before %d", failing, len(a.Points), a.Covered, now-tiers.Hour)
+		}
+		status, ct, body := s.do("GET", path+"&partial=deny", "", "")
+		var p problem
+		_ = json.Unmarshal(body, &p)
+		wantStatus := 504
+		if failing {
+			wantStatus = 503
+		}
+		if status != wantStatus || ct != "application/problem+json" || p.Status != wantStatus {
+			t.Fatalf("failing=%v deny: %d %s %s", failing, status, ct, body)
+		}
+	}
+}

@@ -1,0 +1,93 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tsgate/tsgate/ingest"
+	"github.com/tsgate/tsgate/partial"
+	"github.com/tsgate/tsgate/query"
+	"github.com/tsgate/tsgate/query/querytest"
+	"github.com/tsgate/tsgate/router"
+	"github.com/tsgate/tsgate/tiers"
+)
+
+// overrun bounds how far past its budget a read may answer: the budget is
+// checked between rows and cancels reads in flight, so what remains is
+// encoding the complete part and scheduling noise on a shared machine.
+const overrun = time.Second
+
+// TestBudgetOnCassandra reads two days of 1 Hz points (192 partitions) with
+// a budget of a few milliseconds: every page comes back within the budget
+// plus a small constant, pages are partial, and following their cursors
+// yields exactly the unbudgeted answer.
+func TestBudgetOnCassandra(t *testing.T) {
+	store := openStore(t)
+	env := querytest.NewEnv(t, store, store)
+	ctx := context.Background()
+	now := env.Clock.Now().UnixMilli()
+	span := tiers.Span{From: now - 2*tiers.Day, To: now - tiers.Minute}
+	batch := make([]ingest.Point, 0, 20000)
+	for ts := span.From; ts < span.To; ts += tiers.Second {
+		batch = append(batch, ingest.Point{Series: "budget", T: ts, V: float64(ts % 9973)})
+		if len(batch) == cap(batch) {
+			if _, err := env.Writer.Backfill(ctx, batch); err != nil {
+				t.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	if _, err := env.Writer.Backfill(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	raw := router.Resolution{Kind: router.RawPoints}
+	full, _, err := env.ReadAll(ctx, query.Request{Series: "budget", Span: span, Resolution: raw, Limit: env.Config.MaxLimit}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(full) != int((span.To-span.From)/tiers.Second) {
+		t.Fatalf("the full answer has %d points", len(full))
+	}
+	for _, budget := range []time.Duration{5 * time.Millisecond, 20 * time.Millisecond} {
+		req := query.Request{Series: "budget", Span: span, Resolution: raw, Limit: env.Config.MaxLimit, SLO: budget,
+			Binding: partial.Bind("budget", budget.String())}
+		var got []query.Item
+		pages, partials := 0, 0
+		var worst time.Duration
+		for {
+			pages++
+			if pages > 20000 {
+				t.Fatalf("budget %s: no end after %d pages", budget, pages)
+			}
+			start := time.Now()
+			p, err := env.Read(ctx, req)
+			elapsed := time.Since(start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			worst = max(worst, elapsed)
+			if elapsed > budget+overrun {
+				t.Fatalf("budget %s: a page took %s", budget, elapsed)
+			}
+			if p.Trailer.Partial {
+				partials++
+			}
+			got = append(got, p.Items...)
+			if p.Trailer.NextCursor == "" {
+				break
+			}
+			req.Cursor = p.Trailer.NextCursor
+		}
+		if !slices.Equal(got, full) {
+			t.Fatalf("budget %s: %d pages gave %d points, the full answer has %d", budget, pages, len(got), len(full))
+		}
+		if partials == 0 {
+			t.Fatalf("budget %s: no page was cut short over %d partitions", budget, 192)
+		}
+		t.Logf("budget %s: %d pages (%d partial), slowest %s", budget, pages, partials, worst.Round(time.Millisecond))
+	}
+}

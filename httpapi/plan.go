@@ -36,32 +36,8 @@ func (s *Server) plan(w http.ResponseWriter, r *http.Request) {
 	b = append(b, ',')
 	b = appendInt(b, ex.Plan.Read.To)
 	b = append(b, ']', ',')
-	b = appendKey(b, "segments")
-	b = append(b, '[')
-	for i, seg := range ex.Plan.Segments {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"from":`...)
-		b = appendInt(b, seg.Span.From)
-		b = append(b, `,"to":`...)
-		b = appendInt(b, seg.Span.To)
-		b = append(b, `,"tier":`...)
-		b = appendString(b, tierName(seg.Tier))
-		b = append(b, '}')
-	}
-	b = append(b, ']', ',')
-	if len(ex.Plan.Warnings) > 0 {
-		b = appendKey(b, "warnings")
-		b = append(b, '[')
-		for i, w := range ex.Plan.Warnings {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, w)
-		}
-		b = append(b, ']', ',')
-	}
+	b = appendSegments(b, ex.Plan.Segments)
+	b = appendWarnings(b, ex.Plan.Warnings)
 	b = appendKey(b, "buckets")
 	b = append(b, '[')
 	var buckets, partitions int64

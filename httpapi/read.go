@@ -6,6 +6,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tsgate/tsgate/query"
+	"github.com/tsgate/tsgate/router"
 )
 
 func (s *Server) readInput(r *http.Request) readInput {
@@ -136,32 +137,8 @@ func appendAnswerHead(b []byte, res *query.Result) []byte {
 		}
 	}
 	b = append(b, ']', ',')
-	if len(res.Warnings) > 0 {
-		b = appendKey(b, "warnings")
-		b = append(b, '[')
-		for i, w := range res.Warnings {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, w)
-		}
-		b = append(b, ']', ',')
-	}
-	b = appendKey(b, "segments")
-	b = append(b, '[')
-	for i, seg := range res.Plan.Segments {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"from":`...)
-		b = appendInt(b, seg.Span.From)
-		b = append(b, `,"to":`...)
-		b = appendInt(b, seg.Span.To)
-		b = append(b, `,"tier":`...)
-		b = appendString(b, tierName(seg.Tier))
-		b = append(b, '}')
-	}
-	b = append(b, ']', ',')
+	b = appendWarnings(b, res.Warnings)
+	b = appendSegments(b, res.Plan.Segments)
 	b = appendKey(b, "points")
 	return append(b, '[')
 }
@@ -221,4 +198,40 @@ func appendAnswerTail(b []byte, tr query.Trailer) []byte {
 	b = append(b, `,"elapsed_ms":`...)
 	b = appendFloat(b, float64(tr.Stats.Elapsed.Microseconds())/1000)
 	return append(b, '}', '}')
+}
+
+// appendWarnings writes the warnings member and its comma, when there are
+// warnings.
+func appendWarnings(b []byte, warnings []string) []byte {
+	if len(warnings) == 0 {
+		return b
+	}
+	b = appendKey(b, "warnings")
+	b = append(b, '[')
+	for i, w := range warnings {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, w)
+	}
+	return append(b, ']', ',')
+}
+
+// appendSegments writes the segments member and its comma.
+func appendSegments(b []byte, segs []router.Segment) []byte {
+	b = appendKey(b, "segments")
+	b = append(b, '[')
+	for i, seg := range segs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"from":`...)
+		b = appendInt(b, seg.Span.From)
+		b = append(b, `,"to":`...)
+		b = appendInt(b, seg.Span.To)
+		b = append(b, `,"tier":`...)
+		b = appendString(b, tierName(seg.Tier))
+		b = append(b, '}')
+	}
+	return append(b, ']', ',')
 }

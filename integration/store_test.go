@@ -45,26 +45,8 @@ func storeLogger() *slog.Logger {
 // TestCassandraStoreConformance runs the store conformance suite, the one
 // the embedded store passes too, against a fresh keyspace.
 func TestCassandraStoreConformance(t *testing.T) {
-	s := newSession(t)
-	ks := newKeyspace(t, s)
-	cfg := storeConfig(t, s, ks)
-	p := tiers.DefaultPyramid()
-	ctx := testContext(t)
+	store := openStore(t)
 	start := time.Now()
-	if err := cassandra.ApplySchema(ctx, cfg, p); err != nil {
-		t.Fatalf("apply schema: %v", err)
-	}
-	t.Logf("schema applied in %s", time.Since(start).Round(time.Millisecond))
-	store, err := cassandra.Open(ctx, cfg, p, storeLogger())
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := store.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	start = time.Now()
 	storetest.Run(t, store)
 	t.Logf("conformance suite ran in %s", time.Since(start).Round(time.Millisecond))
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/tsgate/tsgate/params"
@@ -52,30 +51,6 @@ func (f durFlag) Set(s string) error {
 func msVar(fs *flag.FlagSet, p *int64, name, usage string) { fs.Var(msFlag{p}, name, usage) }
 func durVar(fs *flag.FlagSet, p *time.Duration, name, usage string) {
 	fs.Var(durFlag{p}, name, usage)
-}
-
-// listFlag is a comma separated list.
-type listFlag struct{ p *[]string }
-
-func (f listFlag) String() string {
-	if f.p == nil {
-		return ""
-	}
-	return strings.Join(*f.p, ",")
-}
-
-func (f listFlag) Set(s string) error {
-	var out []string
-	for part := range strings.SplitSeq(s, ",") {
-		if part = strings.TrimSpace(part); part != "" {
-			out = append(out, part)
-		}
-	}
-	if len(out) == 0 {
-		return fmt.Errorf("empty list")
-	}
-	*f.p = out
-	return nil
 }
 
 // registerPyramid adds the tier flags: --raw-bucket, --raw-event-buckets,

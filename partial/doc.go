@@ -11,4 +11,15 @@
 // partition cancel its siblings: it stops at the first group it cannot
 // complete, and its watermark then says exactly which prefix of the range
 // was delivered.
+//
+// Resuming inside a partition. A cursor resumes at a time position, and the
+// next page reads each partition from that position with a clustering-key
+// slice (t >= position, or t < position descending). That is what the
+// driver's paging state would buy — Cassandra seeks straight to the row, it
+// does not scan the partition from its start — and unlike a paging state it
+// is exact for a merged stream: the merge stops at a watermark between rows
+// of several event-bucket partitions, while each driver page ends wherever
+// its fetch ended, past rows the merge has not emitted yet. The cursor thus
+// never carries a driver paging state (which holds primary-key data); it
+// carries only the request's digest, range, plan and position, signed.
 package partial

@@ -334,6 +334,7 @@ type segment struct {
 // segments lays out the page's segments, in read order, each bounded by the
 // series' first and last point.
 func (e *Engine) segments(info tiers.SeriesInfo, plan router.Plan, page tiers.Span, desc bool) []segment {
+	now := e.now().UnixMilli()
 	var segs []segment
 	for _, s := range plan.Segments {
 		t := e.pyramid.Tier(s.Tier)
@@ -343,6 +344,9 @@ func (e *Engine) segments(info tiers.SeriesInfo, plan router.Plan, page tiers.Sp
 		if t.Step > 0 {
 			exist.From = tiers.AlignDown(exist.From, t.Step)
 		}
+		// Rows older than the tier's retention have expired: never enumerate
+		// their buckets, which would cost a query each for nothing.
+		exist.From = max(exist.From, t.OldestAvailable(now))
 		span := s.Span.Intersect(page).Intersect(exist)
 		if span.Empty() {
 			continue

@@ -91,7 +91,8 @@ func (s *testServer) writePoints(points ...string) {
 
 type answer struct {
 	Series       string      `json:"series"`
-	From, To     int64       `json:"from"`
+	From         int64       `json:"from"`
+	To           int64       `json:"to"`
 	Tier         string      `json:"tier"`
 	ResolutionMs int64       `json:"resolution_ms"`
 	Order        string      `json:"order"`

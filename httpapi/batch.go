@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tsgate/tsgate/query"
 )
@@ -93,7 +94,7 @@ func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, badParam("queries", fmt.Sprintf("at most %d queries per batch", MaxBatchQueries)))
 		return
 	}
-	now := s.deps.Now()
+	now, arrival := s.deps.Now(), time.Now()
 	var errs []ParamError
 	var fromQuery map[string]bool // parameters the current query sets itself
 	pick := func(i int, name string, own, shared json.RawMessage) string {
@@ -139,6 +140,7 @@ func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
 			}
 			errs = append(errs, pe)
 		}
+		req.Start = arrival // one budget for the whole batch
 		reqs[i] = req
 	}
 	if len(errs) > 0 {

@@ -28,7 +28,9 @@ func (s *Server) parseRead(in readInput, now time.Time) (query.Request, []ParamE
 	var errs []ParamError
 	bad := func(param, msg string) { errs = append(errs, ParamError{Param: param, Message: msg}) }
 	nowMs := now.UnixMilli()
-	req := query.Request{Series: in.Series, Start: now}
+	// The latency budget runs on the wall clock from the request's arrival,
+	// whatever the clock that decides which data is current says.
+	req := query.Request{Series: in.Series, Start: time.Now()}
 	if err := params.SeriesID(in.Series); err != nil {
 		bad("id", err.Error())
 	}

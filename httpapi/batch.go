@@ -17,6 +17,9 @@ import (
 // MaxBatchQueries bounds the series of one POST /v1/query.
 const MaxBatchQueries = 100
 
+// maxBatchBodyBytes bounds the body of one POST /v1/query.
+const maxBatchBodyBytes = 1 << 20
+
 // batchParallelism is how many series of one batch are read at once; each
 // also fans out over its partitions.
 const batchParallelism = 4
@@ -75,7 +78,7 @@ func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body batchRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBatchBodyBytes))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
 		var mbe *http.MaxBytesError

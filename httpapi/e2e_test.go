@@ -21,7 +21,9 @@ import (
 )
 
 // testServer is the HTTP API over an in-memory embedded store, with the
-// clock of a querytest environment.
+// clock of a querytest environment. Every answer it gives is checked
+// against api/openapi.yaml; a test fails on any answer the document does
+// not describe.
 type testServer struct {
 	*httptest.Server
 	env *querytest.Env
@@ -52,7 +54,11 @@ func newTestServer(t *testing.T) *testServer {
 		Engine: env.Engine, Writer: env.Writer, Registry: store, Rollups: env.Rollups,
 		Ready: store.Ping, Now: env.Clock.Now, Metrics: httpapi.NewMetrics(reg), Gatherer: reg,
 	}, httpapi.DefaultConfig())
-	ts := httptest.NewServer(srv.Handler())
+	checker := newContractChecker(t)
+	ts := httptest.NewServer(checker.wrap(srv.Handler()))
+	// Cleanups run last-registered first: the server closes, which waits
+	// for its handlers, before the checker reports.
+	t.Cleanup(checker.report)
 	t.Cleanup(ts.Close)
 	return &testServer{Server: ts, env: env, t: t}
 }

@@ -9,12 +9,16 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tsgate/tsgate/query"
 )
 
 // MaxBatchQueries bounds the series of one POST /v1/query.
 const MaxBatchQueries = 100
+
+// maxBatchBodyBytes bounds the body of one POST /v1/query.
+const maxBatchBodyBytes = 1 << 20
 
 // batchParallelism is how many series of one batch are read at once; each
 // also fans out over its partitions.
@@ -74,7 +78,7 @@ func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body batchRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBatchBodyBytes))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
 		var mbe *http.MaxBytesError
@@ -93,7 +97,7 @@ func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, badParam("queries", fmt.Sprintf("at most %d queries per batch", MaxBatchQueries)))
 		return
 	}
-	now := s.deps.Now()
+	now, arrival := s.deps.Now(), time.Now()
 	var errs []ParamError
 	var fromQuery map[string]bool // parameters the current query sets itself
 	pick := func(i int, name string, own, shared json.RawMessage) string {
@@ -139,6 +143,7 @@ func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
 			}
 			errs = append(errs, pe)
 		}
+		req.Start = arrival // one budget for the whole batch
 		reqs[i] = req
 	}
 	if len(errs) > 0 {

@@ -21,7 +21,9 @@ import (
 )
 
 // testServer is the HTTP API over an in-memory embedded store, with the
-// clock of a querytest environment.
+// clock of a querytest environment. Every answer it gives is checked
+// against api/openapi.yaml; a test fails on any answer the document does
+// not describe.
 type testServer struct {
 	*httptest.Server
 	env *querytest.Env
@@ -30,20 +32,40 @@ type testServer struct {
 
 func newTestServer(t *testing.T) *testServer {
 	t.Helper()
-	store, err := embedded.OpenInMemory(embedded.Options{})
+	// The store decides expiry by the environment's clock too, so that a
+	// test may set it to a fixed time, in the past or not.
+	var env *querytest.Env
+	store, err := embedded.OpenInMemory(embedded.Options{
+		Now: func() time.Time {
+			if env == nil {
+				return time.Now()
+			}
+			return env.Clock.Now()
+		},
+		SweepInterval: -1,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	env := querytest.NewEnv(t, store, store)
+	env = querytest.NewEnv(t, store, store)
 	reg := prometheus.NewRegistry()
 	srv := httpapi.New(httpapi.Deps{
 		Engine: env.Engine, Writer: env.Writer, Registry: store, Rollups: env.Rollups,
 		Ready: store.Ping, Now: env.Clock.Now, Metrics: httpapi.NewMetrics(reg), Gatherer: reg,
 	}, httpapi.DefaultConfig())
-	ts := httptest.NewServer(srv.Handler())
+	checker := newContractChecker(t)
+	ts := httptest.NewServer(checker.wrap(srv.Handler()))
+	// Cleanups run last-registered first: the server closes, which waits
+	// for its handlers, before the checker reports.
+	t.Cleanup(checker.report)
 	t.Cleanup(ts.Close)
 	return &testServer{Server: ts, env: env, t: t}
+}
+
+// setClock sets the environment's clock to a fixed time.
+func (s *testServer) setClock(t time.Time) {
+	s.env.Clock.Advance(t.Sub(s.env.Clock.Now()))
 }
 
 func (s *testServer) now() int64 { return s.env.Clock.Now().UnixMilli() }
@@ -387,4 +409,21 @@ func TestOperationalEndpoints(t *testing.T) {
 		t.Errorf("wrong method: %d", status)
 	}
 	_ = context.Background
+}
+
+// The latency budget is real time, whatever the clock that decides which
+// data is current says: a gateway whose clock is set back still has its
+// whole budget.
+func TestBudgetRunsOnTheWallClock(t *testing.T) {
+	s := newTestServer(t)
+	s.setClock(time.Now().Add(-30 * 24 * time.Hour))
+	s.writePoints(fmt.Sprintf(`{"series":"old","t":%d,"v":1}`, s.now()-tiers.Minute))
+	var a answer
+	if st := s.get("/v1/series/old/points?"+q("from", "now-1h", "resolution", "raw", "slo", "5s", "partial", "deny"), &a); st != 200 || a.Partial || len(a.Points) != 1 {
+		t.Fatalf("read: %d %+v", st, a)
+	}
+	status, _, body := s.do("POST", "/v1/query", "application/json", `{"from":"now-1h","resolution":"raw","slo":"5s","partial":"deny","queries":[{"series":"old"}]}`)
+	if status != 200 || strings.Contains(string(body), `"error"`) {
+		t.Fatalf("batch: %d %s", status, body)
+	}
 }

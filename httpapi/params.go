@@ -28,8 +28,8 @@ func (s *Server) parseRead(in readInput, now time.Time) (query.Request, []ParamE
 	var errs []ParamError
 	bad := func(param, msg string) { errs = append(errs, ParamError{Param: param, Message: msg}) }
 	nowMs := now.UnixMilli()
-	// The budget runs on the wall clock from the request's arrival; now is
-	// the clock that decides what data is current.
+	// The latency budget runs on the wall clock from the request's arrival,
+	// whatever the clock that decides which data is current says.
 	req := query.Request{Series: in.Series, Start: time.Now()}
 	if err := params.SeriesID(in.Series); err != nil {
 		bad("id", err.Error())

@@ -56,6 +56,7 @@ func toProblem(err error) *Problem {
 	var qp *query.ParamError
 	var ve *ingest.ValidationError
 	var mbe *http.MaxBytesError
+	var ce contractError
 	switch {
 	case errors.As(err, &p):
 		return p
@@ -75,6 +76,9 @@ func toProblem(err error) *Problem {
 			Type: problemType("body-too-large"), Title: "Body too large", Status: http.StatusRequestEntityTooLarge,
 			Detail: "the body is larger than the limit of " + byteSize(mbe.Limit) + "; split the batch",
 		}
+	case errors.As(err, &ce):
+		errs := contractParamErrors(ce)
+		return badParams(errs[0].Param+": "+errs[0].Message, errs)
 	case errors.Is(err, query.ErrSeriesNotFound):
 		return &Problem{
 			Type: problemType("series-not-found"), Title: "Series not found", Status: http.StatusNotFound,

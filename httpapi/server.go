@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/tsgate/tsgate/api"
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/rollup"
@@ -75,6 +76,8 @@ type Deps struct {
 	// Metrics and Gatherer serve /metrics; both may be nil.
 	Metrics  *Metrics
 	Gatherer prometheus.Gatherer
+	// Home serves GET /; the dashboard of package web when nil.
+	Home http.Handler
 }
 
 // Server serves the API.
@@ -96,6 +99,16 @@ func New(deps Deps, cfg Config) *Server {
 
 // Handler returns the routed handler.
 func (s *Server) Handler() http.Handler {
+	c, err := newContract(s.maxLimit())
+	if err != nil {
+		// The document is embedded: it is valid in any binary whose tests
+		// passed.
+		panic("httpapi: " + err.Error())
+	}
+	docs, err := api.RenderDocs(c.doc)
+	if err != nil {
+		panic("httpapi: " + err.Error())
+	}
 	r := chi.NewRouter()
 	r.Use(middleware.RequestID)
 	if s.deps.Metrics != nil {
@@ -110,26 +123,71 @@ func (s *Server) Handler() http.Handler {
 		writeJSONProblem(w, &Problem{Type: problemType("method-not-allowed"), Title: "Method not allowed", Status: http.StatusMethodNotAllowed,
 			Detail: r.Method + " is not allowed on " + r.URL.Path})
 	})
-	for _, path := range []string{"/", "/assets/*"} {
-		r.Method(http.MethodGet, path, web.Handler())
-		r.Method(http.MethodHead, path, web.Handler())
-	}
-	r.Get("/healthz", s.healthz)
-	r.Get("/readyz", s.readyz)
-	if s.deps.Gatherer != nil {
-		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.deps.Gatherer, promhttp.HandlerOpts{}))
-	}
-	r.Route("/v1", func(r chi.Router) {
-		r.Post("/points", s.writePoints)
-		r.Post("/query", s.batchQuery)
-		r.Post("/admin/rollups/run", s.runRollups)
-		r.Get("/series", s.listSeries)
-		r.Get("/series/{id}", s.getSeries)
-		r.Get("/series/{id}/points", s.readPoints)
-		r.Get("/series/{id}/plan", s.plan)
+	// Every route is an operation of api/openapi.yaml (TestRoutesMatchSpec
+	// keeps the two equal). Middlewares of a group run once chi has matched
+	// the route, so each request is validated against its own operation.
+	r.Group(func(r chi.Router) {
+		r.Use(s.validateRequests(c))
+
+		r.Post("/v1/points", s.writePoints)
+		r.Get("/v1/series/{id}/points", s.readPoints)
+		r.Get("/v1/series/{id}/plan", s.plan)
+		r.Post("/v1/query", s.batchQuery)
+		r.Get("/v1/series", s.listSeries)
+		r.Get("/v1/series/{id}", s.getSeries)
+		r.Post("/v1/admin/rollups/run", s.runRollups)
+
+		r.Get("/healthz", s.healthz)
+		r.Get("/readyz", s.readyz)
+		if s.deps.Gatherer != nil {
+			r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.deps.Gatherer, promhttp.HandlerOpts{}))
+		}
+		r.Get("/openapi.yaml", serveSpec)
+		r.Get("/docs", serveDocs(docs))
+		r.Get("/", s.home)
 	})
+	// Outside the contract's validation: the dashboard's static files, and
+	// the Grafana datasource protocol, whose envelopes carry whatever
+	// members Grafana adds (its handlers accept any and use what they know).
+	r.Method(http.MethodGet, "/assets/*", web.Handler())
+	r.Method(http.MethodHead, "/assets/*", web.Handler())
+	r.Head("/", s.home)
 	r.Route("/grafana", s.grafanaRoutes)
 	return r
+}
+
+// maxLimit is the largest page a read may ask for.
+func (s *Server) maxLimit() int {
+	if s.deps.Engine == nil {
+		return query.DefaultConfig().MaxLimit
+	}
+	return s.deps.Engine.Config().MaxLimit
+}
+
+func serveSpec(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Type", "application/yaml")
+	h.Set("Cache-Control", "no-cache")
+	_, _ = w.Write(api.Spec)
+}
+
+func serveDocs(page []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		h.Set("Cache-Control", "no-cache")
+		_, _ = w.Write(page)
+	}
+}
+
+// home serves the dashboard, or sends the visitor to the API reference
+// when the gateway has none.
+func (s *Server) home(w http.ResponseWriter, r *http.Request) {
+	if s.deps.Home != nil {
+		s.deps.Home.ServeHTTP(w, r)
+		return
+	}
+	web.Handler().ServeHTTP(w, r)
 }
 
 // logger returns the request's logger, carrying its id.

@@ -1,0 +1,337 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/tsgate/tsgate/api"
+)
+
+// contract is api/openapi.yaml as the server enforces it. Operations are
+// found by the route pattern chi matched rather than by a second router, so
+// the path parameters validated are exactly those the handlers read, and
+// finding one costs a map lookup.
+type contract struct {
+	doc *openapi3.T
+	// ops maps "METHOD /pattern" to its operation.
+	ops map[string]*routers.Route
+	// all validates parameters and body; params leaves the body to the
+	// handler.
+	all, params openapi3filter.Options
+}
+
+// handlerValidatesBody lists the operations whose body the handler checks
+// itself rather than the contract: a write body is up to the configured
+// limit (16 MiB by default) and is validated point by point as it streams,
+// with a message per point.
+var handlerValidatesBody = map[string]bool{"POST /v1/points": true}
+
+// newContract loads the document, adjusted to the configured maximum page
+// size.
+func newContract(maxLimit int) (*contract, error) {
+	doc, err := api.Load()
+	if err != nil {
+		return nil, err
+	}
+	if p := doc.Components.Parameters["QueryLimit"]; p != nil && p.Value != nil && p.Value.Schema != nil && maxLimit > 0 {
+		max := float64(maxLimit)
+		p.Value.Schema.Value.Max = &max
+	}
+	c := &contract{doc: doc, ops: map[string]*routers.Route{}}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			c.ops[method+" "+path] = &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: op}
+		}
+	}
+	c.all = openapi3filter.Options{MultiError: true, SkipSettingDefaults: true}
+	c.params = c.all
+	c.params.ExcludeRequestBody = true
+	return c, nil
+}
+
+// validateRequests checks each request against its operation before the
+// handler runs; it must run after chi has routed the request (in a Group),
+// so that the route pattern is known. A request that breaks the contract
+// is answered with a 400 naming each offending parameter. Routes the
+// contract does not describe pass through: TestRoutesMatchSpec keeps there
+// being none.
+func (s *Server) validateRequests(c *contract) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rctx := chi.RouteContext(r.Context())
+			key := r.Method + " " + rctx.RoutePattern()
+			route := c.ops[key]
+			if route == nil {
+				next.ServeHTTP(w, r)
+				return
+			}
+			opts := &c.all
+			if body := route.Operation.RequestBody; body == nil || handlerValidatesBody[key] ||
+				body.Value.Content.Get(r.Header.Get("Content-Type")) == nil {
+				// Without a body the contract describes, the handler
+				// answers (a wrong content type is its 415).
+				opts = &c.params
+			} else if r.Body != nil {
+				// The validator reads the body whole before the handler
+				// does: bound it as the handler would.
+				r.Body = http.MaxBytesReader(w, r.Body, maxBatchBodyBytes)
+			}
+			var pathParams map[string]string
+			if n := len(rctx.URLParams.Keys); n > 0 {
+				pathParams = make(map[string]string, n)
+				for i, k := range rctx.URLParams.Keys {
+					pathParams[k] = rctx.URLParams.Values[i]
+				}
+			}
+			in := &openapi3filter.RequestValidationInput{Request: r, PathParams: pathParams, Route: route, Options: opts}
+			if err := openapi3filter.ValidateRequest(r.Context(), in); err != nil {
+				s.writeProblem(w, r, contractError{err})
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// contractError is a request that breaks the OpenAPI contract.
+type contractError struct{ err error }
+
+func (e contractError) Error() string { return "contract: " + e.err.Error() }
+func (e contractError) Unwrap() error { return e.err }
+
+// contractParamErrors names each parameter, or member of the body, that a
+// contract violation is about, with what is expected of it.
+func contractParamErrors(err error) []ParamError {
+	var out []ParamError
+	var walk func(error)
+	walk = func(err error) {
+		switch e := err.(type) {
+		case contractError:
+			walk(e.err)
+		case openapi3.MultiError:
+			for _, x := range e {
+				walk(x)
+			}
+		case *openapi3filter.RequestError:
+			switch {
+			case e.Parameter != nil:
+				out = append(out, parameterErrors(e.Parameter, e.Err)...)
+			case e.RequestBody != nil:
+				out = append(out, bodyErrors(e.Err)...)
+			default:
+				out = append(out, ParamError{Param: "request", Message: e.Error()})
+			}
+		default:
+			out = append(out, ParamError{Param: "request", Message: err.Error()})
+		}
+	}
+	walk(err)
+	if len(out) == 0 {
+		return []ParamError{{Param: "request", Message: err.Error()}}
+	}
+	return dedupParamErrors(out)
+}
+
+func parameterErrors(p *openapi3.Parameter, err error) []ParamError {
+	if errors.Is(err, openapi3filter.ErrInvalidRequired) {
+		return []ParamError{{Param: p.Name, Message: "required"}}
+	}
+	if errors.Is(err, openapi3filter.ErrInvalidEmptyValue) {
+		return []ParamError{{Param: p.Name, Message: "must not be empty"}}
+	}
+	switch e := err.(type) {
+	case openapi3.MultiError:
+		var out []ParamError
+		for _, x := range e {
+			out = append(out, parameterErrors(p, x)...)
+		}
+		return out
+	case *openapi3.SchemaError:
+		return []ParamError{{Param: p.Name, Message: schemaMessage(e)}}
+	case *openapi3filter.ParseError:
+		var schema *openapi3.Schema
+		if p.Schema != nil {
+			schema = p.Schema.Value
+		}
+		return []ParamError{{Param: p.Name, Message: "must be " + expected(schema)}}
+	default:
+		return []ParamError{{Param: p.Name, Message: err.Error()}}
+	}
+}
+
+func bodyErrors(err error) []ParamError {
+	if errors.Is(err, openapi3filter.ErrInvalidRequired) {
+		return []ParamError{{Param: "body", Message: "required: a JSON object"}}
+	}
+	switch e := err.(type) {
+	case openapi3.MultiError:
+		var out []ParamError
+		for _, x := range e {
+			out = append(out, bodyErrors(x)...)
+		}
+		return out
+	case *openapi3.SchemaError:
+		return []ParamError{{Param: pointerParam(e), Message: schemaMessage(e)}}
+	case *openapi3filter.ParseError:
+		msg := "not valid JSON"
+		if e.Cause != nil {
+			msg += ": " + e.Cause.Error()
+		}
+		return []ParamError{{Param: "body", Message: msg}}
+	default:
+		return []ParamError{{Param: "body", Message: err.Error()}}
+	}
+}
+
+// pointerParam names a member of the body path-style: queries[2].agg. An
+// unknown member is named itself.
+func pointerParam(se *openapi3.SchemaError) string {
+	ptr := se.JSONPointer()
+	if se.SchemaField == "properties" || se.SchemaField == "additionalProperties" {
+		if name, ok := unknownMember(se); ok {
+			ptr = append(ptr, name)
+		}
+	}
+	var b strings.Builder
+	for _, p := range ptr {
+		if _, err := strconv.Atoi(p); err == nil && b.Len() > 0 {
+			b.WriteString("[" + p + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(p)
+	}
+	if b.Len() == 0 {
+		return "body"
+	}
+	return b.String()
+}
+
+// unknownMember extracts the member name of an "unsupported property"
+// error: `property "x" is unsupported`.
+func unknownMember(se *openapi3.SchemaError) (string, bool) {
+	_, rest, ok := strings.Cut(se.Reason, `property "`)
+	if !ok {
+		return "", false
+	}
+	name, _, ok := strings.Cut(rest, `"`)
+	return name, ok && name != ""
+}
+
+// schemaMessage says what the schema expects, in the words of the
+// handlers' own messages.
+func schemaMessage(se *openapi3.SchemaError) string {
+	s := se.Schema
+	if s == nil {
+		return se.Reason
+	}
+	switch se.SchemaField {
+	case "required":
+		return "required"
+	case "properties", "additionalProperties":
+		return "unknown member"
+	case "enum":
+		msg := "must be one of " + enumList(s.Enum)
+		if v, ok := se.Value.(string); ok {
+			msg = fmt.Sprintf("%q: %s", v, msg)
+		}
+		return msg
+	case "pattern":
+		return "must match " + s.Pattern
+	case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "type", "oneOf", "anyOf", "format":
+		return "must be " + expected(s)
+	case "minLength":
+		if s.MinLength == 1 {
+			return "must not be empty"
+		}
+		return fmt.Sprintf("must be at least %d characters", s.MinLength)
+	case "maxLength":
+		return fmt.Sprintf("must be at most %d characters", *s.MaxLength)
+	case "minItems":
+		return fmt.Sprintf("must hold at least %d", s.MinItems)
+	case "maxItems":
+		return fmt.Sprintf("must hold at most %d", *s.MaxItems)
+	case "uniqueItems":
+		return "must not name a value twice"
+	default:
+		return se.Reason
+	}
+}
+
+// expected describes the values a schema takes: "an integer from 1 to
+// 100000", "a string or an integer".
+func expected(s *openapi3.Schema) string {
+	if s == nil {
+		return "valid"
+	}
+	if len(s.OneOf) > 0 || len(s.AnyOf) > 0 {
+		alts := s.OneOf
+		if len(alts) == 0 {
+			alts = s.AnyOf
+		}
+		var parts []string
+		for _, a := range alts {
+			parts = append(parts, expected(a.Value))
+		}
+		return strings.Join(parts, " or ")
+	}
+	if len(s.Enum) > 0 {
+		return "one of " + enumList(s.Enum)
+	}
+	var what string
+	switch {
+	case s.Type.Is("integer"):
+		what = "an integer"
+	case s.Type.Is("number"):
+		what = "a number"
+	case s.Type.Is("string"):
+		what = "a string"
+	case s.Type.Is("boolean"):
+		what = "true or false"
+	case s.Type.Is("array"):
+		what = "a list"
+		if s.Items != nil && s.Items.Value != nil && len(s.Items.Value.Enum) > 0 {
+			what = "a comma list of " + enumList(s.Items.Value.Enum)
+		}
+	case s.Type.Is("object"):
+		what = "an object"
+	default:
+		what = "a value"
+	}
+	lo, hi := s.Min, s.Max
+	switch {
+	case lo != nil && hi != nil:
+		what += " from " + num(*lo) + " to " + num(*hi)
+	case lo != nil:
+		what += " of at least " + num(*lo)
+	case hi != nil:
+		what += " of at most " + num(*hi)
+	}
+	return what
+}
+
+func num(f float64) string {
+	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		return strconv.FormatInt(int64(f), 10)
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+func enumList(values []any) string {
+	parts := make([]string, len(values))
+	for i, v := range values {
+		parts[i] = fmt.Sprint(v)
+	}
+	return strings.Join(parts, ", ")
+}

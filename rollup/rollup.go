@@ -186,17 +186,29 @@ func (w *Worker) RunOnce(ctx context.Context, all bool) (Report, error) {
 		return rep, nil
 	}
 
-	// Gather the dirty minute windows of the slots, by series.
+	// Gather the dirty minute windows of the slots, by series. Most slots of
+	// a backlog are empty, so they are read many at a time.
 	dirty := map[string][]int64{}
+	var mu sync.Mutex
+	sg, sctx := errgroup.WithContext(ctx)
+	sg.SetLimit(16)
 	for slot := cp; slot < end; slot += tiers.DirtySlot {
-		ws, err := w.store.DirtyWindows(ctx, slot)
-		if err != nil {
-			return rep, fmt.Errorf("read rollup log slot %d: %w", slot, err)
-		}
-		for _, d := range ws {
-			dirty[d.Series] = append(dirty[d.Series], d.Window)
-		}
 		rep.Slots++
+		sg.Go(func() error {
+			ws, err := w.store.DirtyWindows(sctx, slot)
+			if err != nil {
+				return fmt.Errorf("read rollup log slot %d: %w", slot, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, d := range ws {
+				dirty[d.Series] = append(dirty[d.Series], d.Window)
+			}
+			return nil
+		})
+	}
+	if err := sg.Wait(); err != nil {
+		return rep, err
 	}
 
 	var rowsRead atomic.Int64

@@ -16,7 +16,7 @@ func ptr[T any](v T) *T { return &v }
 // reads problems as problems.
 func TestGeneratedClient(t *testing.T) {
 	s := newTestServer(t)
-	s.setClock(goldenTime)
+	s.SetClock(goldenTime)
 	ctx := context.Background()
 	c, err := client.NewClientWithResponses(s.URL)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,5 +86,22 @@ func TestPartialAllowAndDeny(t *testing.T) {
 		if status != wantStatus || ct != "application/problem+json" || p.Status != wantStatus {
 			t.Fatalf("failing=%v deny: %d %s %s", failing, status, ct, body)
 		}
+	}
+}
+
+// The latency budget is real time, whatever the clock that decides which
+// data is current says: a gateway whose clock is set back still has its
+// whole budget.
+func TestBudgetRunsOnTheWallClock(t *testing.T) {
+	s := newTestServer(t)
+	s.SetClock(time.Now().Add(-30 * 24 * time.Hour))
+	s.WritePoints(fmt.Sprintf(`{"series":"old","t":%d,"v":1}`, s.Now()-tiers.Minute))
+	var a apitest.Answer
+	if st := s.Get("/v1/series/old/points?"+q("from", "now-1h", "resolution", "raw", "slo", "5s", "partial", "deny"), &a); st != 200 || a.Partial || len(a.Points) != 1 {
+		t.Fatalf("read: %d %+v", st, a)
+	}
+	status, _, body := s.Do("POST", "/v1/query", "application/json", `{"from":"now-1h","resolution":"raw","slo":"5s","partial":"deny","queries":[{"series":"old"}]}`)
+	if status != 200 || strings.Contains(string(body), `"error"`) {
+		t.Fatalf("batch: %d %s", status, body)
 	}
 }

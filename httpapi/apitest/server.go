@@ -1,10 +1,14 @@
-// Package apitest is the harness of the HTTP API's tests: the whole
-// gateway over a real store, on an httptest server, with helpers to send
-// requests and decode answers.
+// Package apitest is the end-to-end suite of the HTTP API: a user's
+// scenarios — write, read raw and aggregated, page, query in batches, get
+// problems for bad input — sent over HTTP to the whole gateway over a real
+// store.
 //
 // Every answer of every server of the package is validated against the
 // contract, api/openapi.yaml: a test fails on any answer the document does
 // not describe.
+//
+// The suite takes any store, so that every store can be held to it; the
+// embedded store runs it in httpapi's unit tests.
 package apitest
 
 import (

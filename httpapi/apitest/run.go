@@ -28,6 +28,7 @@ func Run(t *testing.T, newStore func(t *testing.T) tiers.Store) {
 		{"AggregatedReadAndPlan", aggregatedReadAndPlan},
 		{"BatchQuery", batchQuery},
 		{"OperationalEndpoints", operationalEndpoints},
+		{"GeneratedClient", generatedClient},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {

@@ -1,7 +1,7 @@
 // Package apitest is the end-to-end suite of the HTTP API: a user's
 // scenarios — write, read raw and aggregated, page, query in batches, get
 // problems for bad input — sent over HTTP to the whole gateway over a real
-// store.
+// store, some of them through the Go client generated from the contract.
 //
 // Every answer of every server of the package is validated against the
 // contract, api/openapi.yaml: a test fails on any answer the document does

@@ -7,8 +7,8 @@
 // contract, api/openapi.yaml: a test fails on any answer the document does
 // not describe.
 //
-// The suite takes any store, so that every store can be held to it; the
-// embedded store runs it in httpapi's unit tests.
+// The embedded store runs the suite in unit tests and the Cassandra store in
+// the integration tests, so both stores serve the API identically.
 package apitest
 
 import (

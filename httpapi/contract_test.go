@@ -2,10 +2,6 @@ package httpapi_test
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -16,48 +12,21 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tsgate/tsgate/api"
 	"github.com/tsgate/tsgate/httpapi"
+	"github.com/tsgate/tsgate/httpapi/apitest"
 )
 
-// The contract, api/openapi.yaml, is enforced three ways here: the routes
-// of the server are exactly the paths of the document; every answer of
-// every test server (newTestServer) is validated against the document; and
-// golden files pin a few representative answers byte for byte.
-
-// notInSpec lists routes the server has on purpose outside the document,
-// with the reason; add a route here only if it is not part of the API
-// (static assets of a page, say). Everything else the server routes must
-// be an operation of the document, and every operation must be routed.
-var notInSpec = map[string]string{
-	"GET /assets/*":  "the dashboard's static files",
-	"HEAD /assets/*": "the dashboard's static files",
-	"HEAD /":         "the dashboard page, for HEAD",
-}
-
-// exemptAnswer reports whether a request is outside the document on
-// purpose, so its answer is not checked against it: the routes of
-// notInSpec, and CORS preflights of the Grafana datasource, which the
-// browser sends before the documented POSTs.
-func exemptAnswer(r *http.Request) bool {
-	if r.Method == http.MethodOptions && strings.HasPrefix(r.URL.Path, "/grafana") {
-		return true
-	}
-	if r.Method == http.MethodHead && r.URL.Path == "/" {
-		return true
-	}
-	return strings.HasPrefix(r.URL.Path, "/assets/") && (r.Method == http.MethodGet || r.Method == http.MethodHead)
-}
+// The contract, api/openapi.yaml, is enforced three ways: the routes of
+// the server are exactly the paths of the document (here); every answer of
+// every test server (apitest.NewServer, under newTestServer) is validated
+// against the document; and golden files pin a few representative answers
+// byte for byte.
 
 // TestRoutesMatchSpec walks the chi routes and the document's paths and
 // fails on any difference.
@@ -87,7 +56,7 @@ func TestRoutesMatchSpec(t *testing.T) {
 	}
 	var missing, unrouted []string
 	for r := range routed {
-		if !specified[r] && notInSpec[r] == "" {
+		if !specified[r] && apitest.NotInSpec[r] == "" {
 			missing = append(missing, r)
 		}
 	}
@@ -159,7 +128,7 @@ func TestProblemTypesAreDocumented(t *testing.T) {
 		}
 	}
 	s := newTestServer(t)
-	status, ct, page := s.do("GET", "/docs", "", "")
+	status, ct, page := s.Do("GET", "/docs", "", "")
 	if status != 200 || !strings.HasPrefix(ct, "text/html") {
 		t.Fatalf("GET /docs: %d %s", status, ct)
 	}
@@ -210,173 +179,6 @@ func problemTypesInCode(t *testing.T) []string {
 	return slices.Compact(slices.Sorted(slices.Values(slugs)))
 }
 
-// contractChecker validates the answers of a test server against the
-// document: status, content type and body of documented operations; a
-// problem of the right shape and status for anything else.
-type contractChecker struct {
-	t        *testing.T
-	mu       sync.Mutex
-	problems []string
-	answers  int
-}
-
-var checkerSetup = sync.OnceValues(func() (*checkerContract, error) {
-	// Pages are text to the validator.
-	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
-	doc, err := api.Load()
-	if err != nil {
-		return nil, err
-	}
-	router, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		return nil, err
-	}
-	types, err := api.ProblemTypes(doc)
-	if err != nil {
-		return nil, err
-	}
-	statuses := map[string]int{}
-	for _, p := range types {
-		statuses["/docs#problem-"+p.Slug] = p.Status
-	}
-	return &checkerContract{doc: doc, router: router, problemStatus: statuses}, nil
-})
-
-// checkerContract is the document as the checker uses it, shared by every
-// test: it is only read.
-type checkerContract struct {
-	doc           *openapi3.T
-	router        routers.Router
-	problemStatus map[string]int
-}
-
-func newContractChecker(t *testing.T) *contractChecker {
-	t.Helper()
-	if _, err := checkerSetup(); err != nil {
-		t.Fatal(err)
-	}
-	return &contractChecker{t: t}
-}
-
-// wrap records every answer of next and checks it once it is complete.
-func (c *contractChecker) wrap(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &recorder{ResponseWriter: w}
-		next.ServeHTTP(rec, r)
-		if !rec.wrote {
-			rec.status = http.StatusOK
-		}
-		var err error
-		if !exemptAnswer(r) {
-			err = checkAnswer(r, rec.status, rec.Header(), rec.body.Bytes())
-		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		c.answers++
-		if err != nil {
-			c.problems = append(c.problems, fmt.Sprintf("%s %s → %d %s:\n%v\nbody: %.600s", r.Method, r.URL, rec.status, rec.Header().Get("Content-Type"), err, rec.body.Bytes()))
-		}
-	})
-}
-
-// report fails the test for every answer that broke the contract.
-func (c *contractChecker) report() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, p := range c.problems {
-		c.t.Errorf("an answer breaks api/openapi.yaml: %s", p)
-	}
-}
-
-// checkAnswer validates one answer against the document.
-func checkAnswer(r *http.Request, status int, header http.Header, body []byte) error {
-	cc, err := checkerSetup()
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	if strings.HasPrefix(header.Get("Content-Type"), "application/problem+json") {
-		var p struct {
-			Type   string `json:"type"`
-			Status int    `json:"status"`
-		}
-		if err := json.Unmarshal(body, &p); err != nil {
-			return fmt.Errorf("problem is not JSON: %w", err)
-		}
-		if p.Status != status || cc.problemStatus[p.Type] != status {
-			return fmt.Errorf("problem %s with status %d in an answer of status %d (x-problem-types says %d)", p.Type, p.Status, status, cc.problemStatus[p.Type])
-		}
-	}
-	route, params, err := cc.router.FindRoute(r)
-	if err != nil {
-		// Not an operation of the document: the router's own 404 or 405.
-		want := http.StatusNotFound
-		if errors.Is(err, routers.ErrMethodNotAllowed) {
-			want = http.StatusMethodNotAllowed
-		}
-		if status != want {
-			return fmt.Errorf("unrouted request (%v) answered %d, want %d", err, status, want)
-		}
-		if strings.HasPrefix(r.URL.Path, "/grafana") {
-			// The datasource answers everything in Grafana's error shape.
-			var v any
-			if err := json.Unmarshal(body, &v); err != nil {
-				return err
-			}
-			return cc.doc.Components.Schemas["GrafanaError"].Value.VisitJSON(v, openapi3.MultiErrors())
-		}
-		if ct := header.Get("Content-Type"); ct != "application/problem+json" {
-			return fmt.Errorf("unrouted request answered with content type %q, want a problem", ct)
-		}
-		var v any
-		if err := json.Unmarshal(body, &v); err != nil {
-			return err
-		}
-		return cc.doc.Components.Schemas["Problem"].Value.VisitJSON(v, openapi3.MultiErrors())
-	}
-	in := &openapi3filter.ResponseValidationInput{
-		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: route},
-		Status:                 status,
-		Header:                 header,
-		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
-	}
-	in.SetBodyBytes(body)
-	if err := openapi3filter.ValidateResponse(ctx, in); err != nil {
-		return err
-	}
-	// A documented body needs its content type even where the validator
-	// lets an empty body pass.
-	if rv := route.Operation.Responses.Status(status); rv != nil && len(rv.Value.Content) > 0 && header.Get("Content-Type") == "" {
-		return errors.New("no Content-Type")
-	}
-	return nil
-}
-
-// recorder passes an answer on and keeps a copy.
-type recorder struct {
-	http.ResponseWriter
-	status int
-	wrote  bool
-	body   bytes.Buffer
-}
-
-func (r *recorder) WriteHeader(code int) {
-	if !r.wrote {
-		r.status, r.wrote = code, true
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *recorder) Write(b []byte) (int, error) {
-	if !r.wrote {
-		r.status, r.wrote = http.StatusOK, true
-	}
-	r.body.Write(b)
-	return r.ResponseWriter.Write(b)
-}
-
-func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
-
 // The checker itself must catch answers that break the document, or the
 // e2e tests prove nothing.
 func TestCheckerCatchesViolations(t *testing.T) {
@@ -390,7 +192,7 @@ func TestCheckerCatchesViolations(t *testing.T) {
 	jsonCT := http.Header{"Content-Type": {"application/json"}}
 	problemCT := http.Header{"Content-Type": {"application/problem+json"}}
 	okAnswer := `{"series":"s","from":1,"to":2,"tier":"raw","resolution_ms":0,"order":"asc","columns":["t","v"],"segments":[],"points":[[1,2.5]],"partial":false,"covered":[1,2],"stats":{"buckets":1,"partitions":1,"rows_read":1,"cache_hits":0,"elapsed_ms":0.1}}`
-	if err := checkAnswer(get("/v1/series/s/points?from=1"), 200, jsonCT, []byte(okAnswer)); err != nil {
+	if err := apitest.CheckAnswer(get("/v1/series/s/points?from=1"), 200, jsonCT, []byte(okAnswer)); err != nil {
 		t.Fatalf("a valid answer is refused: %v", err)
 	}
 	bad := []struct {
@@ -411,7 +213,7 @@ func TestCheckerCatchesViolations(t *testing.T) {
 		{"unrouted 200", get("/v2/nothing"), 200, jsonCT, `{}`},
 	}
 	for _, b := range bad {
-		if err := checkAnswer(b.req, b.status, b.header, []byte(b.body)); err == nil {
+		if err := apitest.CheckAnswer(b.req, b.status, b.header, []byte(b.body)); err == nil {
 			t.Errorf("%s: the checker lets it pass", b.name)
 		}
 	}

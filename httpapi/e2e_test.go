@@ -1,429 +1,56 @@
 package httpapi_test
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/tsgate/tsgate/httpapi"
+	"github.com/tsgate/tsgate/httpapi/apitest"
 	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/embedded"
 )
 
-// testServer is the HTTP API over an in-memory embedded store, with the
-// clock of a querytest environment. Every answer it gives is checked
-// against api/openapi.yaml; a test fails on any answer the document does
-// not describe.
-type testServer struct {
-	*httptest.Server
-	env *querytest.Env
-	t   *testing.T
+// TestEndToEnd runs the end-to-end suite on in-memory embedded stores, one
+// per scenario. The integration tests run it on Cassandra.
+func TestEndToEnd(t *testing.T) {
+	apitest.Run(t, func(t *testing.T) tiers.Store { return newMemStore(t, time.Now) })
 }
 
-func newTestServer(t *testing.T) *testServer {
+// newMemStore opens an in-memory embedded store that decides expiry by
+// now and closes with the test.
+func newMemStore(t *testing.T, now func() time.Time) *embedded.Store {
 	t.Helper()
-	// The store decides expiry by the environment's clock too, so that a
-	// test may set it to a fixed time, in the past or not.
-	var env *querytest.Env
-	store, err := embedded.OpenInMemory(embedded.Options{
-		Now: func() time.Time {
-			if env == nil {
-				return time.Now()
-			}
-			return env.Clock.Now()
-		},
-		SweepInterval: -1,
-	})
+	store, err := embedded.OpenInMemory(embedded.Options{Now: now, SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	env = querytest.NewEnv(t, store, store)
-	reg := prometheus.NewRegistry()
-	srv := httpapi.New(httpapi.Deps{
-		Engine: env.Engine, Writer: env.Writer, Registry: store, Rollups: env.Rollups,
-		Ready: store.Ping, Now: env.Clock.Now, Metrics: httpapi.NewMetrics(reg), Gatherer: reg,
-	}, httpapi.DefaultConfig())
-	checker := newContractChecker(t)
-	ts := httptest.NewServer(checker.wrap(srv.Handler()))
-	// Cleanups run last-registered first: the server closes, which waits
-	// for its handlers, before the checker reports.
-	t.Cleanup(checker.report)
-	t.Cleanup(ts.Close)
-	return &testServer{Server: ts, env: env, t: t}
+	return store
 }
 
-// setClock sets the environment's clock to a fixed time.
-func (s *testServer) setClock(t time.Time) {
-	s.env.Clock.Advance(t.Sub(s.env.Clock.Now()))
+// testServer is the API over an in-memory embedded store, every answer
+// checked against the contract (see apitest.Server).
+type testServer struct {
+	*apitest.Server
+	t *testing.T
 }
 
-func (s *testServer) now() int64 { return s.env.Clock.Now().UnixMilli() }
-
-// do sends a request and returns the status, content type and body.
-func (s *testServer) do(method, path, contentType, body string) (int, string, []byte) {
-	s.t.Helper()
-	req, err := http.NewRequest(method, s.URL+path, strings.NewReader(body))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header.Get("Content-Type"), b
-}
-
-func (s *testServer) get(path string, into any) int {
-	s.t.Helper()
-	status, _, body := s.do("GET", path, "", "")
-	if into != nil {
-		if err := json.Unmarshal(body, into); err != nil {
-			s.t.Fatalf("GET %s: %d %s: %v", path, status, body, err)
+// newTestServer serves the API over a fresh in-memory embedded store that
+// keeps time by the server's clock, so that a test may set it to a fixed
+// time, in the past or not.
+func newTestServer(t *testing.T) *testServer {
+	t.Helper()
+	var env *querytest.Env
+	store := newMemStore(t, func() time.Time {
+		if env == nil {
+			return time.Now()
 		}
-	}
-	return status
+		return env.Clock.Now()
+	})
+	s := apitest.NewServer(t, store)
+	env = s.Env
+	return &testServer{Server: s, t: t}
 }
 
-func (s *testServer) writePoints(points ...string) {
-	s.t.Helper()
-	status, _, body := s.do("POST", "/v1/points", "application/json", `{"points":[`+strings.Join(points, ",")+`]}`)
-	if status != 200 {
-		s.t.Fatalf("write: %d %s", status, body)
-	}
-}
-
-type answer struct {
-	Series       string      `json:"series"`
-	From         int64       `json:"from"`
-	To           int64       `json:"to"`
-	Tier         string      `json:"tier"`
-	ResolutionMs int64       `json:"resolution_ms"`
-	Order        string      `json:"order"`
-	Columns      []string    `json:"columns"`
-	Points       [][]float64 `json:"points"`
-	Partial      bool        `json:"partial"`
-	Reason       string      `json:"partial_reason"`
-	Covered      []int64     `json:"covered"`
-	NextCursor   string      `json:"next_cursor"`
-	Warnings     []string    `json:"warnings"`
-	Segments     []struct {
-		From int64  `json:"from"`
-		To   int64  `json:"to"`
-		Tier string `json:"tier"`
-	} `json:"segments"`
-	Stats map[string]float64 `json:"stats"`
-}
-
-type problem struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail"`
-	Errors []struct {
-		Param   string `json:"param"`
-		Message string `json:"message"`
-	} `json:"errors"`
-}
-
-func q(kv ...string) string {
-	v := url.Values{}
-	for i := 0; i < len(kv); i += 2 {
-		v.Set(kv[i], kv[i+1])
-	}
-	return v.Encode()
-}
-
-// A user writes points and reads them back raw, across bucket boundaries,
-// in both orders, with relative, RFC 3339 and Unix-ms times.
-func TestWriteThenReadRaw(t *testing.T) {
-	s := newTestServer(t)
-	now := s.now()
-	var pts []string
-	var want []int64
-	for i := range 300 {
-		ts := now - 3*tiers.Hour + int64(i)*30*tiers.Second // crosses several 1h buckets
-		pts = append(pts, fmt.Sprintf(`{"series":"sensor-1","t":%d,"v":%d.5}`, ts, i))
-		want = append(want, ts)
-	}
-	s.writePoints(pts...)
-
-	var a answer
-	if st := s.get("/v1/series/sensor-1/points?"+q("from", "now-4h", "resolution", "raw"), &a); st != 200 {
-		t.Fatalf("status %d", st)
-	}
-	if a.Tier != "raw" || a.ResolutionMs != 0 || len(a.Columns) != 2 || a.Columns[1] != "v" || a.Partial {
-		t.Fatalf("answer header %+v", a)
-	}
-	if len(a.Points) != len(want) {
-		t.Fatalf("%d points, want %d", len(a.Points), len(want))
-	}
-	for i, p := range a.Points {
-		if int64(p[0]) != want[i] || p[1] != float64(i)+0.5 {
-			t.Fatalf("point %d = %v", i, p)
-		}
-	}
-	// Descending, by RFC 3339 and Unix ms.
-	from := time.UnixMilli(want[10]).UTC().Format(time.RFC3339Nano)
-	var d answer
-	s.get("/v1/series/sensor-1/points?"+q("from", from, "to", fmt.Sprint(want[20]), "resolution", "raw", "order", "desc"), &d)
-	if len(d.Points) != 10 || int64(d.Points[0][0]) != want[19] || int64(d.Points[9][0]) != want[10] || d.Order != "desc" {
-		t.Fatalf("desc answer %+v", d.Points)
-	}
-	if d.Stats["partitions"] < 1 || d.Stats["rows_read"] < 10 {
-		t.Fatalf("stats %+v", d.Stats)
-	}
-}
-
-func TestBadInputIsAProblemNamingTheParameter(t *testing.T) {
-	s := newTestServer(t)
-	s.writePoints(fmt.Sprintf(`{"series":"s","t":%d,"v":1}`, s.now()-tiers.Minute))
-	cases := []struct {
-		path  string
-		param string
-	}{
-		{"/v1/series/s/points", "from"},
-		{"/v1/series/s/points?from=yesterday", "from"},
-		{"/v1/series/s/points?from=now&to=now-1h", "from"},
-		{"/v1/series/s/points?from=now-1h&resolution=3x", "resolution"},
-		{"/v1/series/s/points?from=now-1h&resolution=500ms", "resolution"},
-		{"/v1/series/s/points?from=now-1h&limit=0", "limit"},
-		{"/v1/series/s/points?from=now-1h&limit=100001", "limit"},
-		{"/v1/series/s/points?from=now-1h&agg=median", "agg"},
-		{"/v1/series/s/points?from=now-1h&order=up", "order"},
-		{"/v1/series/s/points?from=now-1h&partial=maybe", "partial"},
-		{"/v1/series/s/points?from=now-1h&slo=fast", "slo"},
-		{"/v1/series/s/points?from=now-1h&cursor=abc", "cursor"},
-		{"/v1/series/s/points?from=now-1h&max_points=10&resolution=raw", "max_points"},
-		{"/v1/series/bad%20id/points?from=now-1h", "id"},
-		{"/v1/series?limit=-1", "limit"},
-	}
-	for _, c := range cases {
-		status, ct, body := s.do("GET", c.path, "", "")
-		var p problem
-		if err := json.Unmarshal(body, &p); err != nil || status != 400 || ct != "application/problem+json" {
-			t.Errorf("GET %s: %d %s %s", c.path, status, ct, body)
-			continue
-		}
-		if len(p.Errors) == 0 || p.Errors[0].Param != c.param || p.Status != 400 || p.Detail == "" {
-			t.Errorf("GET %s: problem %+v, want it to name %s", c.path, p, c.param)
-		}
-	}
-	if status, _, _ := s.do("GET", "/v1/series/nope/points?from=now-1h", "", ""); status != 404 {
-		t.Errorf("unknown series: %d", status)
-	}
-}
-
-func TestWriteValidation(t *testing.T) {
-	s := newTestServer(t)
-	now := s.now()
-	cases := []struct {
-		name, ct, body string
-		status         int
-		params         []string
-	}{
-		{"empty batch", "application/json", `{"points":[]}`, 400, []string{"points"}},
-		{"not json", "application/json", `{"points":[`, 400, []string{"body"}},
-		{"wrong content type", "text/plain", `{}`, 415, nil},
-		{"no content type", "", `{}`, 415, nil},
-		{"one bad point of three", "application/json", fmt.Sprintf(`{"points":[{"series":"a","t":%d,"v":1},{"series":"a b","t":%d,"v":1},{"series":"a","t":%d,"v":2}]}`, now, now, now), 400, []string{"points[1].series"}},
-		{"every field wrong", "application/json", `{"points":[{"series":"","t":"soon","v":"x"}]}`, 400, []string{"points[0].series", "points[0].t", "points[0].v"}},
-		{"too old", "application/json", fmt.Sprintf(`{"points":[{"series":"a","t":%d,"v":1}]}`, now-8*tiers.Day), 400, []string{"points[0].t"}},
-		{"too far ahead", "application/json", fmt.Sprintf(`{"points":[{"series":"a","t":%d,"v":1}]}`, now+tiers.Hour), 400, []string{"points[0].t"}},
-		{"huge value", "application/json", fmt.Sprintf(`{"points":[{"series":"a","t":%d,"v":1e999}]}`, now), 400, []string{"points[0].v"}},
-		{"unknown member", "application/json", fmt.Sprintf(`{"points":[{"series":"a","t":%d,"v":1,"tags":{}}]}`, now), 400, []string{"points[0]"}},
-		{"ndjson with a bad line", "application/x-ndjson", fmt.Sprintf("{\"series\":\"a\",\"t\":%d,\"v\":1}\nnot json\n", now), 400, []string{"points[1]"}},
-	}
-	for _, c := range cases {
-		status, _, body := s.do("POST", "/v1/points", c.ct, c.body)
-		if status != c.status {
-			t.Errorf("%s: status %d %s, want %d", c.name, status, body, c.status)
-			continue
-		}
-		var p problem
-		_ = json.Unmarshal(body, &p)
-		for i, param := range c.params {
-			if i >= len(p.Errors) || p.Errors[i].Param != param {
-				t.Errorf("%s: errors %+v, want %v", c.name, p.Errors, c.params)
-				break
-			}
-		}
-	}
-	// Nothing of a rejected batch was written.
-	if status, _, _ := s.do("GET", "/v1/series/a", "", ""); status != 404 {
-		t.Fatalf("a rejected batch created its series (status %d)", status)
-	}
-	// An oversized body is 413.
-	big := `{"points":[` + strings.Repeat(fmt.Sprintf(`{"series":"a","t":%d,"v":1},`, now), 500000) + `{"series":"a","t":1,"v":1}]}`
-	if status, _, _ := s.do("POST", "/v1/points", "application/json", big); status != 413 {
-		t.Fatalf("oversized body: %d", status)
-	}
-	// NDJSON that is valid is accepted.
-	status, _, body := s.do("POST", "/v1/points", "application/x-ndjson", fmt.Sprintf("{\"series\":\"a\",\"t\":%d,\"v\":1}\n\n{\"series\":\"a\",\"t\":\"now\",\"v\":2}\n", now-1000))
-	if status != 200 || !strings.Contains(string(body), `"accepted":2`) {
-		t.Fatalf("ndjson: %d %s", status, body)
-	}
-}
-
-func TestPagingOverHTTP(t *testing.T) {
-	s := newTestServer(t)
-	now := s.now()
-	var pts []string
-	for i := range 250 {
-		pts = append(pts, fmt.Sprintf(`{"series":"p","t":%d,"v":%d}`, now-tiers.Hour+int64(i)*1000, i))
-	}
-	s.writePoints(pts...)
-	base := "/v1/series/p/points?" + q("from", "now-2h", "resolution", "raw", "limit", "40", "order", "desc")
-	var got []float64
-	cursor := ""
-	for pages := 0; ; pages++ {
-		if pages > 10 {
-			t.Fatal("too many pages")
-		}
-		var a answer
-		path := base
-		if cursor != "" {
-			path += "&cursor=" + url.QueryEscape(cursor)
-		}
-		if st := s.get(path, &a); st != 200 {
-			t.Fatalf("page %d: %d", pages, st)
-		}
-		for _, p := range a.Points {
-			got = append(got, p[1])
-		}
-		if a.NextCursor == "" {
-			break
-		}
-		cursor = a.NextCursor
-	}
-	if len(got) != 250 || got[0] != 249 || got[249] != 0 {
-		t.Fatalf("paged %d values: %v...", len(got), got[:5])
-	}
-	// A cursor replayed on another request is refused.
-	var a answer
-	s.get(base, &a)
-	status, _, body := s.do("GET", "/v1/series/p/points?"+q("from", "now-3h", "resolution", "raw", "limit", "40", "order", "desc", "cursor", a.NextCursor), "", "")
-	if status != 400 || !strings.Contains(string(body), "cursor") {
-		t.Fatalf("mismatched cursor: %d %s", status, body)
-	}
-}
-
-func TestAggregatedReadAndPlan(t *testing.T) {
-	s := newTestServer(t)
-	now := s.now()
-	start := tiers.AlignDown(now-2*tiers.Day, tiers.Hour)
-	var pts []string
-	for ts := start; ts < now-tiers.Hour; ts += 10 * tiers.Minute {
-		pts = append(pts, fmt.Sprintf(`{"series":"agg","t":%d,"v":2}`, ts))
-	}
-	s.writePoints(pts...)
-	if status, _, body := s.do("POST", "/v1/admin/rollups/run", "", ""); status != 200 {
-		t.Fatalf("rollups: %d %s", status, body)
-	}
-	var a answer
-	s.get("/v1/series/agg/points?"+q("from", fmt.Sprint(start), "to", fmt.Sprint(start+tiers.Day), "resolution", "1h", "agg", "sum,count,avg,min,max"), &a)
-	if a.Tier != "hour" || a.ResolutionMs != tiers.Hour || len(a.Points) != 24 {
-		t.Fatalf("tier %s step %d, %d windows", a.Tier, a.ResolutionMs, len(a.Points))
-	}
-	for _, p := range a.Points {
-		if p[1] != 12 || p[2] != 6 || p[3] != 2 || p[4] != 2 || p[5] != 2 {
-			t.Fatalf("window %v, want sum 12 count 6 avg 2 min 2 max 2", p)
-		}
-	}
-	var plan struct {
-		Tier       string `json:"tier"`
-		Reason     string `json:"reason"`
-		Partitions int    `json:"partitions"`
-		Buckets    []struct {
-			Start, End int64
-			Partitions int
-		} `json:"buckets"`
-	}
-	s.get("/v1/series/agg/plan?"+q("from", "now-30d"), &plan)
-	if plan.Tier != "hour" || !strings.Contains(plan.Reason, "hour tier") || plan.Partitions < 1 {
-		t.Fatalf("plan %+v", plan)
-	}
-}
-
-func TestBatchQuery(t *testing.T) {
-	s := newTestServer(t)
-	now := s.now()
-	s.writePoints(fmt.Sprintf(`{"series":"b1","t":%d,"v":1}`, now-tiers.Minute), fmt.Sprintf(`{"series":"b2","t":%d,"v":5}`, now-2*tiers.Minute))
-	status, _, body := s.do("POST", "/v1/query", "application/json",
-		`{"from":"now-1h","resolution":"raw","queries":[{"series":"b1"},{"series":"nope"},{"series":"b2","order":"desc"}]}`)
-	if status != 200 {
-		t.Fatalf("%d %s", status, body)
-	}
-	var out struct {
-		Results []struct {
-			answer
-			Error *problem `json:"error"`
-		} `json:"results"`
-	}
-	if err := json.Unmarshal(body, &out); err != nil {
-		t.Fatal(err)
-	}
-	if len(out.Results) != 3 || out.Results[0].Series != "b1" || len(out.Results[0].Points) != 1 ||
-		out.Results[1].Error == nil || out.Results[1].Error.Status != 404 || out.Results[2].Order != "desc" {
-		t.Fatalf("results %s", body)
-	}
-	status, _, body = s.do("POST", "/v1/query", "application/json", `{"from":"now-1h","queries":[{"series":"b1","agg":"median"}]}`)
-	if status != 400 || !strings.Contains(string(body), "queries[0].agg") {
-		t.Fatalf("bad per-query parameter: %d %s", status, body)
-	}
-}
-
-func TestOperationalEndpoints(t *testing.T) {
-	s := newTestServer(t)
-	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
-		if status, _, body := s.do("GET", path, "", ""); status != 200 {
-			t.Errorf("%s: %d %s", path, status, body)
-		}
-	}
-	_, _, body := s.do("GET", "/metrics", "", "")
-	if !strings.Contains(string(body), `tsgate_http_requests_total{method="GET",route="/healthz",status="200"} 1`) {
-		t.Errorf("metrics do not count requests by route:\n%s", body)
-	}
-	if status, ct, _ := s.do("GET", "/nope", "", ""); status != 404 || ct != "application/problem+json" {
-		t.Errorf("unknown route: %d %s", status, ct)
-	}
-	if status, _, _ := s.do("DELETE", "/v1/points", "", ""); status != 405 {
-		t.Errorf("wrong method: %d", status)
-	}
-	_ = context.Background
-}
-
-// The latency budget is real time, whatever the clock that decides which
-// data is current says: a gateway whose clock is set back still has its
-// whole budget.
-func TestBudgetRunsOnTheWallClock(t *testing.T) {
-	s := newTestServer(t)
-	s.setClock(time.Now().Add(-30 * 24 * time.Hour))
-	s.writePoints(fmt.Sprintf(`{"series":"old","t":%d,"v":1}`, s.now()-tiers.Minute))
-	var a answer
-	if st := s.get("/v1/series/old/points?"+q("from", "now-1h", "resolution", "raw", "slo", "5s", "partial", "deny"), &a); st != 200 || a.Partial || len(a.Points) != 1 {
-		t.Fatalf("read: %d %+v", st, a)
-	}
-	status, _, body := s.do("POST", "/v1/query", "application/json", `{"from":"now-1h","resolution":"raw","slo":"5s","partial":"deny","queries":[{"series":"old"}]}`)
-	if status != 200 || strings.Contains(string(body), `"error"`) {
-		t.Fatalf("batch: %d %s", status, body)
-	}
-}
+// q encodes a query string of key, value pairs.
+func q(kv ...string) string { return apitest.Query(kv...) }

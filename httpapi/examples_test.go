@@ -86,14 +86,14 @@ func TestAPIExamples(t *testing.T) {
 		t.Fatalf("only %d examples in %s", len(blocks), path)
 	}
 	s := newTestServer(t)
-	now := s.now()
+	now := s.Now()
 	var pts []string
 	for i := range 288 { // every 10 minutes over the last 2 days
 		ts := now - 2*tiers.Day + int64(i)*10*tiers.Minute
 		pts = append(pts, fmt.Sprintf(`{"series":"sensor-1","t":%d,"v":%d.5}`, ts, 20+i%5), fmt.Sprintf(`{"series":"sensor-2","t":%d,"v":%d}`, ts, -i%7))
 	}
-	s.writePoints(pts...)
-	if status, _, body := s.do("POST", "/v1/admin/rollups/run", "", ""); status != 200 {
+	s.WritePoints(pts...)
+	if status, _, body := s.Do("POST", "/v1/admin/rollups/run", "", ""); status != 200 {
 		t.Fatalf("rollups: %d %s", status, body)
 	}
 

@@ -31,7 +31,7 @@ func TestGoldenAnswers(t *testing.T) {
 	// up 4 minutes later, once their log slot is closed: the minute tier
 	// then holds what is older than the lateness delay, and raw points fill
 	// in the rest.
-	s.setClock(goldenTime.Add(-5 * time.Minute))
+	s.SetClock(goldenTime.Add(-5 * time.Minute))
 	now := goldenTime.UnixMilli()
 	var pts []string
 	for i := range 230 { // every 30s from 10:00 to 11:54:30, values 0, 0.25, 0.5, ...
@@ -40,12 +40,12 @@ func TestGoldenAnswers(t *testing.T) {
 	for i := range 6 {
 		pts = append(pts, fmt.Sprintf(`{"series":"golden-2","t":%d,"v":%d}`, now-tiers.Hour+int64(i)*tiers.Minute, 10*i))
 	}
-	s.writePoints(pts...)
-	s.setClock(goldenTime.Add(-time.Minute))
-	if status, _, body := s.do("POST", "/v1/admin/rollups/run", "", ""); status != 200 {
+	s.WritePoints(pts...)
+	s.SetClock(goldenTime.Add(-time.Minute))
+	if status, _, body := s.Do("POST", "/v1/admin/rollups/run", "", ""); status != 200 {
 		t.Fatalf("rollups: %d %s", status, body)
 	}
-	s.setClock(goldenTime)
+	s.SetClock(goldenTime)
 	cases := []struct {
 		name, method, path, body string
 		status                   int
@@ -64,7 +64,7 @@ func TestGoldenAnswers(t *testing.T) {
 			if c.body != "" {
 				ct = "application/json"
 			}
-			status, _, body := s.do(c.method, c.path, ct, c.body)
+			status, _, body := s.Do(c.method, c.path, ct, c.body)
 			if status != c.status {
 				t.Fatalf("%s %s: %d %s", c.method, c.path, status, body)
 			}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tsgate/tsgate/httpapi"
+	"github.com/tsgate/tsgate/httpapi/apitest"
 	"github.com/tsgate/tsgate/partial"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/query/querytest"
@@ -238,7 +238,7 @@ func seededServer(t *testing.T) (*testServer, truth) {
 // dashboards post it.
 func TestGrafanaQueryPluginEnvelope(t *testing.T) {
 	s, tr := seededServer(t)
-	now := s.now()
+	now := s.Now()
 	span := tiers.Span{From: now - 6*tiers.Hour, To: now}
 	got := s.grafanaQuery(withRange(t, fixture(t, "query-v06-scenes.json"), span.From, span.To, nil))
 	tier, step := expectStep(span, 20000, 1158, now)
@@ -270,7 +270,7 @@ func TestGrafanaQueryPluginEnvelope(t *testing.T) {
 // 100ms far below range/maxDataPoints), read with a payload agg of count.
 func TestGrafanaQueryExploreEnvelope(t *testing.T) {
 	s, tr := seededServer(t)
-	now := s.now()
+	now := s.Now()
 	span := tiers.Span{From: now - 2*tiers.Day - 7*tiers.Minute, To: now - 30*tiers.Minute}
 	got := s.grafanaQuery(withRange(t, fixture(t, "query-explore-g95.json"), span.From, span.To, nil))
 	tier, step := expectStep(span, 100, 1920, now)
@@ -295,7 +295,7 @@ func TestGrafanaQueryExploreEnvelope(t *testing.T) {
 // table target and adhocFilters.
 func TestGrafanaQueryLegacySimpleJSON(t *testing.T) {
 	s, tr := seededServer(t)
-	now := s.now()
+	now := s.Now()
 	span := tiers.Span{From: now - 6*tiers.Hour, To: now}
 	got := s.grafanaQuery(withRange(t, fixture(t, "query-simplejson.json"), span.From, span.To, nil))
 	_, step := expectStep(span, 30000, 550, now)
@@ -314,7 +314,7 @@ func TestGrafanaQueryLegacySimpleJSON(t *testing.T) {
 // refId: the last 6 hours at the default of 1000 points.
 func TestGrafanaQueryWithoutRange(t *testing.T) {
 	s, tr := seededServer(t)
-	now := s.now()
+	now := s.Now()
 	span := tiers.Span{From: now - 6*tiers.Hour, To: now}
 	got := s.grafanaQuery(fixture(t, "query-infinity-minimal.json"))
 	_, step := expectStep(span, 0, 0, now)
@@ -332,7 +332,7 @@ func TestGrafanaQueryWithoutRange(t *testing.T) {
 // gateway keeps no events.
 func TestGrafanaQueryAnnotations(t *testing.T) {
 	s, _ := seededServer(t)
-	now := s.now()
+	now := s.Now()
 	bodies := []string{
 		withRange(t, fixture(t, "query-annotation.json"), now-6*tiers.Hour, now, nil),
 		withRange(t, fixture(t, "query-annotation.json"), now-6*tiers.Hour, now, map[string]any{
@@ -359,7 +359,7 @@ func TestGrafanaQueryAnnotations(t *testing.T) {
 // them.
 func TestGrafanaQueryPayloads(t *testing.T) {
 	s, tr := seededServer(t)
-	now := s.now()
+	now := s.Now()
 	span := tiers.Span{From: now - 3*tiers.Hour - 1234, To: now - 2*tiers.Hour}
 	_, auto := expectStep(span, 0, 800, now)
 	cases := []struct {
@@ -454,7 +454,7 @@ func mustMarshal(v any) string {
 // says why, the others are answered.
 func TestGrafanaQueryUnknownSeries(t *testing.T) {
 	s, tr := seededServer(t)
-	now := s.now()
+	now := s.Now()
 	span := tiers.Span{From: now - tiers.Hour, To: now}
 	got := s.grafanaQuery(withRange(t, `{}`, span.From, span.To, map[string]any{"targets": []any{
 		map[string]any{"refId": "A", "target": "(nope|s-42)"}}}))
@@ -475,7 +475,7 @@ func TestGrafanaQueryUnknownSeries(t *testing.T) {
 // not divide evenly; the answer holds at most maxDataPoints points.
 func TestGrafanaQueryStepRule(t *testing.T) {
 	s, tr := seededServer(t)
-	now := s.now()
+	now := s.Now()
 	cases := []struct {
 		length, ago, maxDataPoints, minInterval int64
 	}{
@@ -574,11 +574,8 @@ func newBudgetServer(t *testing.T, br *blockingReader) *testServer {
 		tiers.LateIndex
 		tiers.Registry
 	}{br, store, store}, env.Pyramid, router.DefaultConfig(), env.Rollups.Watermarks, signer, cfg, env.Clock.Now)
-	srv := httpapi.New(httpapi.Deps{Engine: engine, Writer: env.Writer, Registry: store, Rollups: env.Rollups,
-		Ready: store.Ping, Now: env.Clock.Now}, httpapi.DefaultConfig())
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	return &testServer{Server: ts, env: env, t: t}
+	env.Engine = engine
+	return &testServer{Server: apitest.Serve(t, env), t: t}
 }
 
 // §6.7, §6.12: a read cut short by the budget, or by the page limit,
@@ -592,7 +589,7 @@ func TestGrafanaQueryPartialAnswersAreVisible(t *testing.T) {
 	br := &blockingReader{series: "slow-1"}
 	br.cut.Store(tiers.MaxTime)
 	s := newBudgetServer(t, br)
-	now := s.now()
+	now := s.Now()
 	tr := truth{"slow-1": {}, "fast-1": {}}
 	var pts []string
 	for ts := now - 3*tiers.Hour; ts < now; ts += 30 * tiers.Second {
@@ -601,7 +598,7 @@ func TestGrafanaQueryPartialAnswersAreVisible(t *testing.T) {
 			pts = append(pts, fmt.Sprintf(`{"series":%q,"t":%d,"v":%v}`, id, ts, m[ts]))
 		}
 	}
-	s.writePoints(pts...)
+	s.WritePoints(pts...)
 	cut := tiers.AlignDown(now-tiers.Hour, tiers.Hour)
 	br.cut.Store(cut)
 	fmtTime := func(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }

@@ -32,7 +32,7 @@ type truth map[string]map[int64]float64
 // rollups, so that answers come from every tier.
 func seedGrafana(t *testing.T, s *testServer) truth {
 	t.Helper()
-	now := s.now()
+	now := s.Now()
 	start := now - 3*tiers.Day + tiers.Minute
 	tr := truth{}
 	for k, id := range grafanaSeries {
@@ -40,7 +40,7 @@ func seedGrafana(t *testing.T, s *testServer) truth {
 		var batch []string
 		flush := func() {
 			if len(batch) > 0 {
-				s.writePoints(batch...)
+				s.WritePoints(batch...)
 				batch = batch[:0]
 			}
 		}
@@ -58,7 +58,7 @@ func seedGrafana(t *testing.T, s *testServer) truth {
 		}
 		flush()
 	}
-	if status, _, body := s.do("POST", "/v1/admin/rollups/run", "", ""); status != 200 {
+	if status, _, body := s.Do("POST", "/v1/admin/rollups/run", "", ""); status != 200 {
 		t.Fatalf("rollups: %d %s", status, body)
 	}
 	return tr
@@ -79,7 +79,7 @@ func fixture(t *testing.T, name string) string {
 // (§6.13), and never a 401 (§6.12).
 func (s *testServer) grafana(path, body string) (int, []byte) {
 	s.t.Helper()
-	status, ct, b := s.do("POST", "/grafana/"+path, "application/json", body)
+	status, ct, b := s.Do("POST", "/grafana/"+path, "application/json", body)
 	if ct != grafanaCT {
 		s.t.Errorf("POST /grafana/%s: content type %q, want %q", path, ct, grafanaCT)
 	}
@@ -127,7 +127,7 @@ func TestGrafanaHealth(t *testing.T) {
 	s := newTestServer(t)
 	for _, path := range []string{"/grafana", "/grafana/"} {
 		for _, ct := range []string{"", "application/json"} {
-			status, gotCT, body := s.do("GET", path, ct, "")
+			status, gotCT, body := s.Do("GET", path, ct, "")
 			if status != 200 || gotCT != grafanaCT || !json.Valid(body) {
 				t.Errorf("GET %s (Content-Type %q): %d %s %s", path, ct, status, gotCT, body)
 			}
@@ -145,7 +145,7 @@ func TestGrafanaPostsTakeAnyEnvelope(t *testing.T) {
 	for _, path := range paths {
 		for _, body := range bodies {
 			for _, ct := range []string{"application/json", ""} {
-				status, gotCT, b := s.do("POST", "/grafana/"+path, ct, body)
+				status, gotCT, b := s.Do("POST", "/grafana/"+path, ct, body)
 				var arr []json.RawMessage
 				if status != 200 || gotCT != grafanaCT || json.Unmarshal(b, &arr) != nil {
 					t.Errorf("POST /grafana/%s %q (Content-Type %q): %d %s %s, want 200 and a JSON array", path, body, ct, status, gotCT, b)
@@ -337,7 +337,7 @@ func TestGrafanaErrorShape(t *testing.T) {
 	s.grafanaFails("metrics", "[1,2]", 400)
 	s.grafanaFails("metrics", `{"payload":`, 400)
 	s.grafanaFails("search", `{"target":{"a":1}}`, 400) // an object is no target text
-	status, ct, body := s.do("DELETE", "/grafana/metrics", "application/json", "")
+	status, ct, body := s.Do("DELETE", "/grafana/metrics", "application/json", "")
 	var e grafanaError
 	if status != 405 || ct != grafanaCT || json.Unmarshal(body, &e) != nil || e.Message == "" {
 		t.Errorf("DELETE /grafana/metrics: %d %s %s", status, ct, body)

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
-	"github.com/tsgate/tsgate/httpapi"
+	"github.com/tsgate/tsgate/httpapi/apitest"
 	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/tiers"
-	"github.com/tsgate/tsgate/tiers/embedded"
 )
 
 // stuckReader never delivers a page of one bucket until the read's context
@@ -50,26 +50,19 @@ func (r stuckReader) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowP
 // or 503 (store) problem, never a truncated 200.
 func TestPartialAllowAndDeny(t *testing.T) {
 	for _, failing := range []bool{false, true} {
-		store, err := embedded.OpenInMemory(embedded.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer store.Close()
+		store := newMemStore(t, time.Now)
 		now := tiers.AlignDown(querytest.NewEnv(t, store, store).Clock.Now().UnixMilli(), tiers.Hour)
 		env := querytest.NewEnv(t, store, stuckReader{PartitionReader: store, stuckBucket: now - tiers.Hour, failing: failing})
-		srv := httpapi.New(httpapi.Deps{Engine: env.Engine, Writer: env.Writer, Registry: store, Rollups: env.Rollups, Ready: store.Ping, Now: env.Clock.Now}, httpapi.DefaultConfig())
-		ts := httptest.NewServer(srv.Handler())
-		defer ts.Close()
-		s := &testServer{Server: ts, env: env, t: t}
+		s := &testServer{Server: apitest.Serve(t, env), t: t}
 		var pts []string
 		for i := range 30 {
 			pts = append(pts, fmt.Sprintf(`{"series":"slow","t":%d,"v":%d}`, now-3*tiers.Hour+int64(i)*6*tiers.Minute, i))
 		}
-		s.writePoints(pts...)
+		s.WritePoints(pts...)
 		path := fmt.Sprintf("/v1/series/slow/points?from=%d&to=%d&resolution=raw&slo=100ms", now-3*tiers.Hour, now)
 
-		var a answer
-		if st := s.get(path, &a); st != 200 {
+		var a apitest.Answer
+		if st := s.Get(path, &a); st != 200 {
 			t.Fatalf("failing=%v allow: status %d", failing, st)
 		}
 		wantReason := "slo"
@@ -83,8 +76,8 @@ func TestPartialAllowAndDeny(t *testing.T) {
 		if len(a.Points) != 20 || a.Covered[1] != now-tiers.Hour {
 			t.Fatalf("failing=%v: %d points, covered %v; want the 20 points before %d", failing, len(a.Points), a.Covered, now-tiers.Hour)
 		}
-		status, ct, body := s.do("GET", path+"&partial=deny", "", "")
-		var p problem
+		status, ct, body := s.Do("GET", path+"&partial=deny", "", "")
+		var p apitest.Problem
 		_ = json.Unmarshal(body, &p)
 		wantStatus := 504
 		if failing {
@@ -93,5 +86,22 @@ func TestPartialAllowAndDeny(t *testing.T) {
 		if status != wantStatus || ct != "application/problem+json" || p.Status != wantStatus {
 			t.Fatalf("failing=%v deny: %d %s %s", failing, status, ct, body)
 		}
+	}
+}
+
+// The latency budget is real time, whatever the clock that decides which
+// data is current says: a gateway whose clock is set back still has its
+// whole budget.
+func TestBudgetRunsOnTheWallClock(t *testing.T) {
+	s := newTestServer(t)
+	s.SetClock(time.Now().Add(-30 * 24 * time.Hour))
+	s.WritePoints(fmt.Sprintf(`{"series":"old","t":%d,"v":1}`, s.Now()-tiers.Minute))
+	var a apitest.Answer
+	if st := s.Get("/v1/series/old/points?"+q("from", "now-1h", "resolution", "raw", "slo", "5s", "partial", "deny"), &a); st != 200 || a.Partial || len(a.Points) != 1 {
+		t.Fatalf("read: %d %+v", st, a)
+	}
+	status, _, body := s.Do("POST", "/v1/query", "application/json", `{"from":"now-1h","resolution":"raw","slo":"5s","partial":"deny","queries":[{"series":"old"}]}`)
+	if status != 200 || strings.Contains(string(body), `"error"`) {
+		t.Fatalf("batch: %d %s", status, body)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tsgate/tsgate/httpapi/apitest"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -13,7 +14,7 @@ import (
 // each offending parameter named with what is expected of it.
 func TestRequestValidation(t *testing.T) {
 	s := newTestServer(t)
-	s.writePoints(fmt.Sprintf(`{"series":"v","t":%d,"v":1}`, s.now()-tiers.Minute))
+	s.WritePoints(fmt.Sprintf(`{"series":"v","t":%d,"v":1}`, s.Now()-tiers.Minute))
 	type want struct{ param, message string }
 	cases := []struct {
 		name, method, path, ct, body string
@@ -44,20 +45,20 @@ func TestRequestValidation(t *testing.T) {
 		{"batch not JSON", "POST", "/v1/query", "application/json", `{"from":`, 400, []want{{"body", "not valid JSON"}}},
 		{"batch without body", "POST", "/v1/query", "application/json", ``, 400, []want{{"body", "required"}}},
 		{"batch numbers as strings", "POST", "/v1/query", "application/json", `{"from":"now-1h","limit":"5","max_points":"10","queries":[{"series":"v"}]}`, 200, nil},
-		{"batch times as numbers", "POST", "/v1/query", "application/json", fmt.Sprintf(`{"from":%d,"to":%d,"queries":[{"series":"v"}]}`, s.now()-tiers.Hour, s.now()), 200, nil},
+		{"batch times as numbers", "POST", "/v1/query", "application/json", fmt.Sprintf(`{"from":%d,"to":%d,"queries":[{"series":"v"}]}`, s.Now()-tiers.Hour, s.Now()), 200, nil},
 		{"batch of another type", "POST", "/v1/query", "text/plain", `{}`, 415, nil},
 		{"batch too large", "POST", "/v1/query", "application/json", `{"queries":[` + strings.Repeat(`{"series":"v"},`, 80000) + `{"series":"v"}]}`, 413, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			status, _, body := s.do(c.method, c.path, c.ct, c.body)
+			status, _, body := s.Do(c.method, c.path, c.ct, c.body)
 			if status != c.status {
 				t.Fatalf("%d %s, want %d", status, body, c.status)
 			}
 			if c.errors == nil {
 				return
 			}
-			var p problem
+			var p apitest.Problem
 			if err := json.Unmarshal(body, &p); err != nil {
 				t.Fatal(err)
 			}

@@ -58,6 +58,10 @@ type Stream struct {
 	groups chan *groupFeeds
 	eg     *errgroup.Group
 	stats  *Stats
+	// launched is set by the launcher, before it closes groups, when it
+	// has handed over every group; a close without it means the launcher
+	// stopped because the context ended.
+	launched bool
 
 	cur       *groupFeeds
 	it        merge.Iterator[tiers.Row]
@@ -133,6 +137,7 @@ func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, g
 				})
 			}
 		}
+		s.launched = true
 		return nil
 	})
 	return s
@@ -152,6 +157,12 @@ func (s *Stream) Next() bool {
 				return s.stop(context.Cause(s.ctx))
 			}
 			if !ok {
+				if !s.launched {
+					// The launcher stopped early: the context ended while
+					// it waited to hand a group over. (The select above
+					// may see the closed channel before the context.)
+					return s.stop(context.Cause(s.ctx))
+				}
 				// Every group was read completely.
 				if s.desc {
 					s.watermark = s.span.From

@@ -286,6 +286,54 @@ func TestFetchStopsAtBudgetWithWatermark(t *testing.T) {
 	}
 }
 
+// A fetch whose budget runs out between two groups — the launcher gives up
+// handing the next group over and closes the queue of groups while the
+// merge is still busy with the last one — stops with the budget's error: it
+// never takes the closed queue for the end of the range, which would end a
+// page as complete with points missing.
+func TestFetchStoppedBetweenGroupsIsNotComplete(t *testing.T) {
+	r := rand.New(rand.NewPCG(39, 40))
+	stopped := 0
+	for iter := range 200 {
+		desc := iter%2 == 1
+		f := newFixture(r, tiers.Span{From: 0, To: 10000}, 1000, 1, false)
+		span := tiers.Span{From: 0, To: 10000}
+		// Groups that take a while to enumerate, and a merge that is busy
+		// between rows: the budget often runs out while the merge is busy
+		// and no group is waiting for it.
+		groups := func(yield func(Group) bool) {
+			for g := range f.groups(span, desc, false, 1000) {
+				time.Sleep(time.Millisecond)
+				if !yield(g) {
+					return
+				}
+			}
+		}
+		ctx, cancel := WithBudget(context.Background(), time.Now(), time.Duration(r.IntN(10000))*time.Microsecond)
+		var stats Stats
+		s := Fetch(ctx, f.reader, span, groups, desc, FetchOptions{Parallelism: 1, Lookahead: 1}, &stats)
+		var got []tiers.Row
+		for s.Next() {
+			got = append(got, s.At())
+			if len(got)%5 == 0 {
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+		s.Close()
+		cancel()
+		if s.Err() != nil {
+			stopped++
+			if Reason(s.Err()) != "slo" {
+				t.Fatalf("err %v classified %q, want slo", s.Err(), Reason(s.Err()))
+			}
+		}
+		checkPrefix(t, got, f.want(span, desc), s.Watermark(), desc)
+	}
+	if stopped == 0 {
+		t.Fatal("no fetch ran out of budget: the test tested nothing")
+	}
+}
+
 func TestFetchFailsOversizedGroupInsteadOfDeadlocking(t *testing.T) {
 	f := newFixture(rand.New(rand.NewPCG(1, 2)), tiers.Span{From: 0, To: 5000}, 1000, 4, false)
 	span := tiers.Span{From: 0, To: 5000}

@@ -216,6 +216,36 @@ func TestFetchEqualsBruteForce(t *testing.T) {
 	}
 }
 
+// A fetch keeps as many partitions open as its parallelism allows, reading
+// upcoming groups while the merge works on earlier ones, whatever the size
+// of the groups: with small groups (one partition per bucket, as the rollup
+// tiers have) it reads many buckets ahead, not one.
+func TestFetchReadsAheadUpToParallelism(t *testing.T) {
+	r := rand.New(rand.NewPCG(37, 38))
+	for _, eb := range []int{1, 2, 4} {
+		f := newFixture(r, tiers.Span{From: 0, To: 20000}, 1000, eb, false)
+		// Slow partitions: every read is still open when the launcher has
+		// opened as many as it may.
+		f.reader.delay = func(tiers.PartitionKey) time.Duration { return 30 * time.Millisecond }
+		span := tiers.Span{From: 0, To: 20000}
+		const par = 8
+		var stats Stats
+		s := Fetch(context.Background(), f.reader, span, f.groups(span, false, false, 1000), false,
+			FetchOptions{Parallelism: par, Lookahead: 1}, &stats)
+		got := drain(s)
+		s.Close()
+		if s.Err() != nil {
+			t.Fatal(s.Err())
+		}
+		if !slices.Equal(got, f.want(span, false)) {
+			t.Fatalf("%d event buckets: got %d rows, want %d", eb, len(got), len(f.want(span, false)))
+		}
+		if m := f.reader.maxOpen.Load(); m != par {
+			t.Fatalf("%d event buckets: at most %d partitions were open at once, want the parallelism %d", eb, m, par)
+		}
+	}
+}
+
 // checkPrefix asserts the watermark law: everything delivered lies before
 // the watermark, and everything before the watermark was delivered.
 func checkPrefix(t *testing.T, got, want []tiers.Row, wm int64, desc bool) {

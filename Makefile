@@ -4,13 +4,17 @@
 #   make generate        regenerate the Go client from api/openapi.yaml
 #   make run             the gateway on the embedded store (./data) with demo series
 #   make test            vet, unit tests, then integration tests against Cassandra
+#   make bench           benchmarks: embedded-store and encoding ones, then the ones
+#                        against Cassandra (docs/benchmarks.md; BENCH_ARGS passes
+#                        flags such as -bench.rounds=9 to the latter)
 #   make cassandra-up    start the local single-node Cassandra (scripts/cassandra.sh)
 #   make cassandra-down  stop it
 #
-# make test starts a local node for the integration tests unless one is already
-# running (then it is reused and left running) or CASSANDRA_HOSTS is set (then
-# that cluster is used and nothing is started or stopped). A node started by
-# make test is stopped again, also when tests fail.
+# make test and make bench start a local node for what runs against Cassandra
+# unless one is already running (then it is reused and left running) or
+# CASSANDRA_HOSTS is set (then that cluster is used and nothing is started or
+# stopped). A node they started is stopped again, also when tests fail
+# (scripts/cassandra.sh run).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -20,7 +24,9 @@ CASSANDRA_NATIVE_PORT ?= 9042
 export CASSANDRA_NATIVE_PORT
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build generate run test vet unit-test integration-test cassandra-up cassandra-down
+BENCH_ARGS ?=
+
+.PHONY: build generate run test vet unit-test integration-test bench cassandra-up cassandra-down
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/gateway ./cmd/gateway
@@ -45,20 +51,15 @@ unit-test:
 	node --test web/
 
 integration-test:
-	@if [ -n "$${CASSANDRA_HOSTS:-}" ]; then \
-	  echo "integration tests against CASSANDRA_HOSTS=$$CASSANDRA_HOSTS"; \
-	  $(GO) test -tags integration -count=1 ./integration/...; \
-	  exit; \
-	fi; \
-	rc=0; scripts/cassandra.sh status >/dev/null 2>&1 || rc=$$?; \
-	case $$rc in \
-	  0) echo "using the running local Cassandra" ;; \
-	  3) trap 'scripts/cassandra.sh stop' EXIT; trap 'exit 130' INT TERM; \
-	     scripts/cassandra.sh start ;; \
-	  *) scripts/cassandra.sh status; exit 1 ;; \
-	esac; \
-	port="$$(cat "$${CASSANDRA_HOME_CACHE:-.cassandra}/cassandra.port" 2>/dev/null || echo $(CASSANDRA_NATIVE_PORT))"; \
-	CASSANDRA_HOSTS="127.0.0.1:$$port" $(GO) test -tags integration -count=1 ./integration/...
+	scripts/cassandra.sh run $(GO) test -tags integration -count=1 ./integration/...
+
+# Benchmarks never run in make test. The ones against Cassandra run once
+# (-benchtime 1x): each runs its own interleaved rounds and reports medians.
+bench:
+	$(GO) test -run '^$$' -bench 'EncodePoints|ReadMemory|DecodeJSON|Merge|Write|ReadPartition' -benchmem \
+	  ./httpapi/ ./ingest/ ./merge/ ./tiers/embedded/
+	scripts/cassandra.sh run $(GO) test -tags integration -run '^$$' -bench . -benchtime 1x -timeout 60m \
+	  ./integration/ $(if $(BENCH_ARGS),-args $(BENCH_ARGS))
 
 cassandra-up:
 	scripts/cassandra.sh start

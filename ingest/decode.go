@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/tsgate/tsgate/params"
+	"github.com/tsgate/tsgate/tiers"
 )
 
 // Point is one point of a write.
@@ -68,7 +69,33 @@ type rawPoint struct {
 // now resolves relative times. Syntax errors are reported against "body";
 // invalid points against "points[i].field", all of them (up to
 // MaxReportedErrors) rather than only the first.
+//
+// Bodies in the plain form clients send — no escapes, no duplicate or
+// unknown members, every point valid — are decoded by a fast scanner; any
+// other body, and every body with an error, by encoding/json, which makes
+// the answer and the error report of every body what encoding/json makes
+// of it.
 func DecodeJSON(r io.Reader, now int64) ([]Point, error) {
+	body, err := io.ReadAll(r)
+	if err != nil {
+		// The reader failed part way (a body over the size limit, a client
+		// that went away): decode what was read, then fail as the reader
+		// did, exactly as decoding the stream would have.
+		return decodeJSONStream(io.MultiReader(bytes.NewReader(body), failingReader{err}), now)
+	}
+	if points, ok := decodeJSONFast(body, now); ok {
+		return points, nil
+	}
+	return decodeJSONStream(bytes.NewReader(body), now)
+}
+
+// failingReader fails every read with err.
+type failingReader struct{ err error }
+
+func (f failingReader) Read([]byte) (int, error) { return 0, f.err }
+
+// decodeJSONStream is DecodeJSON with encoding/json, point by point.
+func decodeJSONStream(r io.Reader, now int64) ([]Point, error) {
 	dec := json.NewDecoder(r)
 	dec.UseNumber()
 	verr := &ValidationError{}
@@ -272,6 +299,8 @@ func checkPoint(rp rawPoint, i int, now int64, verr *ValidationError) (Point, bo
 		t, err := strconv.ParseInt(string(rp.T), 10, 64)
 		if err != nil {
 			bad("t", "must be integer Unix milliseconds or an RFC 3339 string, got "+truncate(string(rp.T)))
+		} else if t >= tiers.MinTime && t < tiers.MaxTime {
+			p.T = t // what params.Time makes of it
 		} else if t, err := params.Time(strconv.FormatInt(t, 10), now); err != nil {
 			bad("t", err.Error())
 		} else {

@@ -1,111 +1,216 @@
 package ingest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
 
-const now = int64(1768487842123)
+const testNow = 1768400000000
 
-func TestDecodeJSON(t *testing.T) {
-	pts, err := DecodeJSON(strings.NewReader(`{"points": [
-		{"series": "sensor-1", "t": 1768487842123, "v": 21.5},
-		{"series": "sensor-2", "t": "2026-01-15T14:37:22Z", "v": -3},
-		{"series": "sensor-2", "t": "now-1m", "v": 0}]}`), now)
-	if err != nil {
-		t.Fatal(err)
+// sameDecoding checks that DecodeJSON and the encoding/json decoder agree
+// on body: the same points, or the same error.
+func sameDecoding(t *testing.T, body []byte) {
+	t.Helper()
+	got, gotErr := DecodeJSON(bytes.NewReader(body), testNow)
+	want, wantErr := decodeJSONStream(bytes.NewReader(body), testNow)
+	if !reflect.DeepEqual(got, want) || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+		t.Fatalf("body %q:\nDecodeJSON:     %v, %v\nencoding/json:  %v, %v", body, got, gotErr, want, wantErr)
 	}
-	want := []Point{{"sensor-1", 1768487842123, 21.5}, {"sensor-2", 1768487842000, -3}, {"sensor-2", now - 60000, 0}}
-	if fmt.Sprint(pts) != fmt.Sprint(want) {
-		t.Fatalf("got %v", pts)
+	if gotErr != nil && !reflect.DeepEqual(gotErr, wantErr) {
+		t.Fatalf("body %q: error %#v, encoding/json's %#v", body, gotErr, wantErr)
 	}
 }
 
-func TestDecodeReportsEveryBadPointUpTo100(t *testing.T) {
+// plainBody is a batch as clients send it.
+func plainBody(r *rand.Rand, n int) []byte {
 	var b strings.Builder
 	b.WriteString(`{"points":[`)
-	for i := range 250 {
+	for i := range n {
 		if i > 0 {
-			b.WriteString(",")
+			b.WriteByte(',')
 		}
-		if i%2 == 0 {
-			fmt.Fprintf(&b, `{"series":"ok","t":%d,"v":1}`, now)
-		} else {
-			fmt.Fprintf(&b, `{"series":"ok","t":%d,"v":"one"}`, now)
+		series := []string{"sensor.a", "sensor.b", "x:y_z-1"}[r.IntN(3)]
+		t := strconv.FormatInt(testNow-r.Int64N(1e9), 10)
+		if r.IntN(10) == 0 {
+			t = `"now-` + strconv.Itoa(1+r.IntN(59)) + `m"`
+		} else if r.IntN(10) == 0 {
+			t = `"2026-01-14T14:13:20.123Z"`
 		}
+		v := strconv.FormatFloat(float64(r.IntN(20001)-10000)/[]float64{1, 10, 100, 7}[r.IntN(4)], 'g', -1, 64)
+		if r.IntN(10) == 0 {
+			v = []string{"0", "-0", "1e3", "1E-3", "-12.5e+2", "0.000001", "123456789012345678901234567890"}[r.IntN(7)]
+		}
+		members := []string{`"series":"` + series + `"`, `"t":` + t, `"v":` + v}
+		r.Shuffle(len(members), func(i, j int) { members[i], members[j] = members[j], members[i] })
+		sp := []string{"", " ", "\n  ", "\t", "\r\n"}
+		b.WriteString("{" + sp[r.IntN(len(sp))] + strings.Join(members, sp[r.IntN(len(sp))]+","+sp[r.IntN(len(sp))]) + sp[r.IntN(len(sp))] + "}")
 	}
-	b.WriteString(`]}`)
-	_, err := DecodeJSON(strings.NewReader(b.String()), now)
-	var ve *ValidationError
-	if !errors.As(err, &ve) {
-		t.Fatalf("err = %v", err)
-	}
-	if len(ve.Errors) != MaxReportedErrors || ve.Invalid != 125 || ve.Total != 250 {
-		t.Fatalf("%d errors reported, %d invalid of %d", len(ve.Errors), ve.Invalid, ve.Total)
-	}
-	if ve.Errors[0].Param != "points[1].v" || ve.Errors[99].Param != "points[199].v" {
-		t.Fatalf("errors name %s ... %s", ve.Errors[0].Param, ve.Errors[99].Param)
+	b.WriteString("]}")
+	return []byte(b.String())
+}
+
+// The fast path decodes the plain form clients send, with any spacing,
+// member order and number spelling.
+func TestDecodeJSONFastPathTakesPlainBodies(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		body := plainBody(r, 1+r.IntN(50))
+		if _, ok := decodeJSONFast(body, testNow); !ok {
+			t.Fatalf("fast path refused the plain body %q", body)
+		}
+		sameDecoding(t, body)
 	}
 }
 
-// checkDecoded asserts the invariants of any decode: either an error or
-// valid points, never both, and every point's fields valid.
-func checkDecoded(t *testing.T, pts []Point, err error) {
-	t.Helper()
-	if err != nil {
-		if pts != nil {
-			t.Fatalf("points returned with an error: %v", err)
-		}
-		var ve *ValidationError
-		if !errors.As(err, &ve) {
-			t.Fatalf("a decode error that is not a validation error: %T %v", err, err)
-		}
-		if len(ve.Errors) == 0 || len(ve.Errors) > MaxReportedErrors {
-			t.Fatalf("%d errors", len(ve.Errors))
-		}
-		for _, e := range ve.Errors {
-			if e.Param == "" || e.Message == "" {
-				t.Fatalf("an error without param or message: %+v", e)
+// Bodies the fast path leaves to encoding/json, and bodies with errors,
+// decode exactly as encoding/json decodes them.
+func TestDecodeJSONEqualsEncodingJSON(t *testing.T) {
+	bodies := []string{
+		``, ` `, `{}`, `[]`, `null`, `{"points":[]}`, `{"points":null}`, `{"points":{}}`,
+		`{"points":[{"series":"a","t":1768400000000,"v":1}]}`,
+		`{"points":[{"series":"a","t":1768400000000,"v":1}]} `,
+		`{"points":[{"series":"a","t":1768400000000,"v":1}]}x`,
+		`{"points":[{"series":"a","t":1768400000000,"v":1}]}{}`,
+		`{"points":[{"series":"a","t":1768400000000,"v":1},]}`,
+		`{"points":[{"series":"a","t":1768400000000,"v":1,}]}`,
+		`{"points":[{"series":"a","t":1768400000000,"v":1}],"points":[]}`,
+		`{"points":[{"series":"a","t":1768400000000,"v":1}],"other":1}`,
+		`{"Points":[{"series":"a","t":1768400000000,"v":1}]}`,
+		`{"\u0070oints":[{"series":"a","t":1768400000000,"v":1}]}`,
+		`{"points":[{"Series":"a","T":1768400000000,"V":1}]}`,
+		`{"points":[{"series":"a","series":"b","t":1768400000000,"v":1}]}`,
+		`{"points":[{"series":"a","t":1768400000000,"t":1768400000001,"v":1}]}`,
+		`{"points":[{"series":"a","t":1768400000000,"v":1,"v":2}]}`,
+		`{"points":[{"series":"a","t":1768400000000,"v":1,"extra":2}]}`,
+		`{"points":[{"series":"a","t":1768400000000}]}`,
+		`{"points":[{"t":1768400000000,"v":1}]}`,
+		`{"points":[{"series":"a","v":1}]}`,
+		`{"points":[{"series":null,"t":1768400000000,"v":1}]}`,
+		`{"points":[{"series":"a","t":null,"v":1}]}`,
+		`{"points":[{"series":"a","t":1768400000000,"v":null}]}`,
+		`{"points":[{"series":"a\u002eb","t":1768400000000,"v":1}]}`,
+		`{"points":[{"series":"a\\b","t":1768400000000,"v":1}]}`,
+		`{"points":[{"series":"ä","t":1768400000000,"v":1}]}`,
+		"{\"points\":[{\"series\":\"a\xff\",\"t\":1768400000000,\"v\":1}]}",
+		"{\"points\":[{\"series\":\"a\x7f\",\"t\":1768400000000,\"v\":1}]}",
+		"{\"points\":[{\"series\":\"a\tb\",\"t\":1768400000000,\"v\":1}]}",
+		`{"points":[{"series":"","t":1768400000000,"v":1}]}`,
+		`{"points":[{"series":"a b","t":1768400000000,"v":1}]}`,
+		`{"points":[{"series":"a","t":1.5,"v":1}]}`,
+		`{"points":[{"series":"a","t":1e3,"v":1}]}`,
+		`{"points":[{"series":"a","t":-1,"v":1}]}`,
+		`{"points":[{"series":"a","t":01,"v":1}]}`,
+		`{"points":[{"series":"a","t":99999999999999999999,"v":1}]}`,
+		`{"points":[{"series":"a","t":"now","v":1}]}`,
+		`{"points":[{"series":"a","t":"now-1x","v":1}]}`,
+		`{"points":[{"series":"a","t":"yesterday","v":1}]}`,
+		`{"points":[{"series":"a","t":"2026-01-14T14:13:20Z","v":1}]}`,
+		`{"points":[{"series":"a","t":true,"v":1}]}`,
+		`{"points":[{"series":"a","t":[1],"v":1}]}`,
+		`{"points":[{"series":"a","t":1768400000000,"v":"1"}]}`,
+		`{"points":[{"series":"a","t":1768400000000,"v":true}]}`,
+		`{"points":[{"series":"a","t":1768400000000,"v":1e999}]}`,
+		`{"points":[{"series":"a","t":1768400000000,"v":-1e999}]}`,
+		`{"points":[{"series":"a","t":1768400000000,"v":.5}]}`,
+		`{"points":[{"series":"a","t":1768400000000,"v":5.}]}`,
+		`{"points":[{"series":"a","t":1768400000000,"v":+5}]}`,
+		`{"points":[{"series":"a","t":1768400000000,"v":0x10}]}`,
+		`{"points":[{"series":"a","t":1768400000000,"v":1e}]}`,
+		`{"points":[{"series":"a","t":1768400000000,"v":NaN}]}`,
+		`{"points":[{"series":"a","t":1768400000000,"v":Infinity}]}`,
+		`{"points":[{"series":"a","t":1768400000000,"v":1}`,
+		`{"points":[{"series":"a","t":1768400000000,"v":1}]`,
+		`{"points":[{"series":"a","t":1768400000000,"v":1}}`,
+		`{"points":[1,2]}`, `{"points":["a"]}`, `{"points":[[]]}`,
+		"\ufeff{\"points\":[{\"series\":\"a\",\"t\":1768400000000,\"v\":1}]}",
+		`{"points":[{"series":"a","t":1768400000000,"v":1} {"series":"a","t":1768400000000,"v":1}]}`,
+		`{"points":[{"series":"a","t":1768400000000,"v":1},{"series":"a","t":1768400000000,"v":2}]}`,
+		`{"points":[{"series":"a","t":1768400000000,"v":1},{"series":"b","t":1,"v":2}]}`,
+	}
+	for _, b := range bodies {
+		sameDecoding(t, []byte(b))
+	}
+	// Mutations of plain bodies: inserted, deleted and replaced bytes.
+	r := rand.New(rand.NewPCG(3, 4))
+	alphabet := []byte(`{}[]:,"\ 0123456789.eE+-tvsx` + "\n\x00\xff")
+	for range 20000 {
+		body := plainBody(r, 1+r.IntN(4))
+		for range 1 + r.IntN(3) {
+			i := r.IntN(len(body) + 1)
+			c := alphabet[r.IntN(len(alphabet))]
+			switch r.IntN(3) {
+			case 0:
+				body = append(body[:i], append([]byte{c}, body[i:]...)...)
+			case 1:
+				if i < len(body) {
+					body = append(body[:i], body[i+1:]...)
+				}
+			default:
+				if i < len(body) {
+					body[i] = c
+				}
 			}
 		}
-		return
+		sameDecoding(t, body)
 	}
-	if len(pts) == 0 {
-		t.Fatal("no points and no error")
-	}
-	for _, p := range pts {
-		if p.Series == "" || len(p.Series) > 200 {
-			t.Fatalf("invalid series accepted: %q", p.Series)
+}
+
+// A body over the size limit fails as it does when streamed: with the
+// reader's error, unless the part read already has a syntax error.
+func TestDecodeJSONReaderFailure(t *testing.T) {
+	big := plainBody(rand.New(rand.NewPCG(5, 6)), 2000)
+	for _, body := range [][]byte{big, append([]byte(`{"points":[}`), big...)} {
+		read := func(decode func(io.Reader, int64) ([]Point, error)) error {
+			rec := httptest.NewRecorder()
+			_, err := decode(http.MaxBytesReader(rec, io.NopCloser(bytes.NewReader(body)), 1024), testNow)
+			return err
+		}
+		got, want := read(DecodeJSON), read(decodeJSONStream)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("DecodeJSON: %v; encoding/json: %v", got, want)
+		}
+		var mbe *http.MaxBytesError
+		if errors.As(want, &mbe) != errors.As(got, &mbe) {
+			t.Fatalf("DecodeJSON: %#v; encoding/json: %#v", got, want)
 		}
 	}
 }
 
 func FuzzDecodeJSON(f *testing.F) {
-	for _, s := range []string{
-		`{"points":[{"series":"a","t":1768487842123,"v":1}]}`,
-		`{"points":[{"series":"a","t":"now","v":1e300},{"series":"b","t":"2026-01-15T14:37:22Z","v":-0}]}`,
-		`{"points":[]}`, `{}`, `[]`, `{"points":[{"series":"a","t":1.5,"v":1}]}`, `{"points":[{"series":"a","t":1,"v":1,"x":2}]}`,
-		`{"points":[{"series":5}]}`, `{"points":`, `{"points":[{"series":"a","t":"now-1h","v":1}]} trailing`,
-	} {
-		f.Add(s)
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 8 {
+		f.Add(plainBody(r, 1+r.IntN(3)))
 	}
-	f.Fuzz(func(t *testing.T, body string) {
-		pts, err := DecodeJSON(strings.NewReader(body), now)
-		checkDecoded(t, pts, err)
-	})
+	f.Add([]byte(`{"points":[{"series":"a","t":"now","v":-0.5e-3}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) { sameDecoding(t, body) })
 }
 
-func FuzzDecodeNDJSON(f *testing.F) {
-	for _, s := range []string{
-		"{\"series\":\"a\",\"t\":1768487842123,\"v\":1}\n{\"series\":\"b\",\"t\":\"now\",\"v\":2}\n",
-		"\n\n", "not json\n", "{\"series\":\"a\",\"t\":1,\"v\":1} {\"x\":1}\n",
-	} {
-		f.Add(s)
+// BenchmarkDecodeJSON decodes a batch of 5,000 points with DecodeJSON and
+// with encoding/json alone.
+func BenchmarkDecodeJSON(b *testing.B) {
+	body := plainBody(rand.New(rand.NewPCG(9, 10)), 5000)
+	for _, c := range []struct {
+		name   string
+		decode func(io.Reader, int64) ([]Point, error)
+	}{{"decoder=gateway", DecodeJSON}, {"decoder=encoding-json", decodeJSONStream}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if _, err := c.decode(bytes.NewReader(body), testNow); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(5000*float64(b.N)/b.Elapsed().Seconds(), "points/s")
+		})
 	}
-	f.Fuzz(func(t *testing.T, body string) {
-		pts, err := DecodeNDJSON(strings.NewReader(body), now)
-		checkDecoded(t, pts, err)
-	})
 }

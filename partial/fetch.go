@@ -56,8 +56,15 @@ type Stream struct {
 	desc   bool
 	span   tiers.Span
 	groups chan *groupFeeds
-	eg     *errgroup.Group
-	stats  *Stats
+	// ahead holds a token for every partition opened whose group the merge
+	// has not finished yet; its capacity is the parallelism.
+	ahead chan struct{}
+	eg    *errgroup.Group
+	stats *Stats
+	// launched is set by the launcher, before it closes groups, when it
+	// has handed over every group; a close without it means the launcher
+	// stopped because the context ended.
+	launched bool
 
 	cur       *groupFeeds
 	it        merge.Iterator[tiers.Row]
@@ -72,6 +79,9 @@ type Stream struct {
 type groupFeeds struct {
 	span  tiers.Span
 	feeds []*feed
+	// tokens is how many of the fetch's partition tokens the group holds
+	// until the merge is done with it.
+	tokens int
 }
 
 // Fetch reads the groups, in order, from reader and returns their rows as
@@ -82,9 +92,15 @@ type groupFeeds struct {
 // then says why and Watermark how far the stream got.
 func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, groups iter.Seq[Group], desc bool, opts FetchOptions, stats *Stats) *Stream {
 	ctx, cancel := context.WithCancel(ctx)
+	// One slot is the launcher's own. Every partition of a group must be open
+	// for the group's merge to make progress, so a group may not need more
+	// slots than there are: the caller sizes Parallelism to its largest group.
+	limit := max(1, opts.Parallelism)
 	s := &Stream{
 		ctx: ctx, cancel: cancel, desc: desc, span: span,
-		groups: make(chan *groupFeeds, 1), stats: stats,
+		// Every group queued holds at least one token, so the queue never
+		// blocks the launcher: the tokens do.
+		groups: make(chan *groupFeeds, limit), ahead: make(chan struct{}, limit), stats: stats,
 	}
 	if desc {
 		s.watermark = span.To
@@ -94,10 +110,6 @@ func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, g
 	lookahead := max(1, opts.Lookahead)
 	var eg errgroup.Group
 	s.eg = &eg
-	// One slot is the launcher's own. Every partition of a group must be open
-	// for the group's merge to make progress, so a group may not need more
-	// slots than there are: the caller sizes Parallelism to its largest group.
-	limit := max(1, opts.Parallelism)
 	eg.SetLimit(limit + 1)
 	eg.Go(func() error {
 		defer close(s.groups)
@@ -106,22 +118,34 @@ func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, g
 			for i := range g.Reads {
 				gf.feeds[i] = &feed{ctx: ctx, pages: make(chan []tiers.Row, lookahead)}
 			}
-			if len(g.Reads) > limit {
+			oversized := len(g.Reads) > limit
+			if oversized {
 				// Never deadlock on a misconfigured limit: fail the group.
 				for _, f := range gf.feeds {
 					f.fail(fmt.Errorf("partial: a group of %d partitions exceeds the read parallelism %d", len(g.Reads), limit))
 				}
 			}
 			stats.Buckets.Add(1)
-			// Hand the group over before opening its partitions: the consumer
-			// drains the previous group meanwhile, which frees the slots this
-			// group's partitions wait for.
+			// Open the partitions of upcoming groups while the merge works on
+			// earlier ones, as many as the parallelism allows: a group takes a
+			// token per partition (at least one) and the merge gives them back
+			// once it has moved past the group. Waiting for tokens cannot
+			// deadlock: the merge only waits for groups that were handed over,
+			// and once it has finished them all, every token is free.
+			gf.tokens = max(1, min(len(g.Reads), limit))
+			for range gf.tokens {
+				select {
+				case s.ahead <- struct{}{}:
+				case <-ctx.Done():
+					return nil
+				}
+			}
 			select {
 			case s.groups <- gf:
 			case <-ctx.Done():
 				return nil
 			}
-			if len(g.Reads) > limit {
+			if oversized {
 				continue
 			}
 			for i, req := range g.Reads {
@@ -133,6 +157,7 @@ func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, g
 				})
 			}
 		}
+		s.launched = true
 		return nil
 	})
 	return s
@@ -152,6 +177,12 @@ func (s *Stream) Next() bool {
 				return s.stop(context.Cause(s.ctx))
 			}
 			if !ok {
+				if !s.launched {
+					// The launcher stopped early: the context ended while
+					// it waited to hand a group over. (The select above
+					// may see the closed channel before the context.)
+					return s.stop(context.Cause(s.ctx))
+				}
 				// Every group was read completely.
 				if s.desc {
 					s.watermark = s.span.From
@@ -190,6 +221,9 @@ func (s *Stream) Next() bool {
 			return s.stop(err)
 		}
 		s.advanceWatermark(s.groupEnd())
+		for range s.cur.tokens {
+			<-s.ahead
+		}
 		s.it, s.cur = nil, nil
 	}
 }

@@ -216,6 +216,36 @@ func TestFetchEqualsBruteForce(t *testing.T) {
 	}
 }
 
+// A fetch keeps as many partitions open as its parallelism allows, reading
+// upcoming groups while the merge works on earlier ones, whatever the size
+// of the groups: with small groups (one partition per bucket, as the rollup
+// tiers have) it reads many buckets ahead, not one.
+func TestFetchReadsAheadUpToParallelism(t *testing.T) {
+	r := rand.New(rand.NewPCG(37, 38))
+	for _, eb := range []int{1, 2, 4} {
+		f := newFixture(r, tiers.Span{From: 0, To: 20000}, 1000, eb, false)
+		// Slow partitions: every read is still open when the launcher has
+		// opened as many as it may.
+		f.reader.delay = func(tiers.PartitionKey) time.Duration { return 30 * time.Millisecond }
+		span := tiers.Span{From: 0, To: 20000}
+		const par = 8
+		var stats Stats
+		s := Fetch(context.Background(), f.reader, span, f.groups(span, false, false, 1000), false,
+			FetchOptions{Parallelism: par, Lookahead: 1}, &stats)
+		got := drain(s)
+		s.Close()
+		if s.Err() != nil {
+			t.Fatal(s.Err())
+		}
+		if !slices.Equal(got, f.want(span, false)) {
+			t.Fatalf("%d event buckets: got %d rows, want %d", eb, len(got), len(f.want(span, false)))
+		}
+		if m := f.reader.maxOpen.Load(); m != par {
+			t.Fatalf("%d event buckets: at most %d partitions were open at once, want the parallelism %d", eb, m, par)
+		}
+	}
+}
+
 // checkPrefix asserts the watermark law: everything delivered lies before
 // the watermark, and everything before the watermark was delivered.
 func checkPrefix(t *testing.T, got, want []tiers.Row, wm int64, desc bool) {
@@ -283,6 +313,54 @@ func TestFetchStopsAtBudgetWithWatermark(t *testing.T) {
 		if f.reader.open.Load() != 0 {
 			t.Fatalf("%d reads left open after Close", f.reader.open.Load())
 		}
+	}
+}
+
+// A fetch whose budget runs out between two groups — the launcher gives up
+// handing the next group over and closes the queue of groups while the
+// merge is still busy with the last one — stops with the budget's error: it
+// never takes the closed queue for the end of the range, which would end a
+// page as complete with points missing.
+func TestFetchStoppedBetweenGroupsIsNotComplete(t *testing.T) {
+	r := rand.New(rand.NewPCG(39, 40))
+	stopped := 0
+	for iter := range 200 {
+		desc := iter%2 == 1
+		f := newFixture(r, tiers.Span{From: 0, To: 10000}, 1000, 1, false)
+		span := tiers.Span{From: 0, To: 10000}
+		// Groups that take a while to enumerate, and a merge that is busy
+		// between rows: the budget often runs out while the merge is busy
+		// and no group is waiting for it.
+		groups := func(yield func(Group) bool) {
+			for g := range f.groups(span, desc, false, 1000) {
+				time.Sleep(time.Millisecond)
+				if !yield(g) {
+					return
+				}
+			}
+		}
+		ctx, cancel := WithBudget(context.Background(), time.Now(), time.Duration(r.IntN(10000))*time.Microsecond)
+		var stats Stats
+		s := Fetch(ctx, f.reader, span, groups, desc, FetchOptions{Parallelism: 1, Lookahead: 1}, &stats)
+		var got []tiers.Row
+		for s.Next() {
+			got = append(got, s.At())
+			if len(got)%5 == 0 {
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+		s.Close()
+		cancel()
+		if s.Err() != nil {
+			stopped++
+			if Reason(s.Err()) != "slo" {
+				t.Fatalf("err %v classified %q, want slo", s.Err(), Reason(s.Err()))
+			}
+		}
+		checkPrefix(t, got, f.want(span, desc), s.Watermark(), desc)
+	}
+	if stopped == 0 {
+		t.Fatal("no fetch ran out of budget: the test tested nothing")
 	}
 }
 

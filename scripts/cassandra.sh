@@ -7,6 +7,11 @@
 #                                     answers CQL, 3 if it is not running, 1 if it runs but
 #                                     does not answer
 #   scripts/cassandra.sh cql STMT...  run one CQL statement, print rows tab-separated
+#   scripts/cassandra.sh run CMD...   run CMD with CASSANDRA_HOSTS set: to CASSANDRA_HOSTS
+#                                     if that is set already (nothing is started), else to
+#                                     the running local node (left running), else to a
+#                                     node started for CMD and stopped after it, also
+#                                     when CMD fails; exits with CMD's status
 #
 # Cassandra is not installed system-wide: the runtime classpath of
 # org.apache.cassandra:cassandra-all is copied from Maven Central with the pom in
@@ -36,8 +41,9 @@
 #   CASSANDRA_HOME_CACHE     cache directory (<repo>/.cassandra)
 #   CASSANDRA_JAVA_HOME      JDK to run Cassandra with (default: a JDK 17 found in /usr/lib/jvm)
 #   CASSANDRA_JVM_OPTS       extra JVM options, appended last (word-split)
-#   CASSANDRA_HOSTS          for the cql subcommand only: where to connect
-#                            (default 127.0.0.1:<port of the running node>)
+#   CASSANDRA_HOSTS          for cql: where to connect (default 127.0.0.1:<port of
+#                            the running node>); for run: the cluster to use instead
+#                            of a local node
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -346,10 +352,33 @@ cmd_cql() {
   "$CQL_BIN" -hosts "${CASSANDRA_HOSTS:-127.0.0.1:$(running_port)}" "$@"
 }
 
+cmd_run() {
+  local rc=0
+  [ "$#" -gt 0 ] || die "usage: $0 run COMMAND..."
+  if [ -n "${CASSANDRA_HOSTS:-}" ]; then
+    log "running against CASSANDRA_HOSTS=$CASSANDRA_HOSTS"
+    "$@"
+    return
+  fi
+  cmd_status >/dev/null 2>&1 || rc=$?
+  case $rc in
+    0) log "using the running local Cassandra on port $(running_port)" ;;
+    3)
+      # Stopped on any exit; a signal becomes an exit so that the trap runs.
+      trap 'cmd_stop >&2' EXIT
+      trap 'exit 130' INT TERM
+      cmd_start
+      ;;
+    *) cmd_status; exit 1 ;;
+  esac
+  CASSANDRA_HOSTS="127.0.0.1:$(running_port)" "$@"
+}
+
 case "${1:-}" in
   start) cmd_start ;;
   stop) cmd_stop ;;
   status) cmd_status ;;
   cql) shift; cmd_cql "$@" ;;
-  *) echo "usage: $0 start|stop|status|cql STATEMENT..." >&2; exit 2 ;;
+  run) shift; cmd_run "$@" ;;
+  *) echo "usage: $0 start|stop|status|cql STATEMENT...|run COMMAND..." >&2; exit 2 ;;
 esac

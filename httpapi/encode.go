@@ -56,24 +56,19 @@ func appendShortDecimal(b []byte, f float64) ([]byte, bool) {
 		b = append(b, '-')
 		n = -n
 	}
-	k := 4
-	for k > 0 && n%10 == 0 {
-		n /= 10
-		k--
+	// Constant divisors compile to multiplications: this is the hot path of
+	// every answer.
+	b = strconv.AppendInt(b, n/10000, 10)
+	frac := n % 10000
+	if frac == 0 {
+		return b, true
 	}
-	div := int64(1)
-	for range k {
-		div *= 10
+	d := [5]byte{'.', byte('0' + frac/1000), byte('0' + frac/100%10), byte('0' + frac/10%10), byte('0' + frac%10)}
+	end := 5
+	for d[end-1] == '0' {
+		end--
 	}
-	b = strconv.AppendInt(b, n/div, 10)
-	if k > 0 {
-		b = append(b, '.')
-		frac := n % div
-		for d := div / 10; d > 0; d /= 10 {
-			b = append(b, byte('0'+frac/d%10))
-		}
-	}
-	return b, true
+	return append(b, d[:end]...), true
 }
 
 const hexDigits = "0123456789abcdef"

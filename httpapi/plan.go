@@ -9,9 +9,8 @@ import (
 const maxPlannedBuckets = 1000
 
 func (s *Server) plan(w http.ResponseWriter, r *http.Request) {
-	req, errs := s.parseRead(s.readInput(r), s.deps.Now())
-	if len(errs) > 0 {
-		s.writeProblem(w, r, badParams(errs[0].Param+": "+errs[0].Message, errs))
+	req, ok := s.readRequest(w, r)
+	if !ok {
 		return
 	}
 	ex, err := s.deps.Engine.Explain(r.Context(), req)

@@ -18,10 +18,20 @@ func (s *Server) readInput(r *http.Request) readInput {
 	}
 }
 
-func (s *Server) readPoints(w http.ResponseWriter, r *http.Request) {
+// readRequest parses a read's query parameters, answering the problem
+// itself when any is wrong.
+func (s *Server) readRequest(w http.ResponseWriter, r *http.Request) (query.Request, bool) {
 	req, errs := s.parseRead(s.readInput(r), s.deps.Now())
 	if len(errs) > 0 {
 		s.writeProblem(w, r, badParams(errs[0].Param+": "+errs[0].Message, errs))
+		return req, false
+	}
+	return req, true
+}
+
+func (s *Server) readPoints(w http.ResponseWriter, r *http.Request) {
+	req, ok := s.readRequest(w, r)
+	if !ok {
 		return
 	}
 	res, err := s.deps.Engine.Query(r.Context(), req)

@@ -15,9 +15,7 @@ func (s *Server) writePoints(w http.ResponseWriter, r *http.Request) {
 	mediaType, _, err := mime.ParseMediaType(ct)
 	var decode func(io.Reader, int64) ([]ingest.Point, error)
 	switch {
-	case ct == "":
-		err = errors.New("missing")
-	case err != nil:
+	case err != nil: // missing or malformed: no decoder
 	case mediaType == "application/json":
 		decode = ingest.DecodeJSON
 	case mediaType == "application/x-ndjson":

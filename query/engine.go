@@ -226,7 +226,6 @@ type Result struct {
 	n        int
 	item     Item
 	last     int64 // position right after the last delivered item
-	peeked   bool
 	hasPeek  bool
 	peek     Item
 	finished bool

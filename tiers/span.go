@@ -1,7 +1,6 @@
 package tiers
 
 import (
-	"math"
 	"strconv"
 )
 
@@ -58,18 +57,6 @@ func AlignUp(t, step int64) int64 {
 		return t
 	}
 	return d + step
-}
-
-// clampAdd returns a+b saturated to the int64 range; spans near the time
-// bounds use it where a sum could otherwise wrap.
-func clampAdd(a, b int64) int64 {
-	if b > 0 && a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	if b < 0 && a < math.MinInt64-b {
-		return math.MinInt64
-	}
-	return a + b
 }
 
 // FormatDuration writes a duration of ms milliseconds the way the API reads

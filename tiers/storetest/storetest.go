@@ -77,7 +77,7 @@ func ReadAll(pages tiers.RowPages) ([]tiers.Row, int, error) {
 			return rows, n, err
 		}
 		if len(page) == 0 {
-			return rows, n, errors.New("Next returned an empty page without ErrDone")
+			return rows, n, errors.New("an empty page without ErrDone")
 		}
 		n++
 		rows = append(rows, page...)

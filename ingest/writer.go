@@ -31,6 +31,23 @@ type LayoutSource interface {
 	Layout(ctx context.Context, series string) (tiers.Layout, error)
 }
 
+// RegistryLayouts reads layouts straight from the registry, without a
+// cache: for tools and tests; gateway serve puts the series cache in front.
+type RegistryLayouts struct {
+	Registry interface {
+		LookupSeries(ctx context.Context, id string) (tiers.SeriesInfo, error)
+	}
+}
+
+// Layout returns the series' layout; nil for a series not written yet.
+func (r RegistryLayouts) Layout(ctx context.Context, id string) (tiers.Layout, error) {
+	info, err := r.Registry.LookupSeries(ctx, id)
+	if errors.Is(err, tiers.ErrNotFound) {
+		return nil, nil
+	}
+	return info.Layout, err
+}
+
 // Config tunes the write path.
 type Config struct {
 	// Lateness is how old a point may be on arrival and still go to the

@@ -16,6 +16,7 @@ package integration
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -86,22 +87,11 @@ func (w writerStore) NoteSeries(ctx context.Context, spans []tiers.SeriesInfo) e
 	return w.series.NoteSeries(ctx, spans)
 }
 
-// openBenchStore creates a fresh keyspace with the gateway schema of p and
-// opens the store on it; it returns the store's configuration too.
+// openBenchStore is a fresh store with the tiers of p, and its
+// configuration.
 func openBenchStore(b *testing.B, p tiers.Pyramid) (*cassandra.Store, cassandra.Config) {
 	b.Helper()
-	s := newSession(b)
-	ks := newKeyspace(b, s)
-	cfg := storeConfig(b, s, ks)
-	ctx := testContext(b)
-	if err := cassandra.ApplySchema(ctx, cfg, p); err != nil {
-		b.Fatalf("apply schema: %v", err)
-	}
-	store, err := cassandra.Open(ctx, cfg, p, storeLogger())
-	if err != nil {
-		b.Fatalf("open: %v", err)
-	}
-	b.Cleanup(func() { store.Close() })
+	store, _, cfg := freshStore(b, p)
 	return store, cfg
 }
 
@@ -424,18 +414,8 @@ func readSequential(b *testing.B, ctx context.Context, s *gocql.Session, ks, ser
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b point) int { return cmpInt64(a.T, b.T) })
+	slices.SortFunc(out, func(a, b point) int { return cmp.Compare(a.T, b.T) })
 	return out
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // readGateway reads span's raw points through the engine, following

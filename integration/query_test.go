@@ -4,6 +4,8 @@ package integration
 
 import (
 	"testing"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"time"
 
 	"github.com/tsgate/tsgate/query/querytest"
@@ -11,14 +13,15 @@ import (
 	"github.com/tsgate/tsgate/tiers/cassandra"
 )
 
-// openStore creates a fresh keyspace with the gateway's schema and opens
-// the Cassandra store on it.
-func openStore(t *testing.T) *cassandra.Store {
+// freshStore creates a keyspace with a unique name and the gateway's
+// schema for p, and opens the Cassandra store on it; the store is closed
+// and the keyspace dropped when the test ends. It also returns the session
+// (for checks below the store) and the store's configuration.
+func freshStore(t testing.TB, p tiers.Pyramid) (*cassandra.Store, *gocql.Session, cassandra.Config) {
 	t.Helper()
 	s := newSession(t)
 	ks := newKeyspace(t, s)
 	cfg := storeConfig(t, s, ks)
-	p := tiers.DefaultPyramid()
 	ctx := testContext(t)
 	if err := cassandra.ApplySchema(ctx, cfg, p); err != nil {
 		t.Fatalf("apply schema: %v", err)
@@ -32,6 +35,13 @@ func openStore(t *testing.T) *cassandra.Store {
 			t.Errorf("close: %v", err)
 		}
 	})
+	return store, s, cfg
+}
+
+// openStore is a fresh store with the default tiers.
+func openStore(t *testing.T) *cassandra.Store {
+	t.Helper()
+	store, _, _ := freshStore(t, tiers.DefaultPyramid())
 	return store
 }
 

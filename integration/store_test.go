@@ -107,19 +107,9 @@ func TestCassandraSchema(t *testing.T) {
 // TestCassandraStoreRowTTL checks that a row carries the TTL that expires
 // it at T + Retention, not the table's default.
 func TestCassandraStoreRowTTL(t *testing.T) {
-	s := newSession(t)
-	ks := newKeyspace(t, s)
-	cfg := storeConfig(t, s, ks)
-	p := tiers.DefaultPyramid()
+	store, s, cfg := freshStore(t, tiers.DefaultPyramid())
+	ks := cfg.Keyspace
 	ctx := testContext(t)
-	if err := cassandra.ApplySchema(ctx, cfg, p); err != nil {
-		t.Fatal(err)
-	}
-	store, err := cassandra.Open(ctx, cfg, p, storeLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
 	now := time.Now().UnixMilli()
 	key := tiers.PartitionKey{Table: tiers.TableRaw, Series: "ttl", Bucket: tiers.AlignDown(now, tiers.Hour), EventBucket: 1}
 	pt := now - tiers.Day
@@ -127,7 +117,7 @@ func TestCassandraStoreRowTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ttl int
-	err = s.Query("SELECT ttl(v) FROM "+ks+".points_raw WHERE series = ? AND bucket = ? AND eb = ? AND t = ?",
+	err := s.Query("SELECT ttl(v) FROM "+ks+".points_raw WHERE series = ? AND bucket = ? AND eb = ? AND t = ?",
 		key.Series, key.Bucket, int16(key.EventBucket), pt).ScanContext(ctx, &ttl)
 	if err != nil {
 		t.Fatal(err)
@@ -168,19 +158,8 @@ func TestCassandraStoreRowTTL(t *testing.T) {
 // epoch and at the ends of the gateway's range, survive the round trip to
 // CQL timestamps to the millisecond, in both orders.
 func TestCassandraStoreExactTimes(t *testing.T) {
-	s := newSession(t)
-	ks := newKeyspace(t, s)
-	cfg := storeConfig(t, s, ks)
-	p := tiers.DefaultPyramid()
+	store, _, _ := freshStore(t, tiers.DefaultPyramid())
 	ctx := testContext(t)
-	if err := cassandra.ApplySchema(ctx, cfg, p); err != nil {
-		t.Fatal(err)
-	}
-	store, err := cassandra.Open(ctx, cfg, p, storeLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
 	times := []int64{tiers.MinTime, tiers.MinTime + 1, -tiers.Day - 1, -1001, -1, 0, 1, 999, 1000, 1001, tiers.MaxTime - 1001, tiers.MaxTime - 1}
 	var rows []tiers.Row
 	for i, ts := range times {

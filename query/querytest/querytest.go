@@ -9,6 +9,7 @@
 package querytest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -59,16 +60,6 @@ type Env struct {
 	Config  query.Config
 }
 
-type storeLayouts struct{ tiers.Registry }
-
-func (s storeLayouts) Layout(ctx context.Context, id string) (tiers.Layout, error) {
-	info, err := s.LookupSeries(ctx, id)
-	if errors.Is(err, tiers.ErrNotFound) {
-		return nil, nil
-	}
-	return info.Layout, err
-}
-
 // NewEnv wires the engine, the write path and the rollup worker over
 // store, reading through reader (store itself, or a decorator of it).
 func NewEnv(t testing.TB, store tiers.Store, reader tiers.PartitionReader) *Env {
@@ -97,7 +88,7 @@ func NewEnvWith(t testing.TB, store tiers.Store, reader tiers.PartitionReader, p
 	rc.Interval = 0
 	worker = rollup.New(store, env.Engine, rc, clock.Now, nil, nil)
 	env.Rollups = worker
-	env.Writer = ingest.NewWriter(store, storeLayouts{store}, &env.Pyramid, ingest.DefaultConfig(), clock.Now)
+	env.Writer = ingest.NewWriter(store, ingest.RegistryLayouts{Registry: store}, &env.Pyramid, ingest.DefaultConfig(), clock.Now)
 	return env
 }
 
@@ -113,7 +104,7 @@ func (tr Truth) Points(span tiers.Span) []tiers.Row {
 			out = append(out, tiers.PointRow(t, v))
 		}
 	}
-	slices.SortFunc(out, func(a, b tiers.Row) int { return cmpInt(a.T, b.T) })
+	slices.SortFunc(out, func(a, b tiers.Row) int { return cmp.Compare(a.T, b.T) })
 	return out
 }
 
@@ -134,16 +125,6 @@ func (tr Truth) Windows(span tiers.Span, step int64) []query.Item {
 		out[i].Row.T = 0
 	}
 	return out
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Page is one page of an answer.

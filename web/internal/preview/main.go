@@ -49,16 +49,6 @@ func main() {
 	}
 }
 
-type layouts struct{ tiers.Registry }
-
-func (l layouts) Layout(ctx context.Context, id string) (tiers.Layout, error) {
-	info, err := l.LookupSeries(ctx, id)
-	if errors.Is(err, tiers.ErrNotFound) {
-		return nil, nil
-	}
-	return info.Layout, err
-}
-
 func run(ctx context.Context, addr, assets string) error {
 	store, err := embedded.OpenInMemory(embedded.Options{})
 	if err != nil {
@@ -85,7 +75,7 @@ func run(ctx context.Context, addr, assets string) error {
 	rc.Interval = 20 * time.Second
 	rc.Grace = 0
 	worker = rollup.New(store, engine, rc, now, nil, nil)
-	writer := ingest.NewWriter(store, layouts{store}, &p, ingest.DefaultConfig(), now)
+	writer := ingest.NewWriter(store, ingest.RegistryLayouts{Registry: store}, &p, ingest.DefaultConfig(), now)
 
 	start := time.Now()
 	fmt.Println("preview: loading demo data…")

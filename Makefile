@@ -46,8 +46,8 @@ vet:
 	$(GO) vet -tags integration ./integration/...
 
 unit-test:
+	@scripts/install-test-tools.sh
 	$(GO) test ./...
-	@command -v node >/dev/null || scripts/install-node.sh
 	node --test web/
 
 integration-test:

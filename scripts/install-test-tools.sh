@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs, from Debian's packages, the tools the tests use besides Go when
+# they are missing: Node.js for the dashboard's JavaScript tests
+# (node --test web/) and curl for the runnable API examples.
+set -euo pipefail
+missing=()
+command -v node >/dev/null || missing+=(nodejs)
+command -v curl >/dev/null || missing+=(curl)
+[ ${#missing[@]} -eq 0 ] && exit 0
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+echo "installing ${missing[*]} for the tests (apt-get install)" >&2
+$sudo apt-get update -qq
+$sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null

@@ -193,4 +193,3 @@ func loadDemo(ctx context.Context, m Main, g *gateway.Gateway, log *slog.Logger)
 	log.Info("demo data loaded", "series", len(demo.All()), "elapsed", time.Since(start).Round(time.Millisecond))
 	return nil
 }
-

@@ -10,8 +10,8 @@ package querytest
 
 import (
 	"cmp"
-	"encoding/base64"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"math/rand/v2"

@@ -185,12 +185,13 @@ func TestServeConfiguredPyramid(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(fiveTiersYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"--tiers", fiveTiers}, {"--config", cfg}} {
+	for run, args := range [][]string{{"--tiers", fiveTiers}, {"--config", cfg}} {
+		series := fmt.Sprintf("five-%d", run)
 		base, stop := serve(t, map[string]string{"GATEWAY_DATA_DIR": dir, "GATEWAY_ROLLUP_INTERVAL": "0"}, args...)
 		now := time.Now().UnixMilli()
 		var pts []string
 		for i := range 600 {
-			pts = append(pts, fmt.Sprintf(`{"series":"five","t":%d,"v":%d}`, now-2*tiers.Hour+int64(i)*12*tiers.Second, i%7))
+			pts = append(pts, fmt.Sprintf(`{"series":%q,"t":%d,"v":%d}`, series, now-2*tiers.Hour+int64(i)*12*tiers.Second, i%7))
 		}
 		if status, body := httpDo(t, "POST", base+"/v1/points", `{"points":[`+strings.Join(pts, ",")+`]}`); status != 200 {
 			t.Fatalf("%v: write: %d %s", args, status, body)
@@ -207,7 +208,7 @@ func TestServeConfiguredPyramid(t *testing.T) {
 				Tier string `json:"tier"`
 			} `json:"segments"`
 		}
-		status, body := httpDo(t, "GET", base+"/v1/series/five/points?from=now-2h&agg=count&limit=100", "")
+		status, body := httpDo(t, "GET", base+"/v1/series/"+series+"/points?from=now-2h&agg=count&limit=100", "")
 		if err := json.Unmarshal([]byte(body), &a); status != 200 || err != nil {
 			t.Fatalf("%v: read: %d %s", args, status, body)
 		}
@@ -218,7 +219,7 @@ func TestServeConfiguredPyramid(t *testing.T) {
 		for a.NextCursor != "" {
 			cursor := a.NextCursor
 			a.NextCursor, a.Points = "", nil
-			status, body = httpDo(t, "GET", base+"/v1/series/five/points?from=now-2h&agg=count&limit=100&cursor="+cursor, "")
+			status, body = httpDo(t, "GET", base+"/v1/series/"+series+"/points?from=now-2h&agg=count&limit=100&cursor="+cursor, "")
 			if err := json.Unmarshal([]byte(body), &a); status != 200 || err != nil {
 				t.Fatalf("%v: page: %d %s", args, status, body)
 			}

@@ -253,3 +253,31 @@ func TestServeConfiguredPyramid(t *testing.T) {
 		}
 	}
 }
+
+// Help that was asked for is printed on stdout and succeeds; a wrong flag
+// fails on stderr saying how to get the help.
+func TestHelp(t *testing.T) {
+	for _, c := range []struct {
+		args         []string
+		code         int
+		stdout, errs string
+	}{
+		{[]string{"--help"}, 0, "commands:", ""},
+		{[]string{"help"}, 0, "commands:", ""},
+		{[]string{"serve", "--help"}, 0, "-max-partitions", ""},
+		{[]string{"serve", "-h"}, 0, "-tiers", ""},
+		{[]string{"schema", "--help"}, 0, "-apply", ""},
+		{[]string{"serve", "--no-such-flag"}, 2, "", "gateway serve -help"},
+		{nil, 2, "", "commands:"},
+	} {
+		var stdout, stderr lockedBuffer
+		m := Main{Stdout: &stdout, Stderr: &stderr, LookupEnv: func(string) (string, bool) { return "", false }}
+		code := m.Run(context.Background(), c.args)
+		if code != c.code || !strings.Contains(stdout.String(), c.stdout) || !strings.Contains(stderr.String(), c.errs) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", c.args, code, stdout.String(), stderr.String())
+		}
+		if c.code == 0 && stderr.String() != "" {
+			t.Errorf("%v: help wrote to stderr: %q", c.args, stderr.String())
+		}
+	}
+}

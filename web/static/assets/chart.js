@@ -21,6 +21,7 @@ const BOTTOM = STRIP.gap + STRIP.height + X_LABELS;
 const SERIES_COLORS = 6; // --series-0 … --series-5
 const TIER_COLORS = 6; // --tier-0 … --tier-5
 const WHEEL_SETTLE_MS = 250;
+const STROKE_CHUNK = 64; // vertices per stroked piece of a line
 
 /** Horizontal space the plot leaves for axes: max_points is the rest of the width. */
 export const PLOT_INSET = MARGIN.left + MARGIN.right;
@@ -334,11 +335,30 @@ export class Chart {
 
   drawLine(ctx, color, d, parts, xs, ys, plot, inView) {
     const v = d.line.values;
+    const width = plot.x1 - plot.x0;
     ctx.strokeStyle = color;
     ctx.fillStyle = color;
-    ctx.lineWidth = 1.5;
     ctx.lineJoin = "round";
-    const sparse = inView > 0 && (plot.x1 - plot.x0) / inView >= 8;
+    ctx.lineCap = "round";
+    const sparse = inView > 0 && width / inView >= 8;
+    // Long paths are stroked in pieces: a rasterizer's cost for one wide
+    // stroked path grows faster than its length (measured in Chromium: a
+    // 3,600-vertex line 1.5 px wide took 45–150 ms as one path, 11–25 ms in
+    // pieces of 64 vertices; docs/benchmarks.md).
+    let n = 0;
+    let lx = 0;
+    let ly = 0;
+    const to = (x, y) => {
+      ctx.lineTo(x, y);
+      lx = x;
+      ly = y;
+      if (++n >= STROKE_CHUNK) {
+        ctx.stroke();
+        ctx.beginPath();
+        ctx.moveTo(lx, ly);
+        n = 0;
+      }
+    };
     for (const [s, e] of parts) {
       if (e - s === 1) {
         ctx.beginPath();
@@ -347,9 +367,13 @@ export class Chart {
         continue;
       }
       ctx.beginPath();
-      if (e - s > 2 * (plot.x1 - plot.x0)) {
+      n = 0;
+      if (e - s > 2 * width) {
         // More points than pixels: per pixel column, its first, lowest,
         // highest and last value keep every peak at a fraction of the work.
+        // One device pixel wide, which rasterizers draw fastest; at that
+        // density the columns read as a band anyway.
+        ctx.lineWidth = 1 / this.dpr;
         let col = NaN;
         let first = 0;
         let lo = 0;
@@ -360,11 +384,11 @@ export class Chart {
           if (Number.isNaN(col)) return;
           const x = col + 0.5;
           if (!started) ctx.moveTo(x, ys(first));
-          else ctx.lineTo(x, ys(first));
+          else to(x, ys(first));
           started = true;
-          ctx.lineTo(x, ys(lo));
-          ctx.lineTo(x, ys(hi));
-          ctx.lineTo(x, ys(last));
+          to(x, ys(lo));
+          to(x, ys(hi));
+          to(x, ys(last));
         };
         for (let i = s; i < e; i++) {
           const x = Math.floor(xs(d.t[i]));
@@ -380,8 +404,9 @@ export class Chart {
         }
         flush();
       } else {
+        ctx.lineWidth = 1.5;
         ctx.moveTo(xs(d.t[s]), ys(v[s]));
-        for (let i = s + 1; i < e; i++) ctx.lineTo(xs(d.t[i]), ys(v[i]));
+        for (let i = s + 1; i < e; i++) to(xs(d.t[i]), ys(v[i]));
       }
       ctx.stroke();
       if (sparse) {
@@ -392,6 +417,7 @@ export class Chart {
         }
       }
     }
+    ctx.lineCap = "butt";
   }
 
   // ------------------------------------------------------------ zoom and pan

@@ -10,6 +10,8 @@
 // chart redraws synchronously) and the requestAnimationFrame intervals
 // while a wheel event arrives every frame.
 
+import { loadavg } from "node:os";
+
 import { launch, afterLoad } from "./browser.mjs";
 import { T0, fillDense, start } from "./gateway.mjs";
 
@@ -20,6 +22,8 @@ const median = (a) => [...a].sort((x, y) => x - y)[a.length >> 1];
 const p95 = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length * 0.95)];
 const fmt = (a) => `median ${median(a).toFixed(2)} ms, p95 ${p95(a).toFixed(2)} ms, max ${Math.max(...a).toFixed(2)} ms (n=${a.length})`;
 
+const load = () => loadavg().map((x) => x.toFixed(2)).join(" ");
+console.log(`load average before: ${load()}`);
 const gw = await start();
 let browser;
 try {
@@ -89,6 +93,7 @@ try {
   console.log(`redraw on a shift+wheel pan: ${fmt(result.pan)}`);
   console.log(`requestAnimationFrame interval while zooming: ${fmt(result.frames)}`);
   console.log(`requestAnimationFrame interval while idle: ${fmt(result.idle)}`);
+  console.log(`load average after: ${load()}`);
 } finally {
   await browser?.close();
   await gw.stop();

@@ -675,6 +675,7 @@ function askForToken(problem) {
       dialog.removeEventListener("close", onClose);
       $("auth-form").removeEventListener("submit", onSubmit);
       if (dialog.open) dialog.close();
+      if (value) setToken(value);
       resolve(value);
       renderControls();
     };

@@ -179,6 +179,36 @@ describe("dashboard in Chromium", { timeout: 110_000 }, () => {
     assert.deepEqual([...ids], ["e2e.temperature", "e2e.load"]);
   });
 
+  it("draws tier segments and the part a partial answer did not cover", async () => {
+    // The gateway's own answer, cut as a budget-limited page would be: the
+    // last quarter not covered, the covered part served by two tiers.
+    const cut = T0 + 18 * HOUR;
+    await page.route("**/v1/series/e2e.temperature/points?*", async (route) => {
+      const res = await route.fetch();
+      const a = await res.json();
+      a.points = a.points.filter((p) => p[0] < cut);
+      a.partial = true;
+      a.partial_reason = "slo";
+      a.covered = [a.from, cut];
+      a.segments = [{ from: a.from, to: T0 + 12 * HOUR, tier: "minute" }, { from: T0 + 12 * HOUR, to: cut, tier: "raw" }];
+      await route.fulfill({ response: res, json: a });
+    });
+    try {
+      await afterLoad(page, () => page.click("#reload"));
+      const messages = await page.textContent("#messages");
+      assert.match(messages, /Partial answer: the latency budget ran out before the whole range was read/);
+      assert.doesNotMatch(messages, /store/);
+      const legend = await page.textContent("#legend");
+      assert.match(legend, /not covered/);
+      assert.match(legend, /minute Jan 10 00:00 – Jan 10 12:00.*raw Jan 10 12:00 – Jan 10 18:00/s);
+      await shoot("partial");
+    } finally {
+      await page.unroute("**/v1/series/e2e.temperature/points?*");
+    }
+    await afterLoad(page, () => page.click("#reload"));
+    assert.equal(await page.locator("#messages").textContent(), "");
+  });
+
   it("says in words why a resolution is refused", async () => {
     await page.fill("#res", "3x");
     await page.press("#res", "Enter");

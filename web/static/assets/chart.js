@@ -262,9 +262,12 @@ export class Chart {
         if (x1 <= x0) continue;
         ctx.fillStyle = this.hatch(ctx, c.uncovered);
         ctx.fillRect(x0, plot.y0, x1 - x0, plot.y1 - plot.y0);
-        const label = "not covered" + (s.partialReason ? ` (${s.partialReason === "slo" ? "latency budget ran out" : s.partialReason})` : "") +
-          (d.series.length > 1 ? `: ${s.id}` : "");
-        if (x1 - x0 > ctx.measureText(label).width + 12) {
+        // The longest label that fits: who, why, or just what.
+        const why = s.partialReason === "slo" ? "latency budget ran out" : s.partialReason === "unavailable" ? "store failed" : s.partialReason;
+        const who = d.series.length > 1 ? `${s.id}: ` : "";
+        const label = [why && `${who}not covered, ${why}`, `${who}not covered`, "not covered"]
+          .find((l) => l && x1 - x0 > ctx.measureText(l).width + 12);
+        if (label) {
           ctx.fillStyle = c.muted;
           ctx.textAlign = "left";
           ctx.fillText(label, x0 + 6, plot.y0 + 6 + 16 * d.series.indexOf(s));

@@ -1,7 +1,7 @@
 // Debian's Chromium (/usr/bin/chromium) driven by playwright-core, which
 // downloads no browser: launched headless in a fresh profile with nothing
-// that reaches beyond loopback, at a fixed size, zone and clock so that
-// screenshots compare across runs.
+// that reaches beyond loopback, at a fixed size, zone, clock and font so
+// that screenshots compare across runs and machines.
 
 import { mkdtempSync, rmSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -37,10 +37,22 @@ export async function launch() {
     reducedMotion: "reduce",
     acceptDownloads: true,
   });
+  // Pin the page's font to DejaVu Sans (Debian's fonts-dejavu-core), so
+  // that screenshots do not depend on which fonts a machine has and which
+  // one its fontconfig calls system-ui.
+  await context.route("**/assets/app.css", async (route) => {
+    const res = await route.fetch();
+    const css = (await res.text()) + `\n:root, input, select, button, code { font-family: "DejaVu Sans" !important; }\n`;
+    await route.fulfill({ response: res, body: css });
+  });
   const page = context.pages()[0] ?? (await context.newPage());
   await page.clock.setFixedTime(PAGE_NOW);
   const errors = [];
   page.on("pageerror", (err) => errors.push(String(err)));
+  // Console errors too (a Content-Security-Policy violation is one), but
+  // not the browser's note on each answer with an error status, which the
+  // tests cause on purpose.
+  page.on("console", (m) => m.type() === "error" && !/^Failed to load resource/.test(m.text()) && errors.push(m.text()));
   return {
     page, context, errors,
     close: async () => {

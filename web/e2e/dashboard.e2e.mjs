@@ -52,8 +52,10 @@ describe("dashboard in Chromium", { timeout: 110_000 }, () => {
     page = browser.page;
   });
   after(async () => {
+    const errors = browser?.errors ?? [];
     await browser?.close();
     await gw?.stop();
+    assert.deepEqual(errors, [], "no script error in the page");
   });
 
   it("loads a series with whole windows from the left edge", async () => {
@@ -62,6 +64,8 @@ describe("dashboard in Chromium", { timeout: 110_000 }, () => {
     assert.deepEqual(await page.locator("#series-list .id").allTextContents(), ["e2e.load", "e2e.pressure", "e2e.temperature"]);
     assert.equal(await page.textContent("#series-title"), "e2e.temperature");
     assert.equal(await page.locator("#problem").isHidden(), true);
+    assert.equal(await page.evaluate(() => getComputedStyle(document.documentElement).fontFamily), '"DejaVu Sans"', "the screenshots' font");
+    assert.deepEqual(browser.errors, [], "no script error");
     // The page chose the window: a round step, from aligned down to it.
     const req = new URL(await page.getAttribute("#request", "href"), gw.url);
     const from = Number(req.searchParams.get("from"));

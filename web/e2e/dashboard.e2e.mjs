@@ -232,6 +232,24 @@ describe("dashboard in Chromium", { timeout: 110_000 }, () => {
     assert.equal((await hashState()).res, "1h");
   });
 
+  it("reads the range again at the chosen refresh interval", async () => {
+    // The page's clock stands at Jan 12 12:00: the last 24 hours end "now".
+    await afterLoad(page, () => page.goto(`${gw.url}/#series=e2e.temperature&range=24h`));
+    assert.equal(await page.isEnabled("#refresh"), true);
+    assert.deepEqual(await page.locator("#refresh option").allTextContents(), ["off", "5s", "10s", "30s", "1m", "5m"]);
+    await page.selectOption("#refresh", "5s");
+    assert.equal((await hashState()).refresh, "5s");
+    const t0 = Date.now();
+    await afterLoad(page, async () => {}); // nothing but the timer reads
+    const waited = Date.now() - t0;
+    assert.ok(waited > 4000 && waited < 9000, `read again after ${waited} ms`);
+    await page.selectOption("#refresh", "off");
+    assert.equal((await hashState()).refresh, undefined);
+    // A range that does not end now has nothing to refresh.
+    await afterLoad(page, () => page.goto(`${gw.url}/${HASH}`));
+    assert.equal(await page.isDisabled("#refresh"), true);
+  });
+
   it("names an unknown series", async () => {
     await afterLoad(page, () => page.goto(`${gw.url}/#series=e2e.nothing&from=${FROM}&to=${TO}`));
     const problem = page.locator("#problem");

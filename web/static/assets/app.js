@@ -453,7 +453,7 @@ function renderLegend(answers, ids) {
   const first = shown[0];
   if (first?.segments?.length) {
     legend.append(el("span", { class: "sep" }));
-    const slots = tierSlots(tiersOf.get(ids[ids.indexOf(first.series)] ?? state.series) ?? tiersOf.get(state.series));
+    const slots = tierSlots(tiersOf.get(first.series) ?? tiersOf.get(state.series));
     for (const seg of first.segments) {
       legend.append(el("span", { class: "key segment", title: `${formatTime(seg.from, localOffset)} → ${formatTime(seg.to, localOffset)}` },
         tierSwatch(seg.tier, slots), `${seg.tier} ${spanText(seg.from, seg.to)}`));

@@ -100,7 +100,10 @@ export class Chart {
   set(data, message = "") {
     if (data) for (const s of data.series) s.runs = runs(s.t, s.resolutionMs);
     this.data = data;
-    this.view = data ? { from: data.from, to: data.to } : null;
+    // An answer that lands while the wheel or a pan is still moving the
+    // view keeps the view where the hand is; the read of that range follows.
+    const moving = this.wheelTimer || this.drag?.mode === "pan";
+    this.view = data ? (moving && this.view ? this.view : { from: data.from, to: data.to }) : null;
     this.message = message;
     this.draw();
     this.hover(this.pointer);
@@ -502,7 +505,10 @@ export class Chart {
     this.setView(r.from, r.to);
     this.hover(e);
     clearTimeout(this.wheelTimer);
-    this.wheelTimer = setTimeout(() => this.onView?.({ ...this.view }), WHEEL_SETTLE_MS);
+    this.wheelTimer = setTimeout(() => {
+      this.wheelTimer = 0;
+      this.onView?.({ ...this.view });
+    }, WHEEL_SETTLE_MS);
   }
 
   centerText(ctx, c, plot, text) {

@@ -16,23 +16,26 @@ export class ProblemError extends Error {
 const TOKEN_KEY = "tsgate.token";
 
 const storage = () => globalThis.sessionStorage;
+// Where storage is disabled, the token lasts as long as the page.
+let pageToken = "";
 
 /** The stored bearer token, or "". */
 export function token() {
   try {
-    return storage()?.getItem(TOKEN_KEY) || "";
+    return storage()?.getItem(TOKEN_KEY) || pageToken;
   } catch {
-    return "";
+    return pageToken;
   }
 }
 
 /** Stores the bearer token for the API calls of this tab ("" forgets it). */
 export function setToken(t) {
+  pageToken = t || "";
   try {
     if (t) storage()?.setItem(TOKEN_KEY, t);
     else storage()?.removeItem(TOKEN_KEY);
   } catch {
-    // storage disabled: the token lasts only as long as asking again
+    // storage disabled: pageToken holds it
   }
 }
 

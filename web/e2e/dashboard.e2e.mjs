@@ -29,10 +29,10 @@ async function hashState() {
   return Object.fromEntries(new URLSearchParams((await page.evaluate(() => location.hash)).slice(1)));
 }
 
-/** A screenshot of the chart card (chart, legend, help), pointer moved away first. */
-async function shoot(name) {
+/** A screenshot of an element (the chart card: chart, legend, help), pointer moved away first. */
+async function shoot(name, selector = ".chart-card") {
   await page.mouse.move(1, 1);
-  const png = await page.locator(".chart-card").screenshot({ animations: "disabled", caret: "hide" });
+  const png = await page.locator(selector).screenshot({ animations: "disabled", caret: "hide" });
   matchBaseline(name, png);
 }
 
@@ -255,6 +255,6 @@ describe("dashboard in Chromium", { timeout: 110_000 }, () => {
     const problem = page.locator("#problem");
     assert.equal(await problem.isVisible(), true);
     assert.match(await problem.textContent(), /Unknown series.*404.*No series has this id/s);
-    await shoot("unknown-series");
+    await shoot("unknown-series", "#problem");
   });
 });

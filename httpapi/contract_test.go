@@ -224,7 +224,7 @@ func TestCheckerCatchesViolations(t *testing.T) {
 		body   string
 	}{
 		{"missing member", get("/v1/series/s/points?from=1"), 200, jsonCT, strings.Replace(okAnswer, `"partial":false,`, "", 1)},
-		{"wrong tier", get("/v1/series/s/points?from=1"), 200, jsonCT, strings.Replace(okAnswer, `"tier":"raw"`, `"tier":"second"`, 1)},
+		{"wrong tier", get("/v1/series/s/points?from=1"), 200, jsonCT, strings.Replace(okAnswer, `"tier":"raw"`, `"tier":"Minute tier"`, 1)},
 		{"string point", get("/v1/series/s/points?from=1"), 200, jsonCT, strings.Replace(okAnswer, `[[1,2.5]]`, `[["1",2.5]]`, 1)},
 		{"undocumented status", get("/v1/series/s/points?from=1"), 201, jsonCT, okAnswer},
 		{"wrong content type", get("/v1/series/s/points?from=1"), 200, http.Header{"Content-Type": {"text/plain"}}, okAnswer},

@@ -74,10 +74,12 @@ describe("dashboard in Chromium", { timeout: 110_000 }, () => {
     assert.ok([60_000, 120_000, 300_000].includes(answer.resolution_ms), `window ${answer.resolution_ms}`);
     assert.equal(from % answer.resolution_ms, 0, "from is aligned to the window");
     assert.equal(answer.points[0][0], T0, "the first window starts at the range's start");
-    assert.equal(answer.tier, "minute");
-    // The tier names shown come from the server's answer.
-    assert.match(await page.textContent("#facts"), /minute/);
-    assert.match(await page.textContent("#legend"), /minute/);
+    // The tier names shown are the configured pyramid's, as the gateway
+    // lists them.
+    assert.equal(answer.tier, "fine");
+    assert.match(await page.textContent("#facts"), /Tier\s*fine/);
+    assert.match(await page.textContent("#legend"), /fine Jan 10 00:00 – Jan 11 00:00/);
+    assert.match(await page.textContent("#series-meta"), /tiers keep raw 3650d, fine 3650d, coarse 3650d, daily forever/);
     await shoot("load");
   });
 
@@ -194,7 +196,7 @@ describe("dashboard in Chromium", { timeout: 110_000 }, () => {
       a.partial = true;
       a.partial_reason = "slo";
       a.covered = [a.from, cut];
-      a.segments = [{ from: a.from, to: T0 + 12 * HOUR, tier: "minute" }, { from: T0 + 12 * HOUR, to: cut, tier: "raw" }];
+      a.segments = [{ from: a.from, to: T0 + 12 * HOUR, tier: "fine" }, { from: T0 + 12 * HOUR, to: cut, tier: "raw" }];
       await route.fulfill({ response: res, json: a });
     });
     try {
@@ -204,7 +206,7 @@ describe("dashboard in Chromium", { timeout: 110_000 }, () => {
       assert.doesNotMatch(messages, /store/);
       const legend = await page.textContent("#legend");
       assert.match(legend, /not covered/);
-      assert.match(legend, /minute Jan 10 00:00 – Jan 10 12:00.*raw Jan 10 12:00 – Jan 10 18:00/s);
+      assert.match(legend, /fine Jan 10 00:00 – Jan 10 12:00.*raw Jan 10 12:00 – Jan 10 18:00/s);
       await shoot("partial");
     } finally {
       await page.unroute("**/v1/series/e2e.temperature/points?*");

@@ -16,10 +16,18 @@ export const MINUTE = 60_000;
 export const HOUR = 60 * MINUTE;
 export const DAY = 24 * HOUR;
 
-// The points are older than the default raw retention (7d): the tiers keep
-// them for ten years instead. The rollup worker runs only when asked, so
-// which tier serves what does not depend on timing.
-const RETENTION = ["--raw-retention", "3650d", "--minute-retention", "3650d", "--hour-retention", "3650d"];
+// An operator's pyramid with its own tier names, so that the page can only
+// show them by reading them from the gateway. The points are older than
+// the default raw retention (7d): the tiers keep them for ten years. The
+// rollup worker runs only when asked, so which tier serves what does not
+// depend on timing.
+export const TIER_NAMES = ["raw", "fine", "coarse", "daily"];
+const PYRAMID = ["--tiers", [
+  "name=raw,bucket=1h,event-buckets=4,retention=3650d,auto-max=6h",
+  "name=fine,step=1m,bucket=1d,retention=3650d,auto-max=7d",
+  "name=coarse,step=1h,bucket=30d,retention=3650d,auto-max=90d",
+  "name=daily,step=1d,bucket=365d,retention=0s",
+].join(";")];
 
 /** Builds the gateway into dir and returns the binary's path. */
 export function build(dir) {
@@ -40,7 +48,7 @@ export function build(dir) {
 export async function start({ extraArgs = [] } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "tsgate-e2e-"));
   const bin = build(dir);
-  const args = ["serve", "--addr", "127.0.0.1:0", "--data-dir", join(dir, "data"), "--rollup-interval", "0", ...RETENTION, ...extraArgs];
+  const args = ["serve", "--addr", "127.0.0.1:0", "--data-dir", join(dir, "data"), "--rollup-interval", "0", ...PYRAMID, ...extraArgs];
   const proc = spawn(bin, args, { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   const url = await new Promise((resolve, reject) => {

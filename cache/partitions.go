@@ -1,6 +1,13 @@
 // Package cache keeps what the gateway reads over and over: series metadata
 // (read-through, for a short time, widened in place by local writes) and
-// the rows of partition reads that can no longer change.
+// the rows that can no longer change.
+//
+// The gateway caches whole final buckets (Buckets): the event-bucket
+// partitions of a bucket merged into one ascending run, keyed by table,
+// series, bucket and layout but not by the span a read asked for, so any
+// paging of any range is a slice of the same entries. Partitions, the
+// older cache of single partition reads keyed by their exact span, remains
+// for readers that want no merge.
 //
 // Partition reads are cached only when a predicate (Finality.Final) says
 // the rows of the requested span are final — a closed raw bucket past the

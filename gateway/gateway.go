@@ -133,23 +133,25 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 	g.Rollups = rollup.New(store, cfg.Pyramid, cfg.Query.Scan, rc, now, log, rollup.NewMetrics(reg))
 
 	var reader tiers.PartitionReader = store
-	if cfg.CacheBytes > 0 {
-		final := cache.Finality{Pyramid: cfg.Pyramid, Lateness: cfg.Ingest.Lateness, Grace: rc.Grace, Rollups: g.Rollups, Now: now}
-		pc := cache.NewPartitions(store, final.Final, cfg.CacheBytes)
-		reg.MustRegister(
-			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tsgate_cache_hits_total", Help: "Partition reads served from the cache of final buckets."},
-				func() float64 { h, _ := pc.Stats(); return float64(h) }),
-			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tsgate_cache_misses_total", Help: "Cacheable partition reads that went to the store."},
-				func() float64 { _, m := pc.Stats(); return float64(m) }),
-		)
-		reader = pc
-	}
 	if opts.WrapReader != nil {
 		reader = opts.WrapReader(reader)
 	}
+	var buckets *cache.Buckets
+	if cfg.CacheBytes > 0 {
+		final := cache.Finality{Pyramid: cfg.Pyramid, Lateness: cfg.Ingest.Lateness, Grace: rc.Grace, Rollups: g.Rollups, Now: now}
+		buckets = cache.NewBuckets(reader, final.Final, cfg.CacheBytes)
+		reg.MustRegister(
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tsgate_cache_hits_total", Help: "Buckets served from the cache of final buckets."},
+				func() float64 { h, _ := buckets.Stats(); return float64(h) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tsgate_cache_misses_total", Help: "Final buckets read from the store into the cache."},
+				func() float64 { _, m := buckets.Stats(); return float64(m) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tsgate_cache_bytes", Help: "Memory held by the cache of final buckets."},
+				func() float64 { return float64(buckets.Bytes()) }),
+		)
+	}
 	g.Metrics = httpapi.NewMetrics(reg)
 	engine := query.New(query.Deps{
-		Store: engineStore{reader, store, g.Series}, Pyramid: cfg.Pyramid,
+		Store: newEngineStore(reader, store, g.Series, buckets), Pyramid: cfg.Pyramid,
 		Watermarks: g.Rollups, Signer: signer, Now: now,
 	}, cfg.Query)
 	g.Engine = query.Observe(engine, g.Metrics.ObserveRead)
@@ -157,12 +159,27 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 	return g, nil
 }
 
-// engineStore is what the engine reads: partitions through the caches, the
+// engineStore is what the engine reads: partitions from the store, the
 // late index from the store, series through the series cache.
 type engineStore struct {
 	tiers.PartitionReader
 	tiers.LateIndex
 	*cache.Series
+}
+
+// cachedStore is an engineStore whose final buckets are served from
+// memory (the scan looks for partial.Buckets).
+type cachedStore struct {
+	engineStore
+	*cache.Buckets
+}
+
+func newEngineStore(r tiers.PartitionReader, late tiers.LateIndex, series *cache.Series, buckets *cache.Buckets) query.Store {
+	s := engineStore{r, late, series}
+	if buckets == nil {
+		return s
+	}
+	return cachedStore{s, buckets}
 }
 
 // writerStore writes through the series cache, so that local reads see new

@@ -20,6 +20,10 @@ import (
 type Group struct {
 	Span  tiers.Span
 	Reads []tiers.ReadRequest
+	// Bucket is the whole time bucket the group is part of, when the group
+	// is one; a bucket cache keys on it rather than on Span, so that any
+	// part of the bucket is served from one entry.
+	Bucket tiers.Bucket
 }
 
 // FetchOptions bounds a fetch.
@@ -40,6 +44,8 @@ type FetchOptions struct {
 	// Lookahead is how many pages of one partition may be buffered ahead of
 	// the merge; memory is bounded by Parallelism x (Lookahead+1) pages.
 	Lookahead int
+	// Buckets, when set, serves whole buckets from memory.
+	Buckets Buckets
 }
 
 // Stats counts the work of a fetch. The counters are updated while the
@@ -94,6 +100,10 @@ type groupFeeds struct {
 	// that must complete, the soft budget's for the others.
 	ctx   context.Context
 	feeds []*feed
+	// run is the group's cached bucket, or load delivers it; the feeds
+	// then read only the partitions the run does not cover.
+	run  *Run
+	load chan loadResult
 	// tokens is how many of the fetch's partition tokens the group holds
 	// until the merge is done with it.
 	tokens int
@@ -143,11 +153,25 @@ func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, g
 					return nil
 				}
 			}
-			gf := &groupFeeds{span: g.Span, ctx: gctx, feeds: make([]*feed, len(g.Reads))}
-			for i := range g.Reads {
+			reads := g.Reads
+			var br BucketRead
+			if opts.Buckets != nil && g.Bucket.End > g.Bucket.Start {
+				br = opts.Buckets.Bucket(g)
+			}
+			if br.Run != nil || br.Load != nil {
+				// The run covers the event-bucket partitions: only the late
+				// partition is still read.
+				stats.Partitions.Add(int64(g.Bucket.EventBuckets))
+				reads = lateReads(reads)
+			}
+			gf := &groupFeeds{span: g.Span, ctx: gctx, feeds: make([]*feed, len(reads)), run: br.Run}
+			for i := range reads {
 				gf.feeds[i] = &feed{ctx: gctx, pages: make(chan []tiers.Row, lookahead)}
 			}
-			oversized := len(g.Reads) > limit
+			if br.Run != nil {
+				stats.CacheHits.Add(int64(g.Bucket.EventBuckets))
+			}
+			oversized := len(reads) > limit
 			if oversized {
 				// Never deadlock on a misconfigured limit: fail the group.
 				for _, f := range gf.feeds {
@@ -161,7 +185,11 @@ func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, g
 			// once it has moved past the group. Waiting for tokens cannot
 			// deadlock: the merge only waits for groups that were handed over,
 			// and once it has finished them all, every token is free.
-			gf.tokens = max(1, min(len(g.Reads), limit))
+			gf.tokens = max(1, min(len(reads), limit))
+			if br.Load != nil {
+				gf.load = make(chan loadResult, 1)
+				gf.tokens = min(gf.tokens+1, limit)
+			}
 			for range gf.tokens {
 				select {
 				case s.ahead <- struct{}{}:
@@ -177,7 +205,14 @@ func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, g
 			if oversized {
 				continue
 			}
-			for i, req := range g.Reads {
+			if br.Load != nil {
+				eg.Go(func() error {
+					run, err := br.Load(gctx, stats)
+					gf.load <- loadResult{run, err}
+					return nil
+				})
+			}
+			for i, req := range reads {
 				f := gf.feeds[i]
 				stats.Partitions.Add(1)
 				eg.Go(func() error {
@@ -227,9 +262,26 @@ func (s *Stream) Next() bool {
 				s.done = true
 				return false
 			}
-			inputs := make([]merge.Iterator[tiers.Row], len(s.cur.feeds))
-			for i, f := range s.cur.feeds {
-				inputs[i] = f
+			if s.cur.load != nil {
+				select {
+				case r := <-s.cur.load:
+					if r.err != nil {
+						return s.stop(r.err)
+					}
+					s.cur.run = r.run
+				case <-s.ctx.Done():
+					return s.stop(context.Cause(s.ctx))
+				}
+			}
+			inputs := make([]merge.Iterator[tiers.Row], 0, len(s.cur.feeds)+1)
+			if s.cur.run != nil {
+				// First, so that on equal timestamps the late partition wins.
+				ri := newRunIter(s.cur.run, s.cur.span, s.desc)
+				s.stats.RowsRead.Add(int64(ri.count()))
+				inputs = append(inputs, ri)
+			}
+			for _, f := range s.cur.feeds {
+				inputs = append(inputs, f)
 			}
 			less := ascRow
 			if s.desc {
@@ -261,6 +313,11 @@ func (s *Stream) Next() bool {
 		}
 		s.it, s.cur = nil, nil
 	}
+}
+
+type loadResult struct {
+	run *Run
+	err error
 }
 
 func (s *Stream) groupStart() int64 {
@@ -340,6 +397,17 @@ func (s *Stream) Close() {
 		}()
 		_ = s.eg.Wait()
 	})
+}
+
+// lateReads returns the reads of the late table.
+func lateReads(reads []tiers.ReadRequest) []tiers.ReadRequest {
+	var out []tiers.ReadRequest
+	for _, r := range reads {
+		if r.Key.Table == tiers.TableLate {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func ascRow(a, b tiers.Row) bool  { return a.T < b.T }

@@ -59,12 +59,19 @@ type Scanner struct {
 	pyramid tiers.Pyramid
 	cfg     Config
 	now     func() time.Time
+	// buckets serves whole final buckets from memory when the store
+	// offers it.
+	buckets partial.Buckets
 }
 
 // New returns a scanner of the tiers of p; now is the clock that decides
 // which rows have expired.
 func New(store Store, p tiers.Pyramid, cfg Config, now func() time.Time) *Scanner {
-	return &Scanner{store: store, pyramid: p, cfg: cfg, now: now}
+	sc := &Scanner{store: store, pyramid: p, cfg: cfg, now: now}
+	if b, ok := store.(partial.Buckets); ok {
+		sc.buckets = b
+	}
+	return sc
 }
 
 // Segment is one part of a read and how its partitions are laid out.
@@ -138,7 +145,7 @@ func (s *Scanner) Groups(ctx context.Context, series string, segs []Segment, des
 		for _, seg := range segs {
 			for b := range seg.Layout.Buckets(seg.Span, desc) {
 				gs := b.Span().Intersect(seg.Span)
-				g := partial.Group{Span: gs, Reads: make([]tiers.ReadRequest, 0, b.EventBuckets+1)}
+				g := partial.Group{Span: gs, Bucket: b, Reads: make([]tiers.ReadRequest, 0, b.EventBuckets+1)}
 				for eb := range b.EventBuckets {
 					g.Reads = append(g.Reads, tiers.ReadRequest{
 						Key:  tiers.PartitionKey{Table: seg.Tier.Table, Series: series, Bucket: b.Start, EventBucket: eb},
@@ -177,7 +184,7 @@ func (s *Scanner) Read(ctx context.Context, series string, segs []Segment, span 
 	}
 	opts := partial.FetchOptions{
 		Parallelism: max(s.cfg.Parallelism, maxGroup), Lookahead: s.cfg.Lookahead,
-		Soft: progress.Soft, Must: progress.Must,
+		Soft: progress.Soft, Must: progress.Must, Buckets: s.buckets,
 	}
 	return partial.Fetch(ctx, s.store, span, groups, desc, opts, stats), nil
 }

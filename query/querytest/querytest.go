@@ -206,6 +206,7 @@ func Run(t *testing.T, store tiers.Store, p tiers.Pyramid) {
 	t.Run("PagingLawUnderBudget", func(t *testing.T) { pagingLawUnderBudget(t, store, series, truth, env, false) })
 	t.Run("PagingLawUnderStoreFailures", func(t *testing.T) { pagingLawUnderBudget(t, store, series, truth, env, true) })
 	t.Run("PagesProgressWhenEveryReadIsSlowerThanTheBudget", func(t *testing.T) { pagesProgress(t, store, series, env) })
+	t.Run("CachedBucketsAnswerTheSame", func(t *testing.T) { cachedBuckets(t, store, series, truth, env) })
 	t.Run("UnknownSeries", func(t *testing.T) {
 		_, err := env.Read(context.Background(), env.Req(series+"x", tiers.Span{From: 0, To: 1}, router.Resolution{Kind: router.RawPoints}))
 		if !errors.Is(err, query.ErrSeriesNotFound) {
@@ -613,6 +614,52 @@ func pagesProgress(t *testing.T, store tiers.Store, series string, base *Env) {
 		}
 		if d := diff(got, full.Items); d != "" {
 			t.Fatalf("%s span %+v desc %v slo %s, %d pages: %s", res.name, span, req.Desc, req.SLO, pages, d)
+		}
+	}
+}
+
+// cachedBuckets: with the cache of final buckets on, large enough to hold
+// them or so small that most buckets do not fit, answers and pages stay
+// exactly those of the store, cold and warm, and a warm read of final raw
+// buckets is served from memory whatever the paging.
+func cachedBuckets(t *testing.T, store tiers.Store, series string, truth Truth, base *Env) {
+	for _, size := range []int64{64 << 20, 16 << 10} {
+		e := NewEnv(t, store, Options{Pyramid: base.Pyramid, Clock: base.Clock, Configure: func(c *gateway.Config) { c.CacheBytes = size }})
+		for range 2 {
+			e.answersEqualBruteForce(t, series, truth)
+			e.pagingLaw(t, series, truth)
+		}
+		now := e.Clock.Now().UnixMilli()
+		span := tiers.Span{From: now - 3*tiers.Day - tiers.Hour, To: now}
+		hits := int64(0)
+		for _, limit := range []int{e.Config.MaxLimit, 777, 5000} {
+			for _, desc := range []bool{false, true} {
+				req := e.Req(series, span, router.Resolution{Kind: router.RawPoints})
+				req.Desc, req.Limit = desc, limit
+				var got []query.Item
+				for pages := 0; ; pages++ {
+					p, err := e.Read(context.Background(), req)
+					if err != nil || p.Trailer.Err != nil {
+						t.Fatal(err, p.Trailer.Err)
+					}
+					hits += p.Trailer.Stats.CacheHits
+					got = append(got, p.Items...)
+					if p.Trailer.NextCursor == "" {
+						break
+					}
+					if pages > len(truth)/limit+2 {
+						t.Fatal("no end of pages")
+					}
+					req.Cursor = p.Trailer.NextCursor
+				}
+				if d := diff(got, want(truth, span, router.Plan{}, desc)); d != "" {
+					t.Fatalf("cache of %d bytes, limit %d desc %v: %s", size, limit, desc, d)
+				}
+			}
+		}
+		t.Logf("cache of %d bytes: %d partitions served from memory", size, hits)
+		if size > 1<<20 && hits == 0 {
+			t.Fatalf("cache of %d bytes: no read of final raw buckets was served from memory", size)
 		}
 	}
 }

@@ -1,0 +1,249 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	lru "github.com/hashicorp/golang-lru/v2/simplelru"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/tsgate/tsgate/merge"
+	"github.com/tsgate/tsgate/partial"
+	"github.com/tsgate/tsgate/tiers"
+)
+
+// bucketKeyVersion is part of every bucket key; bump it when the cached
+// form changes.
+const bucketKeyVersion = 1
+
+// bucketKey names a whole bucket under one layout: the same bucket start
+// under another width or event-bucket count is another entry.
+type bucketKey struct {
+	version    int
+	table      tiers.Table
+	series     string
+	start, end int64
+	events     int
+}
+
+type bucketEntry struct {
+	key bucketKey
+	run *partial.Run
+}
+
+// Buckets caches whole final buckets: the event-bucket partitions of a
+// bucket merged into one ascending run, so that a read of any part of the
+// bucket, in either order and under any paging, is a slice of one entry.
+// Raw points are held in 16 bytes each. It implements partial.Buckets.
+type Buckets struct {
+	next     tiers.PartitionReader
+	final    func(tiers.ReadRequest) bool
+	maxBytes int64
+	maxEntry int64
+
+	mu    sync.Mutex
+	lru   *lru.LRU[bucketKey, *bucketEntry]
+	large *lru.LRU[bucketKey, struct{}] // buckets too large for an entry
+	bytes int64
+	group singleflight.Group
+
+	hits, misses atomic.Int64
+}
+
+// NewBuckets caches the buckets of next whose whole span final reports
+// final, holding at most maxBytes of runs, and no single run larger than a
+// sixteenth of that.
+func NewBuckets(next tiers.PartitionReader, final func(tiers.ReadRequest) bool, maxBytes int64) *Buckets {
+	b := &Buckets{next: next, final: final, maxBytes: maxBytes, maxEntry: maxBytes / 16}
+	// Bounded in bytes below, not in entries.
+	b.lru, _ = lru.NewLRU[bucketKey, *bucketEntry](1<<30, nil)
+	b.large, _ = lru.NewLRU[bucketKey, struct{}](4096, nil)
+	return b
+}
+
+// Stats returns the buckets served from memory and those loaded so far.
+func (b *Buckets) Stats() (hits, misses int64) { return b.hits.Load(), b.misses.Load() }
+
+// Bytes is the memory the cached runs take.
+func (b *Buckets) Bytes() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.bytes
+}
+
+// Bucket serves the event-bucket partitions of g's bucket when the whole
+// bucket is final.
+func (b *Buckets) Bucket(g partial.Group) partial.BucketRead {
+	var reads []tiers.ReadRequest
+	for _, r := range g.Reads {
+		if r.Key.Table != tiers.TableLate {
+			reads = append(reads, r)
+		}
+	}
+	if len(reads) == 0 || len(reads) != g.Bucket.EventBuckets || b.maxEntry < 16 {
+		return partial.BucketRead{}
+	}
+	first := reads[0].Key
+	whole := tiers.ReadRequest{Key: tiers.PartitionKey{Table: first.Table, Series: first.Series, Bucket: g.Bucket.Start}, Span: g.Bucket.Span()}
+	if first.Bucket != g.Bucket.Start || !b.final(whole) {
+		return partial.BucketRead{}
+	}
+	k := bucketKey{version: bucketKeyVersion, table: first.Table, series: first.Series, start: g.Bucket.Start, end: g.Bucket.End, events: g.Bucket.EventBuckets}
+	if e, large := b.get(k); e != nil {
+		b.hits.Add(1)
+		return partial.BucketRead{Run: e.run}
+	} else if large {
+		return partial.BucketRead{}
+	}
+	return partial.BucketRead{Load: func(ctx context.Context, stats *partial.Stats) (*partial.Run, error) {
+		b.misses.Add(1)
+		ch := b.group.DoChan(bucketKeyString(k), func() (any, error) {
+			if e, _ := b.get(k); e != nil {
+				return e, nil
+			}
+			run, err := b.load(ctx, k, reads[0].PageSize, stats)
+			if err != nil {
+				return nil, err
+			}
+			e := &bucketEntry{key: k, run: run}
+			b.put(e)
+			return e, nil
+		})
+		select {
+		case r := <-ch:
+			if r.Err == nil && r.Val.(*bucketEntry).key == k {
+				return r.Val.(*bucketEntry).run, nil
+			}
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
+			// The shared load failed under another read's context (or a
+			// key-string collision): load under this read's own.
+			return b.load(ctx, k, reads[0].PageSize, stats)
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}}
+}
+
+// load reads the event-bucket partitions of the whole bucket at once and
+// merges them into one ascending run.
+func (b *Buckets) load(ctx context.Context, k bucketKey, pageSize int, stats *partial.Stats) (*partial.Run, error) {
+	parts := make([][]tiers.Row, k.events)
+	var eg errgroup.Group
+	for eb := range k.events {
+		eg.Go(func() error {
+			req := tiers.ReadRequest{
+				Key:      tiers.PartitionKey{Table: k.table, Series: k.series, Bucket: k.start, EventBucket: eb},
+				Span:     tiers.Span{From: k.start, To: k.end},
+				PageSize: max(pageSize, 1),
+			}
+			pages := b.next.Read(ctx, req)
+			defer pages.Close()
+			var rows []tiers.Row
+			for {
+				page, err := pages.Next()
+				if errors.Is(err, tiers.ErrDone) {
+					parts[eb] = rows
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				stats.RowsRead.Add(int64(len(page)))
+				rows = append(rows, page...)
+			}
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		return nil, err
+	}
+	n := 0
+	inputs := make([]merge.Iterator[tiers.Row], len(parts))
+	for i, p := range parts {
+		n += len(p)
+		inputs[i] = merge.FromSlice(p)
+	}
+	it := merge.Iter(func(a, b tiers.Row) bool { return a.T < b.T }, inputs, merge.Dedup())
+	rows := make([]tiers.Row, 0, n)
+	for it.Next() {
+		rows = append(rows, it.At())
+	}
+	return compact(rows), it.Err()
+}
+
+// compact holds raw points in 16 bytes each; rows that are not plain
+// points (rollup rows) are kept whole.
+func compact(rows []tiers.Row) *partial.Run {
+	run := &partial.Run{T: make([]int64, len(rows))}
+	points := true
+	for i, r := range rows {
+		run.T[i] = r.T
+		if points && r != tiers.PointRow(r.T, r.Sum) {
+			points = false
+		}
+	}
+	if !points {
+		run.Rows = rows
+		return run
+	}
+	run.V = make([]float64, len(rows))
+	for i, r := range rows {
+		run.V[i] = r.Sum
+	}
+	return run
+}
+
+func (b *Buckets) get(k bucketKey) (e *bucketEntry, large bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e, ok := b.lru.Get(k); ok && e.key == k {
+		return e, false
+	}
+	_, large = b.large.Get(k)
+	return nil, large
+}
+
+func (b *Buckets) put(e *bucketEntry) {
+	size := bucketEntrySize(e)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if size > b.maxEntry {
+		b.large.Add(e.key, struct{}{})
+		return
+	}
+	if old, ok := b.lru.Peek(e.key); ok {
+		b.bytes -= bucketEntrySize(old)
+	}
+	b.lru.Add(e.key, e)
+	b.bytes += size
+	for b.bytes > b.maxBytes {
+		_, old, ok := b.lru.RemoveOldest()
+		if !ok {
+			break
+		}
+		b.bytes -= bucketEntrySize(old)
+	}
+}
+
+func bucketEntrySize(e *bucketEntry) int64 {
+	return e.run.Bytes() + 160 + int64(len(e.key.series)+len(e.key.table))
+}
+
+func bucketKeyString(k bucketKey) string {
+	b := make([]byte, 0, 64+len(k.series)+len(k.table))
+	b = append(b, byte(k.version))
+	b = append(b, k.table...)
+	b = append(b, 0)
+	b = append(b, k.series...)
+	b = append(b, 0)
+	for _, n := range []int64{k.start, k.end, int64(k.events)} {
+		for i := range 8 {
+			b = append(b, byte(n>>(8*i)))
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,140 @@
+package cache
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/tsgate/tsgate/partial"
+	"github.com/tsgate/tsgate/tiers"
+)
+
+// bucketGroup is the group of the raw bucket [start, start+width) over
+// span, with events event-bucket partitions.
+func bucketGroup(start, width int64, events int, span tiers.Span) partial.Group {
+	g := partial.Group{Span: span, Bucket: tiers.Bucket{Start: start, End: start + width, EventBuckets: events}}
+	for eb := range events {
+		g.Reads = append(g.Reads, tiers.ReadRequest{Key: tiers.PartitionKey{Table: tiers.TableRaw, Series: "s", Bucket: start, EventBucket: eb}, Span: span, PageSize: 7})
+	}
+	return g
+}
+
+// eventReader serves raw points spread over event buckets by time.
+type eventReader struct {
+	countingReader
+	events int
+}
+
+func (r *eventReader) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPages {
+	r.reads.Add(1)
+	var rows []tiers.Row
+	for _, row := range r.rows {
+		if req.Span.Contains(row.T) && tiers.EventBucket(row.T, r.events) == req.Key.EventBucket {
+			rows = append(rows, row)
+		}
+	}
+	return &slicePages{rows: rows, size: req.PageSize}
+}
+
+func TestBucketsServeAnySubSpanFromOneEntry(t *testing.T) {
+	var rows []tiers.Row
+	for ts := int64(0); ts < 1000; ts += 3 {
+		rows = append(rows, tiers.PointRow(ts, float64(ts)/2))
+	}
+	store := &eventReader{countingReader: countingReader{rows: rows}, events: 4}
+	b := NewBuckets(store, func(tiers.ReadRequest) bool { return true }, 1<<20)
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 50 {
+		from := r.Int64N(1000)
+		span := tiers.Span{From: from, To: from + 1 + r.Int64N(1000-from)}
+		br := b.Bucket(bucketGroup(0, 1000, 4, span))
+		run := br.Run
+		if i == 0 {
+			if run != nil || br.Load == nil {
+				t.Fatal("the first read of a bucket found it cached")
+			}
+			var stats partial.Stats
+			var err error
+			if run, err = br.Load(ctx, &stats); err != nil {
+				t.Fatal(err)
+			}
+			if stats.RowsRead.Load() != int64(len(rows)) {
+				t.Fatalf("the load read %d rows, want the bucket's %d", stats.RowsRead.Load(), len(rows))
+			}
+		} else if run == nil {
+			t.Fatalf("read %d of span %+v missed the cached bucket", i, span)
+		}
+		lo, hi := run.Range(span)
+		var got []tiers.Row
+		for j := lo; j < hi; j++ {
+			got = append(got, run.Row(j))
+		}
+		want := slices.DeleteFunc(slices.Clone(rows), func(row tiers.Row) bool { return !span.Contains(row.T) })
+		if !slices.Equal(got, want) {
+			t.Fatalf("span %+v: %d rows, want %d", span, len(got), len(want))
+		}
+	}
+	if n := store.reads.Load(); n != 4 {
+		t.Fatalf("%d partition reads reached the store, want the bucket's 4 once", n)
+	}
+	if h, m := b.Stats(); h != 49 || m != 1 {
+		t.Fatalf("hits %d misses %d, want 49 and 1", h, m)
+	}
+	if got := b.Bytes(); got < int64(len(rows))*16 || got > int64(len(rows))*16+1024 {
+		t.Fatalf("a bucket of %d points takes %d bytes, want 16 a point", len(rows), got)
+	}
+}
+
+func TestBucketsOnlyWholeFinalBucketsUnderTheirLayout(t *testing.T) {
+	store := &eventReader{countingReader: countingReader{rows: rowsUpTo(100)}, events: 2}
+	final := func(req tiers.ReadRequest) bool { return req.Span.To <= 200 }
+	b := NewBuckets(store, final, 1<<20)
+	if br := b.Bucket(bucketGroup(200, 100, 2, tiers.Span{From: 200, To: 210})); br.Load != nil || br.Run != nil {
+		t.Fatal("a bucket that is not final is cacheable")
+	}
+	if _, err := b.Bucket(bucketGroup(0, 100, 2, tiers.Span{From: 0, To: 10})).Load(context.Background(), &partial.Stats{}); err != nil {
+		t.Fatal(err)
+	}
+	if b.Bucket(bucketGroup(0, 100, 2, tiers.Span{From: 50, To: 60})).Run == nil {
+		t.Fatal("another part of a cached bucket missed")
+	}
+	// The same start under another layout is another bucket.
+	if b.Bucket(bucketGroup(0, 100, 4, tiers.Span{From: 50, To: 60})).Run != nil {
+		t.Fatal("a bucket split into 4 partitions was served from the run of the one split into 2")
+	}
+	if b.Bucket(bucketGroup(0, 50, 2, tiers.Span{From: 10, To: 20})).Run != nil {
+		t.Fatal("a bucket of another width was served from the same entry")
+	}
+}
+
+func TestBucketsBoundedInBytes(t *testing.T) {
+	var rows []tiers.Row
+	for ts := range int64(10000) {
+		rows = append(rows, tiers.PointRow(ts, 1))
+	}
+	store := &eventReader{countingReader: countingReader{rows: rows}, events: 1}
+	const max = 16 * 1000 * 16 // an entry holds up to 1000 points
+	b := NewBuckets(store, func(tiers.ReadRequest) bool { return true }, max)
+	ctx := context.Background()
+	for start := int64(0); start < 10000; start += 500 {
+		g := bucketGroup(start, 500, 1, tiers.Span{From: start, To: start + 500})
+		run, err := b.Bucket(g).Load(ctx, &partial.Stats{})
+		if err != nil || run.Len() != 500 {
+			t.Fatalf("load: %v, %d rows", err, run.Len())
+		}
+		if b.Bytes() > max {
+			t.Fatalf("%d bytes cached, bound %d", b.Bytes(), max)
+		}
+	}
+	// A bucket larger than an entry is served once, then read directly.
+	g := bucketGroup(0, 10000, 1, tiers.Span{From: 0, To: 10})
+	run, err := b.Bucket(g).Load(ctx, &partial.Stats{})
+	if err != nil || run.Len() != 10000 {
+		t.Fatalf("load of a large bucket: %v", err)
+	}
+	if br := b.Bucket(g); br.Run != nil || br.Load != nil {
+		t.Fatal("a bucket larger than an entry is loaded again")
+	}
+}

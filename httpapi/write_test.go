@@ -18,10 +18,10 @@ func TestWriteReportsEveryBadPoint(t *testing.T) {
 	now := s.Now()
 	pts := []string{
 		fmt.Sprintf(`{"series":"ok","t":%d,"v":1}`, now-tiers.Minute),
-		fmt.Sprintf(`{"series":"ok","t":%d,"v":1}`, now-30*tiers.Day),  // older than the raw retention
+		fmt.Sprintf(`{"series":"ok","t":%d,"v":1}`, now-30*tiers.Day),     // older than the raw retention
 		fmt.Sprintf(`{"series":"bad id","t":%d,"v":1}`, now-tiers.Minute), // bad form
-		fmt.Sprintf(`{"series":"ok","t":%d,"v":1}`, now+tiers.Day),     // beyond the clock skew
-		fmt.Sprintf(`{"series":"ok","t":%d}`, now-tiers.Minute),        // bad form
+		fmt.Sprintf(`{"series":"ok","t":%d,"v":1}`, now+tiers.Day),        // beyond the clock skew
+		fmt.Sprintf(`{"series":"ok","t":%d}`, now-tiers.Minute),           // bad form
 	}
 	want := []string{"points[1].t", "points[2].series", "points[3].t", "points[4].v"}
 	for _, c := range []struct{ ct, body string }{

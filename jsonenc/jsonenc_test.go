@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 )
 
@@ -58,6 +59,45 @@ func TestScalarText(t *testing.T) {
 		got, ok := ScalarText([]byte(c.in))
 		if got != c.want || ok != c.ok {
 			t.Errorf("ScalarText(%s) = %q, %v; want %q, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestAppendIntMatchesStrconv(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	check := func(n int64) {
+		if got, want := string(AppendInt([]byte("x"), n)), "x"+strconv.FormatInt(n, 10); got != want {
+			t.Fatalf("AppendInt(%d) = %s, want %s", n, got, want)
+		}
+	}
+	for _, n := range []int64{0, -1, 1, 999999999999, 1e12, 1e12 + 1, 1763900000000, 9999999999999, 1e13, -1e12, math.MaxInt64, math.MinInt64} {
+		check(n)
+	}
+	for range 100000 {
+		check(1e12 + r.Int64N(9e12))
+		check(r.Int64() >> r.IntN(64))
+	}
+}
+
+// BenchmarkAppendInt formats millisecond timestamps, the first number of
+// every point.
+func BenchmarkAppendInt(b *testing.B) {
+	buf := make([]byte, 0, 64)
+	t := int64(1763900000000)
+	for b.Loop() {
+		for i := range int64(1000) {
+			buf = AppendInt(buf[:0], t+i*1000)
+		}
+	}
+}
+
+// BenchmarkAppendIntStrconv is the same with strconv, for comparison.
+func BenchmarkAppendIntStrconv(b *testing.B) {
+	buf := make([]byte, 0, 64)
+	t := int64(1763900000000)
+	for b.Loop() {
+		for i := range int64(1000) {
+			buf = strconv.AppendInt(buf[:0], t+i*1000, 10)
 		}
 	}
 }

@@ -1,0 +1,86 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"net/url"
+	"testing"
+
+	"github.com/tsgate/tsgate/gateway"
+	"github.com/tsgate/tsgate/ingest"
+	"github.com/tsgate/tsgate/query/querytest"
+	"github.com/tsgate/tsgate/tiers"
+	"github.com/tsgate/tsgate/tiers/embedded"
+)
+
+// BenchmarkWarmRead reads 2 days of final raw 1 Hz points (172,800 points,
+// 48 hour buckets × 4 event buckets) through the HTTP handler over the
+// embedded store with the cache of final buckets, following cursors of
+// 100,000 points: once the buckets are cached, the read is memory and
+// JSON encoding only. Profile it with -cpuprofile / -memprofile.
+func BenchmarkWarmRead(b *testing.B) {
+	store, err := embedded.OpenInMemory(embedded.Options{SweepInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	env := querytest.NewEnv(b, store, querytest.Options{Configure: func(c *gateway.Config) { c.CacheBytes = 256 << 20 }})
+	end := tiers.AlignDown(env.Clock.Now().UnixMilli(), tiers.Hour) - tiers.Day
+	from := end - 2*tiers.Day
+	batch := make([]ingest.Point, 0, 50000)
+	for t := from; t < end; t += 1000 {
+		batch = append(batch, ingest.Point{Series: "warm", T: t, V: float64(t%100000) / 8})
+		if len(batch) == cap(batch) {
+			if _, err := env.Writer.Backfill(context.Background(), batch); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	if _, err := env.Writer.Backfill(context.Background(), batch); err != nil {
+		b.Fatal(err)
+	}
+	h := env.Gateway.Handler()
+	read := func() (points int64) {
+		cursor := ""
+		for {
+			u := fmt.Sprintf("/v1/series/warm/points?from=%d&to=%d&resolution=raw&limit=100000", from, end)
+			if cursor != "" {
+				u += "&cursor=" + cursor
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest("GET", u, nil))
+			if w.Code != 200 {
+				b.Fatalf("%d %s", w.Code, w.Body)
+			}
+			tr := (&tailWriter{buf: w.Body.Bytes()}).object()
+			var t struct {
+				NextCursor string `json:"next_cursor"`
+				Stats      struct {
+					RowsRead int64 `json:"rows_read"`
+				} `json:"stats"`
+			}
+			if err := jsonUnmarshal(tr, &t); err != nil {
+				b.Fatal(err)
+			}
+			points += t.Stats.RowsRead
+			if t.NextCursor == "" {
+				return points
+			}
+			cursor = urlEscape(t.NextCursor)
+		}
+	}
+	read() // fill the cache
+	b.ReportAllocs()
+	var n int64
+	for b.Loop() {
+		n = read()
+	}
+	b.ReportMetric(float64(n), "points")
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "points/s")
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+func urlEscape(s string) string           { return url.QueryEscape(s) }

@@ -1,5 +1,5 @@
-// Package merge combines ordered streams: a heap-based k-way merge of
-// iterators into one ordered iterator, and windowing that folds an ordered
+// Package merge combines ordered streams: a k-way merge of iterators into
+// one ordered iterator (a heap, or a linear scan of the heads for a few), and windowing that folds an ordered
 // stream into fixed, epoch-aligned windows.
 //
 // The package is generic over the element and imports nothing of the
@@ -64,11 +64,18 @@ func New[T any](less func(a, b T) bool, inputs []Iterator[T], opts ...Option) *M
 	return &Merger[T]{less: less, dedup: o.dedup, inputs: inputs}
 }
 
-// Iter returns the merge as an Iterator, skipping the heap altogether when
-// there is a single input.
+// Iter returns the merge as an Iterator: the input itself when there is
+// one, a linear scan of the heads for a few (up to 8), the heap beyond.
 func Iter[T any](less func(a, b T) bool, inputs []Iterator[T], opts ...Option) Iterator[T] {
 	if len(inputs) == 1 {
 		return inputs[0]
+	}
+	if len(inputs) <= linearMax {
+		var o options
+		for _, opt := range opts {
+			opt(&o)
+		}
+		return newLinear(less, inputs, o.dedup)
 	}
 	return New(less, inputs, opts...)
 }

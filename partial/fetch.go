@@ -287,11 +287,7 @@ func (s *Stream) Next() bool {
 			if s.desc {
 				less = descRow
 			}
-			if len(inputs) == 1 {
-				s.it = inputs[0]
-			} else {
-				s.it = merge.New(less, inputs, merge.Dedup())
-			}
+			s.it = merge.Iter(less, inputs, merge.Dedup())
 			s.advanceWatermark(s.groupStart())
 		}
 		if s.it.Next() {

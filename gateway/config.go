@@ -24,6 +24,8 @@ type Config struct {
 
 	CacheBytes      int64
 	SeriesCacheSize int
+	// Pprof serves Go's runtime profiles under /debug/pprof/.
+	Pprof bool
 	SeriesTTL       time.Duration
 	LayoutTTL       time.Duration
 
@@ -64,6 +66,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.RegisterStoreFlags(fs)
 	fs.StringVar(&c.CursorKey, "cursor-key", c.CursorKey, "base64 key that signs cursors (default: generated once and kept in the store)")
 	fs.Int64Var(&c.CacheBytes, "cache-bytes", c.CacheBytes, "memory for cached rows of final buckets (0 disables)")
+	fs.BoolVar(&c.Pprof, "pprof", c.Pprof, "serve Go's runtime profiles (CPU, heap, goroutines) under /debug/pprof/ for operators")
 	fs.IntVar(&c.SeriesCacheSize, "series-cache-size", c.SeriesCacheSize, "series whose metadata is cached")
 	DurationVar(fs, &c.SeriesTTL, "series-cache-ttl", "how long a series' first/last point is cached (bounds how soon other instances' new series and points are seen)")
 	DurationVar(fs, &c.LayoutTTL, "layout-cache-ttl", "how long a series' partition layout is cached")

@@ -225,9 +225,18 @@ func (g *Gateway) Handler() http.Handler {
 		Writer: g.Writer, Registry: registry, Rollups: g.Rollups,
 		Ready: g.Store.Ping, Logger: g.Logger, Now: g.Now,
 		Metrics: g.Metrics, Gatherer: g.Registry, Home: g.opts.Home,
-		Mounts: map[string]http.Handler{"/grafana": gf.Handler()},
+		Mounts: g.mounts(gf.Handler()),
 	}, g.Config.HTTP)
 	return srv.Handler()
+}
+
+// mounts are the front ends served besides the API.
+func (g *Gateway) mounts(grafana http.Handler) map[string]http.Handler {
+	m := map[string]http.Handler{"/grafana": grafana}
+	if g.Config.Pprof {
+		m["/debug/pprof"] = pprofHandler()
+	}
+	return m
 }
 
 // Close closes the store if Open opened it.

@@ -1,0 +1,40 @@
+package gateway_test
+
+import (
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/tsgate/tsgate/gateway"
+	"github.com/tsgate/tsgate/query/querytest"
+	"github.com/tsgate/tsgate/tiers/embedded"
+)
+
+func TestPprofOnlyWhenTurnedOn(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		store, err := embedded.OpenInMemory(embedded.Options{SweepInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		env := querytest.NewEnv(t, store, querytest.Options{Configure: func(c *gateway.Config) { c.Pprof = on }})
+		h := env.Gateway.Handler()
+		for _, path := range []string{"/debug/pprof/", "/debug/pprof/heap?debug=1", "/debug/pprof/goroutine?debug=1", "/debug/pprof/cmdline"} {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+			if on && (w.Code != 200 || w.Body.Len() == 0) {
+				t.Fatalf("--pprof: GET %s = %d %q", path, w.Code, w.Body.String())
+			}
+			if !on && w.Code != 404 {
+				t.Fatalf("without --pprof: GET %s = %d, want 404", path, w.Code)
+			}
+		}
+		if on {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest("GET", "/debug/pprof/heap?debug=1", nil))
+			if !strings.Contains(w.Body.String(), "heap profile") {
+				t.Fatalf("the heap profile reads %.200q", w.Body.String())
+			}
+		}
+	}
+}

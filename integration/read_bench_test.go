@@ -1,0 +1,360 @@
+//go:build integration
+
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"runtime"
+	"runtime/metrics"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tsgate/tsgate/gateway"
+	"github.com/tsgate/tsgate/query"
+	"github.com/tsgate/tsgate/tiers"
+)
+
+// cachedGateway is a gateway over the same store and clock as g, with the
+// cache of final buckets.
+func (g *benchGateway) cachedGateway(b *testing.B, cacheBytes int64) *gateway.Gateway {
+	b.Helper()
+	gc := gateway.DefaultConfig()
+	gc.Pyramid, gc.Query, gc.CacheBytes = g.pyramid, g.Config.Query, cacheBytes
+	gc.Rollup.Interval = 0
+	gc.CursorKey = base64.StdEncoding.EncodeToString([]byte("benchmark cursor key, 32 bytes.."))
+	gw, err := gateway.New(context.Background(), g.store, gc, gateway.Options{Now: g.clock.Now, Logger: storeLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return gw
+}
+
+// httpRead reads a whole answer over HTTP, following cursors of limit
+// points; when decode is set it parses every point as a client would,
+// else it streams the body away. It returns the points and pages.
+func httpRead(b *testing.B, base, series, query string, limit int, decode bool, out []point) ([]point, int) {
+	cursor := ""
+	for pages := 1; ; pages++ {
+		u := fmt.Sprintf("%s/v1/series/%s/points?%s&limit=%d", base, series, query, limit)
+		if cursor != "" {
+			u += "&cursor=" + url.QueryEscape(cursor)
+		}
+		resp, err := http.Get(u)
+		if err != nil {
+			b.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			b.Fatalf("GET %s: %d %v %.300s", u, resp.StatusCode, err, body)
+		}
+		i := bytes.Index(body, []byte(`"points":[`))
+		j := bytes.LastIndex(body, []byte(`],"partial":`))
+		if i < 0 || j < 0 {
+			b.Fatalf("no points in %.300s", body)
+		}
+		if bytes.Contains(body[j:], []byte(`"partial":true`)) {
+			b.Fatalf("page %d cut short: %.300s", pages, body[j:])
+		}
+		if decode {
+			out = decodePoints(b, body[i+len(`"points":[`):j+1], out)
+		} else {
+			out = append(out, point{T: int64(bytes.Count(body[i+len(`"points":[`):j], []byte{'['}))})
+		}
+		k := bytes.Index(body[j:], []byte(`"next_cursor":"`))
+		if k < 0 {
+			return out, pages
+		}
+		rest := body[j+k+len(`"next_cursor":"`):]
+		cursor = string(rest[:bytes.IndexByte(rest, '"')])
+	}
+}
+
+// decodePoints parses [[t,v],...] as a client that keeps every point does.
+func decodePoints(b *testing.B, s []byte, out []point) []point {
+	for len(s) > 0 && s[0] != ']' {
+		if s[0] == ',' {
+			s = s[1:]
+		}
+		c := bytes.IndexByte(s, ',')
+		e := bytes.IndexByte(s, ']')
+		t, err1 := strconv.ParseInt(string(s[1:c]), 10, 64)
+		v, err2 := strconv.ParseFloat(string(s[c+1:e]), 64)
+		if err1 != nil || err2 != nil {
+			b.Fatalf("point %.40q: %v %v", s, err1, err2)
+		}
+		out = append(out, point{t, v})
+		s = s[e+1:]
+	}
+	return out
+}
+
+// BenchmarkWarmCold reads final data over HTTP from a gateway without a
+// cache (every read goes to Cassandra) and from one whose cache of final
+// buckets holds it (filled by one read before the rounds), alternating:
+// 2 and 7 days of raw 1 Hz points (limit 100,000, cursors followed), and
+// 90 days of the hour tier (1/min points rolled up, 2,160 windows). The
+// body is streamed into memory and its points counted, not decoded.
+func BenchmarkWarmCold(b *testing.B) {
+	p := tiers.DefaultPyramid()
+	p.Raw().Retention = 130 * tiers.Day
+	p[1].Retention = 130 * tiers.Day
+	store, cfg := openBenchStore(b, p)
+	g := newGateway(b, store, cfg, p, query.DefaultConfig())
+	end := tiers.AlignDown(g.clock.Now().UnixMilli(), tiers.Hour) - tiers.Hour
+	// The 90 days end on an hour-tier bucket boundary (buckets of 30 days),
+	// so that every bucket the read needs can become final.
+	hourBucket := p[2].BucketWidth
+	end90 := tiers.AlignDown(end, hourBucket)
+	t0 := time.Now()
+	n := g.backfill(b, "bench.raw", tiers.Span{From: end - 7*tiers.Day, To: end}, tiers.Second)
+	m := g.backfill(b, "bench.minutes", tiers.Span{From: end90 - 90*tiers.Day, To: end90}, tiers.Minute)
+	g.clock.Advance(5 * time.Minute)
+	if _, err := g.Rollups.RunOnce(context.Background(), true); err != nil {
+		b.Fatal(err)
+	}
+	note(b, "loaded %d + %d points and rolled them up in %s", n, m, time.Since(t0).Round(time.Millisecond))
+	warm := g.cachedGateway(b, 512<<20)
+	cold := httptest.NewServer(g.Handler())
+	defer cold.Close()
+	hot := httptest.NewServer(warm.Handler())
+	defer hot.Close()
+	cases := []struct {
+		name, series, query string
+		points              int
+		// advance makes rollup rows final: no late point can correct
+		// them once they are older than the raw retention.
+		advance time.Duration
+	}{
+		{"raw-2d", "bench.raw", fmt.Sprintf("from=%d&to=%d&resolution=raw", end-2*tiers.Day, end), 2 * 86400, 0},
+		{"raw-7d", "bench.raw", fmt.Sprintf("from=%d&to=%d&resolution=raw", end-7*tiers.Day, end), 7 * 86400, 0},
+		{"hour-90d", "bench.minutes", fmt.Sprintf("from=%d&to=%d&resolution=1h&agg=min,max,avg,count", end90-90*tiers.Day, end90), 90 * 24, 131 * 24 * time.Hour},
+	}
+	for _, c := range cases {
+		g.clock.Advance(c.advance)
+		read := func(base string) time.Duration {
+			t0 := time.Now()
+			out, _ := httpRead(b, base, c.series, c.query, 100000, false, nil)
+			d := time.Since(t0)
+			total := 0
+			for _, pt := range out {
+				total += int(pt.T)
+			}
+			if total != c.points {
+				b.Fatalf("%s: %d points, want %d", c.name, total, c.points)
+			}
+			return d
+		}
+		read(cold.URL)
+		read(hot.URL) // fills the cache
+		var res map[string][]time.Duration
+		for range 1 {
+			res = rounds(b, *benchRounds, []string{"cold", "warm"}, func(_ int, side string) time.Duration {
+				if side == "cold" {
+					return read(cold.URL)
+				}
+				return read(hot.URL)
+			})
+		}
+		cm, wm := median(res["cold"]), median(res["warm"])
+		b.ReportMetric(float64(cm)/float64(wm), c.name+"-warm/cold-x")
+		note(b, "%s: %d points; cold %s, warm %s: %.1fx; warm %.1f M points/s", c.name, c.points, cm.Round(time.Microsecond), wm.Round(time.Microsecond),
+			float64(cm)/float64(wm), float64(c.points)/wm.Seconds()/1e6)
+	}
+	h, mi := bucketStats(warm)
+	note(b, "warm gateway cache: %.0f hits, %.0f misses", h, mi)
+}
+
+func bucketStats(g *gateway.Gateway) (hits, misses float64) {
+	mfs, err := g.Registry.Gather()
+	if err != nil {
+		return 0, 0
+	}
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "tsgate_cache_hits_total":
+			hits = mf.GetMetric()[0].GetCounter().GetValue()
+		case "tsgate_cache_misses_total":
+			misses = mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return hits, misses
+}
+
+// BenchmarkIdealReader reads 2 days of raw 1 Hz points (48 hour buckets ×
+// 4 event buckets) end to end: through the gateway over HTTP (no cache,
+// limit 100,000, cursors followed, every point decoded by the client), and
+// with a reader written by hand against gocql v2 that reads the same
+// partitions with the same parallelism and page size, each bucket's
+// partitions merged by sorting, points kept in order. Both sides alternate;
+// the ratio of the medians is the gateway's overhead.
+func BenchmarkIdealReader(b *testing.B) {
+	p := tiers.DefaultPyramid()
+	p.Raw().Retention = 8 * tiers.Day
+	store, cfg := openBenchStore(b, p)
+	qc := query.DefaultConfig()
+	g := newGateway(b, store, cfg, p, qc)
+	end := tiers.AlignDown(g.clock.Now().UnixMilli(), tiers.Hour)
+	span := tiers.Span{From: end - 2*tiers.Day, To: end}
+	n := g.backfill(b, "bench.ideal", span, tiers.Second)
+	srv := httptest.NewServer(g.Handler())
+	defer srv.Close()
+	s := newSession(b)
+	ctx := context.Background()
+	pageSize := min(cfg.PageSize, qc.Scan.PageSize)
+	layout := p.Raw().DefaultLayout()
+	cql := fmt.Sprintf("SELECT t, v FROM %s.%s WHERE series = ? AND bucket = ? AND eb = ? AND t >= ? AND t < ?", cfg.Keyspace, tiers.TableRaw)
+	ideal := func(out []point) []point {
+		type part struct {
+			bucket tiers.Bucket
+			eb     int
+			rows   []point
+		}
+		var parts []*part
+		for bk := range layout.Buckets(span, false) {
+			for eb := range bk.EventBuckets {
+				parts = append(parts, &part{bucket: bk, eb: eb})
+			}
+		}
+		var eg errgroup.Group
+		eg.SetLimit(qc.Scan.Parallelism)
+		for _, pt := range parts {
+			eg.Go(func() error {
+				iter := s.Query(cql, "bench.ideal", pt.bucket.Start, int16(pt.eb), span.From, span.To).
+					Consistency(gocql.LocalQuorum).PageSize(pageSize).IterContext(ctx)
+				var x point
+				for iter.Scan(&x.T, &x.V) {
+					pt.rows = append(pt.rows, x)
+				}
+				return iter.Close()
+			})
+		}
+		if err := eg.Wait(); err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; i < len(parts); {
+			start := len(out)
+			j := i
+			for ; j < len(parts) && parts[j].bucket == parts[i].bucket; j++ {
+				out = append(out, parts[j].rows...)
+			}
+			slices.SortFunc(out[start:], func(a, b point) int { return int(a.T - b.T) })
+			i = j
+		}
+		return out
+	}
+	q := fmt.Sprintf("from=%d&to=%d&resolution=raw", span.From, span.To)
+	bufs := map[string][]point{}
+	cpu := cpuMeter{}
+	read := func(side string) time.Duration {
+		out := bufs[side][:0]
+		d := cpu.time(side, func() {
+			if side == "ideal" {
+				out = ideal(out)
+			} else {
+				out, _ = httpRead(b, srv.URL, "bench.ideal", q, 100000, true, out)
+			}
+		})
+		if len(out) != n {
+			b.Fatalf("%s: %d points, want %d", side, len(out), n)
+		}
+		bufs[side] = out
+		return d
+	}
+	sides := []string{"ideal", "gateway"}
+	for _, side := range sides {
+		read(side)
+	}
+	if !slices.Equal(bufs["ideal"], bufs["gateway"]) {
+		b.Fatal("the gateway's points differ from the ideal reader's")
+	}
+	clear(cpu)
+	var res map[string][]time.Duration
+	for b.Loop() {
+		res = rounds(b, *benchRounds, sides, func(_ int, side string) time.Duration { return read(side) })
+	}
+	cpu.log(b, sides)
+	im, gm := median(res["ideal"]), median(res["gateway"])
+	b.ReportMetric(float64(gm)/float64(im), "gateway/ideal-x")
+	note(b, "%d points: ideal %s, gateway %s: %.2fx", n, im.Round(time.Millisecond), gm.Round(time.Millisecond), float64(gm)/float64(im))
+}
+
+// BenchmarkReadRSS reports the peak heap of reading 1 and 7 days of raw
+// 1 Hz points over HTTP following cursors (limit 100,000), and of one page
+// of 100,000 points, with the cache of final buckets on (its entries
+// included): it must stay flat as the range grows.
+func BenchmarkReadRSS(b *testing.B) {
+	p := tiers.DefaultPyramid()
+	p.Raw().Retention = 8 * tiers.Day
+	store, cfg := openBenchStore(b, p)
+	g := newGateway(b, store, cfg, p, query.DefaultConfig())
+	end := tiers.AlignDown(g.clock.Now().UnixMilli(), tiers.Hour) - tiers.Hour
+	g.backfill(b, "bench.rss", tiers.Span{From: end - 7*tiers.Day, To: end}, tiers.Second)
+	for _, cache := range []int64{0, 64 << 20} {
+		gw := g.cachedGateway(b, cache)
+		srv := httptest.NewServer(gw.Handler())
+		for _, c := range []struct {
+			name  string
+			from  int64
+			limit int
+		}{{"1d", end - tiers.Day, 100000}, {"7d", end - 7*tiers.Day, 100000}, {"one-page-100k", end - tiers.Day, 100000}} {
+			q := fmt.Sprintf("from=%d&to=%d&resolution=raw", c.from, end)
+			runtime.GC()
+			var peak atomic.Uint64
+			stop := sampleHeap(&peak)
+			if c.name == "one-page-100k" {
+				resp, err := http.Get(fmt.Sprintf("%s/v1/series/bench.rss/points?%s&limit=%d", srv.URL, q, c.limit))
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			} else {
+				httpRead(b, srv.URL, "bench.rss", q, c.limit, false, nil)
+			}
+			stop()
+			note(b, "cache %d MiB, %s: peak heap %.1f MiB", cache>>20, c.name, float64(peak.Load())/(1<<20))
+			b.ReportMetric(float64(peak.Load())/(1<<20), fmt.Sprintf("cache%dMiB-%s-peak-MiB", cache>>20, c.name))
+		}
+		srv.Close()
+	}
+	for b.Loop() {
+	}
+}
+
+// sampleHeap records the largest live heap seen until stop is called.
+func sampleHeap(peak *atomic.Uint64) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	wg.Go(func() {
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(sample)
+			if v := sample[0].Value.Uint64(); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}

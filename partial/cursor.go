@@ -97,7 +97,10 @@ func (s *Signer) Decode(token string, binding Binding) (Cursor, error) {
 		return Cursor{}, ErrCursorMalformed
 	}
 	buf, err := base64.RawURLEncoding.DecodeString(token)
-	if err != nil || len(buf) == 0 {
+	// The decoder skips CR and LF and ignores the unused low bits of the
+	// last character, so several spellings decode to the same bytes; only
+	// the one Encode produces is a cursor.
+	if err != nil || len(buf) == 0 || base64.RawURLEncoding.EncodeToString(buf) != token {
 		return Cursor{}, ErrCursorMalformed
 	}
 	if buf[0] != cursorVersion {

@@ -54,6 +54,11 @@ func TestCursorTampering(t *testing.T) {
 		{"other key", other.Encode(Cursor{Binding: b, From: 0, To: 9000, Position: 500}), b, ErrCursorForged},
 		{"older version", base64.RawURLEncoding.EncodeToString(oldVersion), b, ErrCursorVersion},
 		{"huge", string(make([]byte, 1<<20)), b, ErrCursorMalformed},
+		{"CR LF inside", token[:20] + "\r\n\n\r" + token[20:], b, ErrCursorMalformed},
+		{"LF at the end", token + "\n", b, ErrCursorMalformed},
+		{"CR inside", token[:40] + "\r" + token[40:], b, ErrCursorMalformed},
+		{"padded", token + "==", b, ErrCursorMalformed},
+		{"space inside", token[:20] + " " + token[20:], b, ErrCursorMalformed},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

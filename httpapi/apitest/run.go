@@ -212,6 +212,13 @@ func pagingOverHTTP(t *testing.T, s *Server) {
 	if status != 400 || !strings.Contains(string(body), "cursor") {
 		t.Fatalf("mismatched cursor: %d %s", status, body)
 	}
+	// Only the cursor exactly as issued is accepted: the same token with
+	// line breaks inside decodes to the same bytes but is not a cursor.
+	crlf := a.NextCursor[:20] + "\r\n\n\r" + a.NextCursor[20:]
+	status, _, body = s.Do("GET", base+"&cursor="+url.QueryEscape(crlf), "", "")
+	if status != 400 || !strings.Contains(string(body), `"cursor"`) {
+		t.Fatalf("cursor with line breaks: %d %s", status, body)
+	}
 }
 
 // After a rollup run, an aggregated read comes from the hour tier and its

@@ -720,8 +720,9 @@ type ListSeriesParams struct {
 	// Limit Page size in series.
 	Limit *int32 `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page (the last id it listed).
-	Cursor *SeriesID `form:"cursor,omitempty" json:"cursor,omitempty"`
+	// Cursor The `next_cursor` of the previous page, as it was given: it is
+	// opaque and checked; any other text is a 400.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ExplainReadParams defines parameters for ExplainRead.

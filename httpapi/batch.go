@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -70,10 +69,10 @@ func scalarText(raw json.RawMessage, param string) (string, *ParamError) {
 }
 
 func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
-	if mt := r.Header.Get("Content-Type"); !strings.HasPrefix(mt, "application/json") {
+	if ct := r.Header.Get("Content-Type"); !isMediaType(ct, "application/json") {
 		writeJSONProblem(w, &Problem{
 			Type: problemType("unsupported-media-type"), Title: "Unsupported media type", Status: http.StatusUnsupportedMediaType,
-			Detail: "send the batch as application/json (Content-Type was " + quoteOrMissing(mt) + ")",
+			Detail: "send the batch as application/json (Content-Type was " + quoteOrMissing(ct) + ")",
 		})
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -229,6 +230,17 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) runRollups(w http.ResponseWriter, r *http.Request) {
+	// The run takes no body: an empty one is allowed, with no Content-Type
+	// or application/json, since clients differ in what they send with an
+	// empty POST; anything else is a request for something this is not.
+	ct := r.Header.Get("Content-Type")
+	if n, _ := io.ReadFull(r.Body, make([]byte, 1)); n > 0 || (ct != "" && !isMediaType(ct, "application/json")) {
+		writeJSONProblem(w, &Problem{
+			Type: problemType("unsupported-media-type"), Title: "Unsupported media type", Status: http.StatusUnsupportedMediaType,
+			Detail: "a rollup run takes no body; send none (Content-Type was " + quoteOrMissing(ct) + ")",
+		})
+		return
+	}
 	rep, err := s.deps.Rollups.RunOnce(r.Context(), true)
 	if err != nil {
 		s.writeProblem(w, r, storeError{err})

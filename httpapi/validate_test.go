@@ -47,6 +47,16 @@ func TestRequestValidation(t *testing.T) {
 		{"batch numbers as strings", "POST", "/v1/query", "application/json", `{"from":"now-1h","limit":"5","max_points":"10","queries":[{"series":"v"}]}`, 200, nil},
 		{"batch times as numbers", "POST", "/v1/query", "application/json", fmt.Sprintf(`{"from":%d,"to":%d,"queries":[{"series":"v"}]}`, s.Now()-tiers.Hour, s.Now()), 200, nil},
 		{"batch of another type", "POST", "/v1/query", "text/plain", `{}`, 415, nil},
+		{"batch of a type that starts like JSON", "POST", "/v1/query", "application/jsonxyz", `{"from":"now-1h","queries":[{"series":"v"}]}`, 415, nil},
+		{"batch of a JSON-based type", "POST", "/v1/query", "application/json-seq", `{"from":"now-1h","queries":[{"series":"v"}]}`, 415, nil},
+		{"batch without a type", "POST", "/v1/query", "", `{"from":"now-1h","queries":[{"series":"v"}]}`, 415, nil},
+		{"batch with a charset", "POST", "/v1/query", "application/json; charset=utf-8", `{"from":"now-1h","queries":[{"series":"v"}]}`, 200, nil},
+		{"batch with the type in capitals", "POST", "/v1/query", "Application/JSON", `{"from":"now-1h","queries":[{"series":"v"}]}`, 200, nil},
+		{"rollup run with a text body", "POST", "/v1/admin/rollups/run", "text/plain", `run`, 415, nil},
+		{"rollup run with an empty text body", "POST", "/v1/admin/rollups/run", "text/plain", ``, 415, nil},
+		{"rollup run with a JSON body", "POST", "/v1/admin/rollups/run", "application/json", `{"all":true}`, 415, nil},
+		{"rollup run with an empty JSON body", "POST", "/v1/admin/rollups/run", "application/json", ``, 200, nil},
+		{"rollup run without a body", "POST", "/v1/admin/rollups/run", "", ``, 200, nil},
 		{"batch too large", "POST", "/v1/query", "application/json", `{"queries":[` + strings.Repeat(`{"series":"v"},`, 80000) + `{"series":"v"}]}`, 413, nil},
 	}
 	for _, c := range cases {

@@ -54,6 +54,13 @@ func (s *Server) writePoints(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, append(b, '\n'))
 }
 
+// isMediaType reports whether the Content-Type header ct names exactly
+// the media type want; parameters such as charset may follow.
+func isMediaType(ct, want string) bool {
+	mediaType, _, err := mime.ParseMediaType(ct)
+	return err == nil && mediaType == want
+}
+
 func quoteOrMissing(s string) string {
 	if s == "" {
 		return "missing"

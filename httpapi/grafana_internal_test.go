@@ -130,3 +130,48 @@ func TestGrafanaAutoMatchesTheRule(t *testing.T) {
 
 // RuleWindow lends the rule to the end-to-end tests.
 var RuleWindow = ruleWindow
+
+// FuzzGrafanaAuto is TestGrafanaAutoMatchesTheRule over the whole domain
+// grafanaJobs passes in: any range of representable times, intervalMs up
+// to grafanaMaxInterval, maxDataPoints up to MaxMaxPoints.
+func FuzzGrafanaAuto(f *testing.F) {
+	p := tiers.DefaultPyramid()
+	now := int64(1_800_000_000_000)
+	f.Add(now-6*tiers.Hour, now, int64(20_000), int64(1000))
+	f.Add(now-5*tiers.Hour-17*tiers.Minute-3500, now, int64(20_000), int64(1))
+	f.Add(tiers.MinTime, tiers.MaxTime-1, grafanaMaxInterval, int64(MaxMaxPoints))
+	f.Add(now-400*tiers.Day, now-399*tiers.Day, int64(1), int64(3))
+	f.Add(now, now+1, int64(0), int64(1))
+	f.Fuzz(func(t *testing.T, from, to, interval, maxDataPoints int64) {
+		// Fold any input into the domain, leaving values inside it as
+		// they are.
+		mod := func(x, n int64) int64 { return int64(uint64(x) % uint64(n)) }
+		from = tiers.MinTime + mod(from-tiers.MinTime, tiers.MaxTime-tiers.MinTime-1)
+		to = from + 1 + mod(to-from-1, tiers.MaxTime-from-1)
+		interval = mod(interval, grafanaMaxInterval+1)
+		maxDataPoints = 1 + mod(maxDataPoints-1, MaxMaxPoints)
+		span := tiers.Span{From: from, To: to}
+		length := to - from
+		need := max(interval, (length+maxDataPoints-1)/maxDataPoints, 1)
+		wantLevel, wantWindow := ruleWindow(need, span, now, &p)
+		maxPoints, window := grafanaAuto(span, interval, maxDataPoints, now, &p)
+		if (maxPoints > 0) == (window > 0) {
+			t.Fatalf("span %+v interval %d maxDataPoints %d: max_points %d and window %d", span, interval, maxDataPoints, maxPoints, window)
+		}
+		if maxPoints > maxDataPoints {
+			t.Fatalf("span %+v need %d: max_points %d above maxDataPoints %d", span, need, maxPoints, maxDataPoints)
+		}
+		req := router.Request{Span: span, Resolution: router.Resolution{Kind: router.Auto}, MaxPoints: maxPoints}
+		if maxPoints == 0 {
+			req.Resolution = router.Resolution{Kind: router.Window, Window: window}
+		}
+		plan, err := router.Route(req, now, &p, router.DefaultConfig(), router.Watermarks{})
+		if err != nil {
+			t.Fatalf("span %+v interval %d maxDataPoints %d (max_points %d, window %d): %v", span, interval, maxDataPoints, maxPoints, window, err)
+		}
+		if plan.Step != wantWindow || (maxPoints > 0 && plan.Tier != wantLevel) {
+			t.Fatalf("span %+v interval %d maxDataPoints %d: need %d, router chose %s at %d (max_points %d, window %d), the rule %s at %d",
+				span, interval, maxDataPoints, need, plan.Tier, plan.Step, maxPoints, window, wantLevel, wantWindow)
+		}
+	})
+}

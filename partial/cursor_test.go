@@ -97,3 +97,32 @@ func FuzzCursorDecode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCursorEdited edits a valid token — bytes inserted at one place,
+// some removed — and checks that the edit is accepted only when it
+// leaves the token as it was: a lenient decoder reads some edited
+// spellings (line breaks, padding) as the same bytes.
+func FuzzCursorEdited(f *testing.F) {
+	s := testSigner(f)
+	b := Bind("x")
+	f.Add(int64(1000), int64(9000), int64(4321), uint8(2), int64(60000), uint8(20), "\r\n\n\r", uint8(0))
+	f.Add(int64(0), int64(1), int64(0), uint8(0), int64(0), uint8(255), "\n", uint8(0))
+	f.Add(int64(-5), int64(5), int64(5), uint8(1), int64(1), uint8(3), "", uint8(2))
+	f.Fuzz(func(t *testing.T, from, to, pos int64, tier uint8, step int64, at uint8, insert string, remove uint8) {
+		c := Cursor{Binding: b, From: from, To: to, Position: pos, Tier: tier, Step: step}
+		token := s.Encode(c)
+		i := int(at) % (len(token) + 1)
+		j := min(i+int(remove), len(token))
+		edited := token[:i] + insert + token[j:]
+		got, err := s.Decode(edited, b)
+		if err != nil {
+			return
+		}
+		if edited != token {
+			t.Fatalf("edited token %q (from %q) accepted", edited, token)
+		}
+		if got != c {
+			t.Fatalf("Decode(Encode(%+v)) = %+v", c, got)
+		}
+	})
+}

@@ -77,3 +77,30 @@ func FuzzListCursorDecode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzListCursorEdited edits a valid listing cursor and checks that only
+// the unedited token is accepted, and that it gives back its id.
+func FuzzListCursorEdited(f *testing.F) {
+	f.Add("sensor-1", uint8(4), "\r\n", uint8(0))
+	f.Add("a", uint8(255), "=", uint8(0))
+	f.Add("room.a.temp", uint8(2), "", uint8(1))
+	f.Fuzz(func(t *testing.T, id string, at uint8, insert string, remove uint8) {
+		if len(id) > maxListCursorID {
+			return
+		}
+		token := EncodeListCursor(id)
+		i := int(at) % (len(token) + 1)
+		j := min(i+int(remove), len(token))
+		edited := token[:i] + insert + token[j:]
+		got, err := DecodeListCursor(edited)
+		if err != nil {
+			if edited == token && id != "" {
+				t.Fatalf("the cursor of %q refused: %v", id, err)
+			}
+			return
+		}
+		if edited != token || got != id {
+			t.Fatalf("edited token %q (from %q for %q) accepted as %q", edited, token, id, got)
+		}
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -86,6 +87,16 @@ func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.writeProblem(w, r, badParam("body", "not a valid batch: "+err.Error()))
+		return
+	}
+	// Decode stops after the first value; a body is that value alone.
+	if _, err := dec.Token(); err != io.EOF {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			s.writeProblem(w, r, err)
+			return
+		}
+		s.writeProblem(w, r, badParam("body", "unexpected data after the JSON object"))
 		return
 	}
 	if len(body.Queries) == 0 {

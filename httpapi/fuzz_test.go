@@ -144,6 +144,8 @@ func FuzzBatchQuery(f *testing.F) {
 		{"application/json; charset=utf-8", `{"from":"now-2h","to":"now","order":"desc","limit":7,"queries":[{"series":"s.3","resolution":"raw"}]}`},
 		{"application/json", `{"from":1,"max_points":"10","slo":"50ms","partial":"deny","queries":[{"series":"s-1","cursor":"AQ"}]}`},
 		{"application/json", `{"queries":[]}`},
+		{"application/json", `{"from":"now-1h","queries":[{"series":"s-1"}]}]`},
+		{"application/json", `{"from":"now-1h","queries":[{"series":"s-1"}]} {}`},
 		{"application/json", `{"from":`},
 		{"application/json", `{"queries":[{"series":"nope","from":"now-1h"}]}`},
 		{"application/jsonxyz", `{"from":"now-1h","queries":[{"series":"s-1"}]}`},
@@ -160,6 +162,9 @@ func FuzzBatchQuery(f *testing.F) {
 			t.Fatalf("Content-Type %q answered %d, not 415", ct, rec.Code)
 		}
 		if rec.Code == http.StatusOK {
+			if !json.Valid(body) {
+				t.Fatalf("a body that is not one JSON value answered 200: %q", body)
+			}
 			var out struct {
 				Results []json.RawMessage `json:"results"`
 			}

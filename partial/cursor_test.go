@@ -3,6 +3,7 @@ package partial
 import (
 	"encoding/base64"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -17,7 +18,7 @@ func testSigner(t testing.TB) *Signer {
 func TestCursorRoundTrip(t *testing.T) {
 	s := testSigner(t)
 	b := Bind("sensor-1", "now-6h", "now", "raw", "", "avg", "asc")
-	c := Cursor{Binding: b, From: 1000, To: 9000, Position: 4321, Tier: 2, Step: 60000}
+	c := Cursor{Binding: b, From: 1000, To: 9000, Position: 4321, TierName: "hour", TierStep: 3600000, Step: 7200000}
 	got, err := s.Decode(s.Encode(c), b)
 	if err != nil || got != c {
 		t.Fatalf("Decode(Encode(%+v)) = %+v, %v", c, got, err)
@@ -27,7 +28,7 @@ func TestCursorRoundTrip(t *testing.T) {
 func TestCursorTampering(t *testing.T) {
 	s := testSigner(t)
 	b := Bind("sensor-1", "0", "9000", "raw")
-	token := s.Encode(Cursor{Binding: b, From: 0, To: 9000, Position: 500})
+	token := s.Encode(Cursor{Binding: b, From: 0, To: 9000, Position: 500, TierName: "raw"})
 	raw, _ := base64.RawURLEncoding.DecodeString(token)
 
 	flip := func(i int) string {
@@ -44,6 +45,7 @@ func TestCursorTampering(t *testing.T) {
 		want  error
 	}{
 		{"position altered", flip(40), b, ErrCursorForged},
+		{"tier name altered", flip(len(raw) - macLen - 1), b, ErrCursorForged},
 		{"binding altered", flip(3), b, ErrCursorForged},
 		{"signature altered", flip(len(raw) - 1), b, ErrCursorForged},
 		{"truncated", token[:len(token)-4], b, ErrCursorMalformed},
@@ -54,11 +56,12 @@ func TestCursorTampering(t *testing.T) {
 		{"other key", other.Encode(Cursor{Binding: b, From: 0, To: 9000, Position: 500}), b, ErrCursorForged},
 		{"older version", base64.RawURLEncoding.EncodeToString(oldVersion), b, ErrCursorVersion},
 		{"huge", string(make([]byte, 1<<20)), b, ErrCursorMalformed},
-		{"CR LF inside", token[:20] + "\r\n\n\r" + token[20:], b, ErrCursorMalformed},
+		{"line breaks inserted", token[:20] + "\r\n\n\r" + token[20:], b, ErrCursorMalformed},
 		{"LF at the end", token + "\n", b, ErrCursorMalformed},
 		{"CR inside", token[:40] + "\r" + token[40:], b, ErrCursorMalformed},
 		{"padded", token + "==", b, ErrCursorMalformed},
 		{"space inside", token[:20] + " " + token[20:], b, ErrCursorMalformed},
+		{"standard alphabet", strings.NewReplacer("-", "+", "_", "/").Replace(token) + "+", b, ErrCursorMalformed},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -105,11 +108,14 @@ func FuzzCursorDecode(f *testing.F) {
 func FuzzCursorEdited(f *testing.F) {
 	s := testSigner(f)
 	b := Bind("x")
-	f.Add(int64(1000), int64(9000), int64(4321), uint8(2), int64(60000), uint8(20), "\r\n\n\r", uint8(0))
-	f.Add(int64(0), int64(1), int64(0), uint8(0), int64(0), uint8(255), "\n", uint8(0))
-	f.Add(int64(-5), int64(5), int64(5), uint8(1), int64(1), uint8(3), "", uint8(2))
-	f.Fuzz(func(t *testing.T, from, to, pos int64, tier uint8, step int64, at uint8, insert string, remove uint8) {
-		c := Cursor{Binding: b, From: from, To: to, Position: pos, Tier: tier, Step: step}
+	f.Add(int64(1000), int64(9000), int64(4321), "minute", int64(60000), int64(60000), uint8(20), "\r\n\n\r", uint8(0))
+	f.Add(int64(0), int64(1), int64(0), "raw", int64(0), int64(0), uint8(255), "\n", uint8(0))
+	f.Add(int64(-5), int64(5), int64(5), "hour", int64(1), int64(1), uint8(3), "", uint8(2))
+	f.Fuzz(func(t *testing.T, from, to, pos int64, tierName string, tierStep, step int64, at uint8, insert string, remove uint8) {
+		if len(tierName) > maxNameLen {
+			return
+		}
+		c := Cursor{Binding: b, From: from, To: to, Position: pos, TierName: tierName, TierStep: tierStep, Step: step}
 		token := s.Encode(c)
 		i := int(at) % (len(token) + 1)
 		j := min(i+int(remove), len(token))

@@ -61,7 +61,9 @@ func TestRoutesMatchSpec(t *testing.T) {
 		}
 	}
 	for r := range specified {
-		if !routed[r] {
+		// The Prometheus API is a handler of its own, mounted whole;
+		// promapi's TestRoutesMatchSpec checks its paths.
+		if !routed[r] && !strings.Contains(r, " /prometheus/") {
 			unrouted = append(unrouted, r)
 		}
 	}

@@ -78,6 +78,9 @@ type Deps struct {
 	Gatherer prometheus.Gatherer
 	// Home serves GET /; the dashboard of package web when nil.
 	Home http.Handler
+	// Prometheus serves the Prometheus HTTP API under /prometheus, with
+	// the prefix stripped; nil serves none.
+	Prometheus http.Handler
 }
 
 // Server serves the API.
@@ -153,6 +156,9 @@ func (s *Server) Handler() http.Handler {
 	r.Method(http.MethodHead, "/assets/*", web.Handler())
 	r.Head("/", s.home)
 	r.Route("/grafana", s.grafanaRoutes)
+	if s.deps.Prometheus != nil {
+		r.Mount("/prometheus", http.StripPrefix("/prometheus", s.deps.Prometheus))
+	}
 	return r
 }
 

@@ -32,10 +32,12 @@ var allowed = map[string][]string{
 	"query/querytest":       {"ingest", "partial", "query", "rollup", "router", "tiers"},
 	"httpapi":               {"api", "ingest", "params", "partial", "query", "rollup", "router", "tiers", "web"},
 	"httpapi/apitest":       {"api", "api/client", "httpapi", "query/querytest", "tiers"},
+	"promapi":               {"params", "partial", "query", "router", "tiers"},
+	"promapi/promtest":      {"httpapi", "ingest", "promapi", "query/querytest", "tiers"},
 	"web/internal/preview":  {"demo", "httpapi", "ingest", "partial", "query", "rollup", "router", "tiers", "tiers/embedded"},
 	"scripts/cassandra/cql": {},
 	"layering":              {},
-	"cmd/gateway":           {"cache", "demo", "flagconf", "httpapi", "ingest", "params", "partial", "query", "rollup", "router", "tiers", "tiers/cassandra", "tiers/embedded"},
+	"cmd/gateway":           {"cache", "demo", "flagconf", "httpapi", "ingest", "params", "partial", "promapi", "query", "rollup", "router", "tiers", "tiers/cassandra", "tiers/embedded"},
 	"integration":           {},
 }
 
@@ -45,7 +47,7 @@ var restricted = map[string][]string{
 	"github.com/cockroachdb/pebble/v2":            {"tiers/embedded"},
 	"github.com/go-chi/chi/v5":                    {"httpapi", "httpapi/apitest"},
 	"github.com/getkin/kin-openapi":               {"api", "httpapi", "httpapi/apitest"},
-	"net/http":                                    {"httpapi", "httpapi/apitest", "api", "api/client", "web", "web/internal/preview", "cmd/gateway"},
+	"net/http":                                    {"httpapi", "httpapi/apitest", "promapi", "promapi/promtest", "api", "api/client", "web", "web/internal/preview", "cmd/gateway"},
 }
 
 func TestDependencyDirection(t *testing.T) {

@@ -24,6 +24,7 @@ import (
 	"github.com/tsgate/tsgate/httpapi"
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/partial"
+	"github.com/tsgate/tsgate/promapi"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/rollup"
 	"github.com/tsgate/tsgate/router"
@@ -57,6 +58,7 @@ type serveConfig struct {
 	ingest    ingest.Config
 	rollup    rollup.Config
 	http      httpapi.Config
+	prom      promapi.Config
 	cassandra cassandra.Config
 }
 
@@ -67,7 +69,7 @@ func defaultServeConfig() serveConfig {
 		shutdownTimeout: 30 * time.Second,
 		pyramid:         tiers.DefaultPyramid(), router: router.DefaultConfig(), query: query.DefaultConfig(),
 		ingest: ingest.DefaultConfig(), rollup: rollup.DefaultConfig(), http: httpapi.DefaultConfig(),
-		cassandra: cassandra.DefaultConfig(),
+		prom: promapi.DefaultConfig(), cassandra: cassandra.DefaultConfig(),
 	}
 }
 
@@ -106,10 +108,11 @@ func (c *serveConfig) registerFlags(fs *flag.FlagSet) {
 	durVar(fs, &c.rollup.Interval, "rollup-interval", "how often the rollup worker runs (0: only on demand)")
 	fs.IntVar(&c.rollup.Parallelism, "rollup-parallelism", c.rollup.Parallelism, "series recomputed at once")
 	fs.Int64Var(&c.http.MaxBodyBytes, "max-body-bytes", c.http.MaxBodyBytes, "largest write body accepted (larger: 413)")
+	c.prom.RegisterFlags(fs)
 }
 
 func (c *serveConfig) validate() error {
-	errs := []error{c.pyramid.Validate(), c.router.Validate(), c.query.Validate(), c.ingest.Validate(), c.rollup.Validate(), c.http.Validate()}
+	errs := []error{c.pyramid.Validate(), c.router.Validate(), c.query.Validate(), c.ingest.Validate(), c.rollup.Validate(), c.http.Validate(), c.prom.Validate()}
 	switch c.store {
 	case "embedded":
 		if c.dataDir == "" {
@@ -235,9 +238,13 @@ func (m Main) serve(ctx context.Context, args []string) error {
 		}
 	}
 
+	prom := promapi.New(promapi.Deps{
+		Engine: engine, Registry: registryView{series, store}, Pyramid: &c.pyramid, Now: now, Logger: log, Metrics: promapi.NewMetrics(reg),
+	}, c.prom)
 	srv := httpapi.New(httpapi.Deps{
 		Engine: engine, Writer: writer, Registry: registryView{series, store}, Rollups: worker,
 		Ready: store.Ping, Logger: log, Now: now, Metrics: httpapi.NewMetrics(reg), Gatherer: reg,
+		Prometheus: prom.Handler(),
 	}, c.http)
 	return m.listenAndServe(ctx, c, srv.Handler(), worker, log)
 }

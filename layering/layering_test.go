@@ -33,7 +33,7 @@ var allowed = map[string][]string{
 	"httpapi":               {"api", "ingest", "params", "partial", "query", "rollup", "router", "tiers", "web"},
 	"httpapi/apitest":       {"api", "api/client", "httpapi", "query/querytest", "tiers"},
 	"promapi":               {"params", "partial", "query", "router", "tiers"},
-	"promapi/promtest":      {"httpapi", "ingest", "promapi", "query/querytest", "tiers"},
+	"promapi/promtest":      {"httpapi", "httpapi/apitest", "ingest", "promapi", "query/querytest", "tiers"},
 	"web/internal/preview":  {"demo", "httpapi", "ingest", "partial", "query", "rollup", "router", "tiers", "tiers/embedded"},
 	"scripts/cassandra/cql": {},
 	"layering":              {},

@@ -133,13 +133,11 @@ func write(w http.ResponseWriter, status int, body []byte) {
 // appendTime writes a timestamp as Prometheus does: Unix seconds with the
 // milliseconds as a fraction, trailing zeros dropped.
 func appendTime(b []byte, ms int64) []byte {
-	sec, frac := ms/1000, ms%1000
-	if frac < 0 {
-		sec, frac = sec-1, frac+1000
-	}
-	if sec == 0 && ms < 0 {
+	if ms < 0 {
 		b = append(b, '-')
+		ms = -ms
 	}
+	sec, frac := ms/1000, ms%1000
 	b = strconv.AppendInt(b, sec, 10)
 	if frac == 0 {
 		return b

@@ -19,7 +19,10 @@ func parseTime(name, s string) (int64, error) {
 		if math.IsNaN(f) || f*1000 < float64(tiers.MinTime) || f*1000 >= float64(tiers.MaxTime) {
 			return 0, badData("invalid parameter %q: %q is outside the years 1 to 9999", name, s)
 		}
-		return int64(math.Floor(f*1000 + 1e-6)), nil
+		// Rounded to the millisecond, as Prometheus does: clients send
+		// float seconds, whose decimals are not exact.
+		sec, frac := math.Modf(f)
+		return int64(sec)*1000 + int64(math.Round(frac*1000)), nil
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		ms := t.UnixMilli()

@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/tsgate/tsgate/httpapi"
+	"github.com/tsgate/tsgate/httpapi/apitest"
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/promapi"
 	"github.com/tsgate/tsgate/query/querytest"
@@ -57,7 +59,8 @@ func NewServer(t *testing.T, store tiers.Store) *Server {
 		Engine: env.Engine, Writer: env.Writer, Registry: store, Rollups: env.Rollups,
 		Ready: store.Ping, Now: env.Clock.Now, Prometheus: prom.Handler(),
 	}, httpapi.DefaultConfig())
-	ts := httptest.NewServer(srv.Handler())
+	// Every answer is checked against api/openapi.yaml.
+	ts := httptest.NewServer(apitest.Checked(t, srv.Handler()))
 	t.Cleanup(ts.Close)
 	client, err := promclient.NewClient(promclient.Config{Address: ts.URL + "/prometheus"})
 	if err != nil {
@@ -66,17 +69,25 @@ func NewServer(t *testing.T, store tiers.Store) *Server {
 	return &Server{Server: ts, Env: env, API: v1.NewAPI(client), tables: tc}
 }
 
-// tableCounter records the tables of the partitions read.
+// tableCounter records the tables of the partitions read, and slows
+// every partition read down by delay when it is set.
 type tableCounter struct {
 	tiers.PartitionReader
 	mu     sync.Mutex
 	tables map[tiers.Table]int
+	delay  atomic.Int64 // ns
 }
 
 func (c *tableCounter) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPages {
 	c.mu.Lock()
 	c.tables[req.Key.Table]++
 	c.mu.Unlock()
+	if d := c.delay.Load(); d > 0 {
+		select {
+		case <-time.After(time.Duration(d)):
+		case <-ctx.Done():
+		}
+	}
 	return c.PartitionReader.Read(ctx, req)
 }
 
@@ -141,6 +152,60 @@ func Run(t *testing.T, store tiers.Store) {
 	t.Run("SeriesAndLabels", func(t *testing.T) { s.seriesAndLabels(t, prefix, truth) })
 	t.Run("BadRequests", func(t *testing.T) { s.badRequests(t, prefix) })
 	t.Run("FormPost", func(t *testing.T) { s.formPost(t, prefix, truth) })
+	t.Run("PartialAnswersWarn", func(t *testing.T) { s.partialAnswers(t, prefix, truth) })
+}
+
+// partialAnswers slows the store down so that a short timeout cuts the
+// reads short: the answer says so in a warning, and what it holds is
+// exact, a prefix of the full answer of each series.
+func (s *Server) partialAnswers(t *testing.T, prefix string, truth Truth) {
+	ctx := context.Background()
+	now := s.Env.Clock.Now().UnixMilli()
+	s.tables.delay.Store(int64(50 * time.Millisecond))
+	defer s.tables.delay.Store(0)
+	step := 5 * tiers.Minute
+	end := tiers.AlignDown(now-2*tiers.Hour, step)
+	start := end - 2*tiers.Day
+	sel := fmt.Sprintf(`tsgate{series=~"%s\\.(a|c)"}`, prefix)
+	q := query{fn: "last_over_time", rng: step}
+	got, warnings, _, err := s.API.QueryRange(ctx, q.expr(sel), v1.Range{Start: time.UnixMilli(start), End: time.UnixMilli(end), Step: 5 * time.Minute},
+		v1.WithTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	partial := 0
+	for _, w := range warnings {
+		if strings.HasPrefix(w, "partial: slo") {
+			partial++
+		}
+	}
+	if partial == 0 {
+		t.Fatalf("warnings %v, want partial: slo; got %d series %.300v", warnings, len(got.(model.Matrix)), got)
+	}
+	var times []int64
+	for ts := start; ts <= end; ts += step {
+		times = append(times, ts)
+	}
+	want := Expect(truth, matchIDs(truth, sel, prefix), q, step, times)
+	gotMap := map[string][]Sample{}
+	for _, ss := range got.(model.Matrix) {
+		for _, p := range ss.Values {
+			gotMap[ss.Metric.String()] = append(gotMap[ss.Metric.String()], Sample{int64(p.Timestamp), float64(p.Value)})
+		}
+	}
+	cut := 0
+	for key, w := range want {
+		g := gotMap[key]
+		if len(g) > len(w) || !slices.Equal(g, w[:len(g)]) {
+			t.Errorf("%s: partial answer is not a prefix of the full one:\n got  %v\n want %v", key, head(g), head(w))
+		}
+		if len(g) < len(w) {
+			cut++
+		}
+	}
+	if cut != partial {
+		t.Errorf("%d series cut short, %d partial warnings (%v)", cut, partial, warnings)
+	}
 }
 
 // query is one expression under test.
@@ -644,7 +709,7 @@ func (s *Server) formPost(t *testing.T, prefix string, truth Truth) {
 	now := s.Env.Clock.Now().UnixMilli()
 	// Data ends two hours before the clock (it moved on after loading).
 	end := tiers.AlignDown(now-3*tiers.Hour, tiers.Minute)
-	start := end - 30*tiers.Minute
+	start := end - 6*tiers.Hour
 	sel := fmt.Sprintf(`tsgate{series="%s.c"}`, prefix)
 	q := query{fn: "count_over_time", rng: 5 * tiers.Minute}
 	form := url.Values{"query": {q.expr(sel)}, "start": {time.UnixMilli(start).UTC().Format(time.RFC3339)}, "end": {fmt.Sprint(end / 1000)}, "step": {"5m"}}

@@ -179,6 +179,12 @@ func (a *API) buildinfo(r *http.Request) (any, []string, error) {
 	}, nil, nil
 }
 
+// exemplars answers that there are none: the gateway keeps no exemplars,
+// and Grafana asks for them beside a query when they are switched on.
+func (a *API) exemplars(r *http.Request) (any, []string, error) {
+	return []struct{}{}, nil, nil
+}
+
 func warnIf(cut bool) []string {
 	if cut {
 		return []string{truncated}

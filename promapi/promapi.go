@@ -114,6 +114,7 @@ func (a *API) routes() []route {
 		{"/api/v1/label/{name}/values", "label_values", a.labelValues},
 		{"/api/v1/metadata", "metadata", a.metadata},
 		{"/api/v1/status/buildinfo", "buildinfo", a.buildinfo},
+		{"/api/v1/query_exemplars", "query_exemplars", a.exemplars},
 	}
 }
 
@@ -126,7 +127,7 @@ func (a *API) Handler() http.Handler {
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{typ: errNotFound, msg: "no Prometheus API endpoint " + r.URL.Path +
-			"; the gateway answers /api/v1/query_range, query, series, labels, label/{name}/values, metadata and status/buildinfo"})
+			"; the gateway answers /api/v1/query_range, query, series, labels, label/{name}/values, metadata, status/buildinfo and query_exemplars"})
 	})
 	return mux
 }

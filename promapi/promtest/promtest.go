@@ -645,6 +645,10 @@ func (s *Server) seriesAndLabels(t *testing.T, prefix string, truth Truth) {
 	if err != nil || len(sets) != 2 || len(warnings) != 1 {
 		t.Errorf("limited series = %v, %v, %v", sets, warnings, err)
 	}
+	ex, err := s.API.QueryExemplars(ctx, match[0], long, far)
+	if err != nil || len(ex) != 0 {
+		t.Errorf("exemplars = %v, %v", ex, err)
+	}
 	if _, err := s.API.Buildinfo(ctx); err != nil {
 		t.Errorf("buildinfo: %v", err)
 	}

@@ -47,8 +47,9 @@ type Server struct {
 }
 
 // NewServer serves the API over store, reading through a decorator that
-// records which tables reads touch.
-func NewServer(t *testing.T, store tiers.Store) *Server {
+// records which tables reads touch. In tests (not benchmarks) every answer
+// is checked against api/openapi.yaml.
+func NewServer(t testing.TB, store tiers.Store) *Server {
 	t.Helper()
 	tc := &tableCounter{PartitionReader: store, tables: map[tiers.Table]int{}}
 	env := querytest.NewEnv(t, store, tc)
@@ -59,8 +60,11 @@ func NewServer(t *testing.T, store tiers.Store) *Server {
 		Engine: env.Engine, Writer: env.Writer, Registry: store, Rollups: env.Rollups,
 		Ready: store.Ping, Now: env.Clock.Now, Prometheus: prom.Handler(),
 	}, httpapi.DefaultConfig())
-	// Every answer is checked against api/openapi.yaml.
-	ts := httptest.NewServer(apitest.Checked(t, srv.Handler()))
+	h := srv.Handler()
+	if tt, ok := t.(*testing.T); ok {
+		h = apitest.Checked(tt, h)
+	}
+	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	client, err := promclient.NewClient(promclient.Config{Address: ts.URL + "/prometheus"})
 	if err != nil {
@@ -105,7 +109,7 @@ type Truth map[string][]tiers.Row
 // Load writes about three days of points of n series named prefix.<k> at
 // irregular intervals with gaps, a quarter of them on whole minutes, integer values (so that sums are exact
 // in any order), and rolls them up.
-func (s *Server) Load(t *testing.T, prefix string, n int, r *rand.Rand) Truth {
+func (s *Server) Load(t testing.TB, prefix string, n int, r *rand.Rand) Truth {
 	t.Helper()
 	ctx := context.Background()
 	now := s.Env.Clock.Now().UnixMilli()

@@ -101,7 +101,8 @@ func (a *API) queryRange(r *http.Request) (any, []string, error) {
 	if step <= 0 {
 		return nil, nil, badData("invalid parameter \"step\": zero or negative query resolution step widths are not accepted. Try a positive integer")
 	}
-	if (end-start)/step >= MaxPointsPerSeries {
+	// Prometheus' own test, so the same requests pass and fail.
+	if (end-start)/step > MaxPointsPerSeries {
 		return nil, nil, overLimit("max_points", "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)")
 	}
 	timeout, err := formTimeout(r)

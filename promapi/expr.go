@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/VictoriaMetrics/metricsql"
+
+	"github.com/tsgate/tsgate/tiers"
 )
 
 // metricName is the one metric every series is.
@@ -151,8 +153,8 @@ func (p *plan) compileSeries(e metricsql.Expr, step int64) error {
 			return badData("%s over %s is not supported: its argument must be a selector with a range; %s", x.Name, re.Expr.AppendString(nil), supported)
 		}
 		rng, err := re.Window.NonNegativeDuration(step)
-		if err != nil || rng <= 0 {
-			return badData("the range of %s must be positive", x.Name)
+		if err != nil || rng <= 0 || rng > tiers.MaxTime-tiers.MinTime {
+			return badData("the range of %s must be positive and within the years 1 to 9999", x.Name)
 		}
 		p.fn, p.rng = fn, rng
 		return p.compileSelector(me)

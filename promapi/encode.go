@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/query"
 )
 
@@ -71,12 +72,11 @@ func overLimit(limit, format string, args ...any) *apiError {
 // engineError maps what the query engine or the registry returned.
 func engineError(err error) *apiError {
 	var ae *apiError
-	var pe *query.ParamError
 	switch {
 	case errors.As(err, &ae):
 		return ae
-	case errors.As(err, &pe):
-		return &apiError{typ: errBadData, msg: pe.Error()}
+	case len(params.List(err)) > 0:
+		return &apiError{typ: errBadData, msg: params.List(err).Error()}
 	case errors.Is(err, query.ErrBudget), errors.Is(err, context.DeadlineExceeded):
 		return &apiError{typ: errTimeout, msg: "query timed out: " + err.Error()}
 	case errors.Is(err, context.Canceled):

@@ -2,10 +2,9 @@ package promapi
 
 import (
 	"context"
-	"strconv"
 	"time"
 
-	"github.com/tsgate/tsgate/partial"
+	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/router"
 	"github.com/tsgate/tsgate/tiers"
@@ -35,9 +34,9 @@ type readOutcome struct {
 // short.
 func (a *API) read(ctx context.Context, series string, span tiers.Span, window int64, b budget, emit func(tiers.Row)) (readOutcome, error) {
 	req := query.Request{
-		Series: series, Span: span, Resolution: router.Resolution{Kind: router.RawPoints},
-		Limit: a.deps.Engine.Config().MaxLimit, SLO: b.slo, Start: b.start,
-		Binding: partial.Bind("prometheus", series, strconv.FormatInt(span.From, 10), strconv.FormatInt(span.To, 10), strconv.FormatInt(window, 10)),
+		Series: series, From: params.At(span.From), To: params.At(span.To),
+		Resolution: router.Resolution{Kind: router.RawPoints},
+		Limit:      a.deps.MaxLimit, SLO: b.slo, Start: b.start,
 	}
 	if window > 0 {
 		req.Resolution = router.Resolution{Kind: router.Window, Window: window}
@@ -56,7 +55,7 @@ func (a *API) read(ctx context.Context, series string, span tiers.Span, window i
 		}
 		tr := res.Trailer()
 		if page == 0 {
-			out.warnings = res.Warnings
+			out.warnings = res.Head().Warnings
 		}
 		res.Close()
 		if tr.Err != nil {

@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tsgate/tsgate/router"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -173,10 +174,10 @@ func (a *API) prepare(p *plan, g grid, b budget, instant bool) (*evaluation, err
 	if p.fn == fnLast {
 		// The last point of a window needs raw points: rollups keep no
 		// last value. Any window is exact then.
-		oldest := a.deps.Pyramid.Tier(tiers.LevelRaw).OldestAvailable(a.deps.Now().UnixMilli())
+		oldest := a.deps.Pyramid.Raw().OldestAvailable(a.deps.Now().UnixMilli())
 		if g.last() <= oldest {
 			return nil, badData("last_over_time (and a bare selector, which is last_over_time(sel[step])) reads raw points, which are kept %s, and the range ends before that; "+
-				"use max_over_time, min_over_time or avg_over_time, which read rollups", tiers.FormatDuration(a.deps.Pyramid.Tier(tiers.LevelRaw).Retention))
+				"use max_over_time, min_over_time or avg_over_time, which read rollups", tiers.FormatDuration(a.deps.Pyramid.Raw().Retention))
 		}
 		return ev, nil
 	}
@@ -249,25 +250,15 @@ func (ev *evaluation) chooseWindow() error {
 // narrowest window of raw points) and each rollup's step.
 func (a *API) tierSteps() []int64 {
 	steps := []int64{tiers.Second}
-	for _, l := range a.deps.Pyramid.Levels() {
-		if s := a.deps.Pyramid.Tier(l).Step; s > 0 {
-			steps = append(steps, s)
-		}
+	for _, l := range a.deps.Pyramid.Rollups() {
+		steps = append(steps, a.deps.Pyramid.Tier(l).Step)
 	}
 	return steps
 }
 
-// tierFor is the tier that serves windows of width w: the coarsest whose
-// step divides it, as the router chooses; used only to tell whether that
-// tier still keeps a range.
+// tierFor is the tier the router reads windows of width w from.
 func (a *API) tierFor(w int64) tiers.Tier {
-	levels := a.deps.Pyramid.Levels()
-	for i := len(levels) - 1; i > 0; i-- {
-		if t := a.deps.Pyramid.Tier(levels[i]); t.Step > 0 && w%t.Step == 0 {
-			return *t
-		}
-	}
-	return *a.deps.Pyramid.Tier(levels[0])
+	return *a.deps.Pyramid.Tier(router.ServingTier(a.deps.Pyramid, w))
 }
 
 // run reads every series and folds the answer.

@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/VictoriaMetrics/metricsql"
+	"github.com/go-chi/chi/v5"
 )
 
 // truncated is Prometheus' warning for an answer cut at its limit.
@@ -123,7 +124,7 @@ func (a *API) labels(r *http.Request) (any, []string, error) {
 }
 
 func (a *API) labelValues(r *http.Request) (any, []string, error) {
-	name := r.PathValue("name")
+	name := chi.URLParam(r, "name")
 	sels, err := matchSelectors(r, false)
 	if err != nil {
 		return nil, nil, err

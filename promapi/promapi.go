@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tsgate/tsgate/query"
@@ -70,13 +71,16 @@ func (c Config) Validate() error {
 
 // Deps are what the API reads.
 type Deps struct {
-	Engine   *query.Engine
+	Engine   query.Engine
 	Registry Registry
 	// Pyramid is the engine's tiers: the retention of raw points and the
 	// steps of the rollups decide which windows are cheap.
-	Pyramid *tiers.Pyramid
-	Now     func() time.Time
-	Logger  *slog.Logger
+	Pyramid tiers.Pyramid
+	// MaxLimit is the page size of every read: the largest there is, since
+	// every read goes to its end.
+	MaxLimit int
+	Now      func() time.Time
+	Logger   *slog.Logger
 	// Metrics counts refusals; nil counts nothing.
 	Metrics *Metrics
 }
@@ -118,29 +122,30 @@ func (a *API) routes() []route {
 	}
 }
 
-// Handler serves the endpoints under /api/v1/...; the gateway mounts it at
-// /prometheus with the prefix stripped.
+// Handler returns the endpoints' routes (/api/v1/...), to be mounted at
+// /prometheus.
 func (a *API) Handler() http.Handler {
-	mux := http.NewServeMux()
+	r := chi.NewRouter()
 	for _, rt := range a.routes() {
-		mux.HandleFunc(rt.path, a.endpoint(rt.name, rt.h))
+		h := a.endpoint(rt.name, rt.h)
+		r.Get(rt.path, h)
+		r.Post(rt.path, h)
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{typ: errNotFound, msg: "no Prometheus API endpoint " + r.URL.Path +
 			"; the gateway answers /api/v1/query_range, query, series, labels, label/{name}/values, metadata, status/buildinfo and query_exemplars"})
 	})
-	return mux
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", "GET, POST")
+		writeError(w, &apiError{typ: errMethod, msg: r.Method + " is not allowed on " + r.URL.Path + "; use GET or POST"})
+	})
+	return r
 }
 
-// endpoint accepts GET and POST (a form body, as Grafana sends), parses
-// the form, and writes whatever the handler returns in the envelope.
+// endpoint parses the form (the query string, and a POSTed form body, as
+// Grafana sends) and writes whatever the handler returns in the envelope.
 func (a *API) endpoint(name string, h func(r *http.Request) (any, []string, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodPost {
-			w.Header().Set("Allow", "GET, POST")
-			writeError(w, &apiError{typ: errMethod, msg: r.Method + " is not allowed; use GET or POST"})
-			return
-		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 		if err := r.ParseForm(); err != nil {
 			writeError(w, badData("cannot parse the form: %v", err))

@@ -29,7 +29,6 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
-	"github.com/tsgate/tsgate/httpapi"
 	"github.com/tsgate/tsgate/httpapi/apitest"
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/promapi"
@@ -51,16 +50,12 @@ type Server struct {
 // is checked against api/openapi.yaml.
 func NewServer(t testing.TB, store tiers.Store) *Server {
 	t.Helper()
-	tc := &tableCounter{PartitionReader: store, tables: map[tiers.Table]int{}}
-	env := querytest.NewEnv(t, store, tc)
-	prom := promapi.New(promapi.Deps{
-		Engine: env.Engine, Registry: store, Pyramid: &env.Pyramid, Now: env.Clock.Now,
-	}, promapi.DefaultConfig())
-	srv := httpapi.New(httpapi.Deps{
-		Engine: env.Engine, Writer: env.Writer, Registry: store, Rollups: env.Rollups,
-		Ready: store.Ping, Now: env.Clock.Now, Prometheus: prom.Handler(),
-	}, httpapi.DefaultConfig())
-	h := srv.Handler()
+	tc := &tableCounter{tables: map[tiers.Table]int{}}
+	env := querytest.NewEnv(t, store, querytest.Options{Wrap: func(r tiers.PartitionReader) tiers.PartitionReader {
+		tc.PartitionReader = r
+		return tc
+	}})
+	h := env.Gateway.Handler()
 	if tt, ok := t.(*testing.T); ok {
 		h = apitest.Checked(tt, h)
 	}
@@ -584,11 +579,11 @@ func (s *Server) hourTier(t *testing.T, prefix string, truth Truth) {
 	}
 	read := s.tables.reset()
 	for table, n := range read {
-		if table != tiers.TableHour {
+		if table != tiers.RollupTable(tiers.Hour) {
 			t.Errorf("read %d partitions of %s; want the hour tier only (all reads: %v)", n, table, read)
 		}
 	}
-	if read[tiers.TableHour] == 0 {
+	if read[tiers.RollupTable(tiers.Hour)] == 0 {
 		t.Errorf("no partition of the hour tier read: %v", read)
 	}
 	var times []int64

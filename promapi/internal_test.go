@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/VictoriaMetrics/metricsql"
+
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -141,6 +143,24 @@ func TestSelectorListing(t *testing.T) {
 	p, _ := compile(`tsgate{series=~"room\\.(a|b)", series!="room.b"}`, 0)
 	if !p.sel.match("room.a") || p.sel.match("room.b") || p.sel.match("room.c") {
 		t.Error("matchers do not all apply")
+	}
+	// Other labels are absent: their value is "", as in Prometheus.
+	for expr, want := range map[string]bool{
+		`tsgate{series="a", foo=""}`: true, `tsgate{series="a", foo="x"}`: false, `tsgate{series="a", foo!="x"}`: true,
+		`tsgate{series="a", foo=~"x|"}`: true, `tsgate{series="a", foo!~""}`: false, `{__name__=~"ts.*", series="a"}`: true,
+		`{__name__!="tsgate", series="a"}`: false,
+	} {
+		var s selector
+		e, err := metricsql.Parse(expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.compile(e.(*metricsql.MetricExpr)); err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		if got := s.match("a"); got != want {
+			t.Errorf("%s matches a: %v, want %v", expr, got, want)
+		}
 	}
 }
 

@@ -684,6 +684,7 @@ func (s *Server) badRequests(t *testing.T, prefix string) {
 		{"bad start", "/api/v1/query_range?query=x&start=yesterday&end=1&step=1", 400, "bad_data", "start"},
 		{"sub-second", fmt.Sprintf("/api/v1/query_range?query=%s&start=%d&end=%d&step=0.5", url.QueryEscape("max_over_time("+sel+"[1s])"), now-200, now), 400, "bad_data", "1s"},
 		{"too many windows", fmt.Sprintf("/api/v1/query_range?query=%s&start=%d&end=%d&step=1", url.QueryEscape("max_over_time("+sel+"[7d])"), now-3600, now), 400, "bad_data", "--prometheus-max-windows"},
+		{"last value before raw retention", fmt.Sprintf("/api/v1/query_range?query=%s&start=%d&end=%d&step=3600", url.QueryEscape(sel), now-30*86400, now-20*86400), 400, "bad_data", "raw points, which are kept 7d"},
 		{"series without match", "/api/v1/series", 400, "bad_data", "match[]"},
 		{"bad timeout", "/api/v1/query?query=1&timeout=soon", 400, "bad_data", "timeout"},
 		{"no endpoint", "/api/v1/rules", 404, "not_found", "query_range"},

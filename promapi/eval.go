@@ -277,7 +277,13 @@ func (ev *evaluation) run(ctx context.Context) error {
 		eg.Go(func() error {
 			rows, out, err := ev.evalSeries(ctx, info.ID, read)
 			if err != nil {
-				return engineError(err)
+				ae := engineError(err)
+				if ae.typ == errBadData {
+					// The engine's own refusal (--max-partitions): its
+					// parameter names are the REST API's.
+					ae = overLimit("max_partitions", "series %s: %s; here the window read is the function's range (the step for a bare selector, from raw points): a range that is a multiple of a coarser tier's step, or a shorter time range, reads fewer partitions", info.ID, ae.msg)
+				}
+				return ae
 			}
 			ev.add(info.ID, rows, out)
 			return nil

@@ -178,7 +178,7 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tsgate_prometheus_errors_total",
-		Help: "Prometheus API requests answered with an error, by endpoint, errorType and the limit a refusal ran into (max_series, max_windows, max_points; none otherwise).",
+		Help: "Prometheus API requests answered with an error, by endpoint, errorType and the limit a refusal ran into (max_series, max_windows, max_points, max_partitions; none otherwise).",
 	}, []string{"endpoint", "error_type", "limit"})}
 	reg.MustRegister(m.errors)
 	return m

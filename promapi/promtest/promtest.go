@@ -49,12 +49,23 @@ type Server struct {
 // records which tables reads touch. In tests (not benchmarks) every answer
 // is checked against api/openapi.yaml.
 func NewServer(t testing.TB, store tiers.Store) *Server {
+	return NewServerWith(t, store, querytest.Options{})
+}
+
+// NewServerWith is NewServer with the environment's options (its reader
+// wrapper is kept, inside the table counter).
+func NewServerWith(t testing.TB, store tiers.Store, opts querytest.Options) *Server {
 	t.Helper()
 	tc := &tableCounter{tables: map[tiers.Table]int{}}
-	env := querytest.NewEnv(t, store, querytest.Options{Wrap: func(r tiers.PartitionReader) tiers.PartitionReader {
+	wrap := opts.Wrap
+	opts.Wrap = func(r tiers.PartitionReader) tiers.PartitionReader {
+		if wrap != nil {
+			r = wrap(r)
+		}
 		tc.PartitionReader = r
 		return tc
-	}})
+	}
+	env := querytest.NewEnv(t, store, opts)
 	h := env.Gateway.Handler()
 	if tt, ok := t.(*testing.T); ok {
 		h = apitest.Checked(tt, h)

@@ -359,7 +359,7 @@ func (e *engine) checkPartitions(ctx context.Context, info tiers.SeriesInfo, p *
 			break
 		}
 	}
-	return params.Bad(param, "this read would plan %d partitions of the %s tier, more than the limit of %d; %s", n, plan.TierName, limit, hint)
+	return params.Bad(param, "this read would plan %d partitions of the %s tier, more than the limit of %d (--max-partitions); %s", n, plan.TierName, limit, hint)
 }
 
 // PlannedBucket is one bucket a read would touch.

@@ -161,40 +161,34 @@ func (b *Buckets) load(ctx context.Context, k bucketKey, pageSize int, stats *pa
 	if err := eg.Wait(); err != nil {
 		return nil, err
 	}
-	n := 0
+	n, points := 0, true
 	inputs := make([]merge.Iterator[tiers.Row], len(parts))
 	for i, p := range parts {
 		n += len(p)
 		inputs[i] = merge.FromSlice(p)
-	}
-	it := merge.Iter(func(a, b tiers.Row) bool { return a.T < b.T }, inputs, merge.Dedup())
-	rows := make([]tiers.Row, 0, n)
-	for it.Next() {
-		rows = append(rows, it.At())
-	}
-	return compact(rows), it.Err()
-}
-
-// compact holds raw points in 16 bytes each; rows that are not plain
-// points (rollup rows) are kept whole.
-func compact(rows []tiers.Row) *partial.Run {
-	run := &partial.Run{T: make([]int64, len(rows))}
-	points := true
-	for i, r := range rows {
-		run.T[i] = r.T
-		if points && r != tiers.PointRow(r.T, r.Sum) {
-			points = false
+		for _, r := range p {
+			if r != tiers.PointRow(r.T, r.Sum) {
+				points = false
+			}
 		}
 	}
-	if !points {
-		run.Rows = rows
-		return run
+	it := merge.Iter(func(a, b tiers.Row) bool { return a.T < b.T }, inputs, merge.Dedup())
+	// Raw points go straight into their compact form.
+	run := &partial.Run{T: make([]int64, 0, n)}
+	if points {
+		run.V = make([]float64, 0, n)
+		for it.Next() {
+			r := it.At()
+			run.T, run.V = append(run.T, r.T), append(run.V, r.Sum)
+		}
+	} else {
+		run.Rows = make([]tiers.Row, 0, n)
+		for it.Next() {
+			r := it.At()
+			run.T, run.Rows = append(run.T, r.T), append(run.Rows, r)
+		}
 	}
-	run.V = make([]float64, len(rows))
-	for i, r := range rows {
-		run.V[i] = r.Sum
-	}
-	return run
+	return run, it.Err()
 }
 
 func (b *Buckets) get(k bucketKey) (e *bucketEntry, large bool) {

@@ -138,3 +138,23 @@ func TestBucketsBoundedInBytes(t *testing.T) {
 		t.Fatal("a bucket larger than an entry is loaded again")
 	}
 }
+
+func TestBucketsKeepRollupRowsWhole(t *testing.T) {
+	var rows []tiers.Row
+	for ts := int64(0); ts < 100; ts += 10 {
+		rows = append(rows, tiers.Row{T: ts, Min: -1, Max: float64(ts), Sum: 3, Count: 7})
+	}
+	store := &eventReader{countingReader: countingReader{rows: rows}, events: 1}
+	b := NewBuckets(store, func(tiers.ReadRequest) bool { return true }, 1<<20)
+	run, err := b.Bucket(bucketGroup(0, 100, 1, tiers.Span{From: 0, To: 100})).Load(context.Background(), &partial.Stats{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []tiers.Row
+	for i := range run.Len() {
+		got = append(got, run.Row(i))
+	}
+	if !slices.Equal(got, rows) {
+		t.Fatalf("rollup rows came back as %v", got)
+	}
+}

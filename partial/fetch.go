@@ -193,8 +193,10 @@ func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, g
 			// and once it has finished them all, every token is free.
 			gf.tokens = max(1, min(len(reads), limit))
 			if br.Load != nil {
+				// The load reads the bucket's partitions at once: it holds
+				// a token for each, so that read-ahead stays bounded.
 				gf.load = make(chan loadResult, 1)
-				gf.tokens = min(gf.tokens+1, limit)
+				gf.tokens = min(len(reads)+max(1, g.Bucket.EventBuckets), limit)
 			}
 			for range gf.tokens {
 				select {

@@ -47,6 +47,12 @@ type FetchOptions struct {
 	Lookahead int
 	// Buckets, when set, serves whole buckets from memory.
 	Buckets Buckets
+	// Rows, when positive, is how many rows the reader can still take: the
+	// page's limit. Groups are then read ahead only as far as the rows
+	// of the groups merged so far suggest the page can still reach, so a
+	// page does not open partitions it will drop. The group after those
+	// in flight is always opened once they are done.
+	Rows int
 }
 
 // Stats counts the work of a fetch. The counters are updated while the
@@ -84,6 +90,14 @@ type Stream struct {
 	// has handed over every group; a close without it means the launcher
 	// stopped because the context ended.
 	launched bool
+
+	// Read-ahead by rows (FetchOptions.Rows): the merge counts the groups
+	// and rows it finished, and notifies the launcher.
+	aheadMu    sync.Mutex
+	doneGroups int
+	doneRows   int
+	notify     chan struct{}
+	groupRows  int
 
 	cur       *groupFeeds
 	it        merge.Iterator[tiers.Row]
@@ -132,6 +146,7 @@ func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, g
 		// Every group queued holds at least one token, so the queue never
 		// blocks the launcher: the tokens do.
 		groups: make(chan *groupFeeds, limit), ahead: make(chan struct{}, limit), stats: stats,
+		notify: make(chan struct{}, 1),
 	}
 	if desc {
 		s.watermark = span.To
@@ -145,7 +160,12 @@ func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, g
 	eg.Go(func() error {
 		defer close(s.groups)
 		first := true
+		launchedGroups := 0
 		for g := range groups {
+			if opts.Rows > 0 && !s.waitRows(ctx, launchedGroups, opts.Rows) {
+				return nil
+			}
+			launchedGroups++
 			gctx := ctx
 			// The first group always completes: rows may begin anywhere
 			// after the page's start, and whatever precedes them moves
@@ -301,6 +321,7 @@ func (s *Stream) Next() bool {
 		if s.it.Next() {
 			s.row = s.it.At()
 			s.emitted = true
+			s.groupRows++
 			if s.desc {
 				s.watermark = min(s.watermark, s.row.T)
 			} else {
@@ -312,6 +333,15 @@ func (s *Stream) Next() bool {
 			return s.stop(err)
 		}
 		s.advanceWatermark(s.groupEnd())
+		s.aheadMu.Lock()
+		s.doneGroups++
+		s.doneRows += s.groupRows
+		s.aheadMu.Unlock()
+		s.groupRows = 0
+		select {
+		case s.notify <- struct{}{}:
+		default:
+		}
 		for range s.cur.tokens {
 			<-s.ahead
 		}
@@ -322,6 +352,28 @@ func (s *Stream) Next() bool {
 type loadResult struct {
 	run *Run
 	err error
+}
+
+// waitRows holds the launcher before the group after the launched ones
+// while the groups still in flight are expected to hold the rows the page
+// can still take (rows, less those merged already), estimated from the
+// rows of the groups merged so far. It never waits with no group in
+// flight: the merge needs one to go on. It reports false when ctx ended.
+func (s *Stream) waitRows(ctx context.Context, launched, rows int) bool {
+	for {
+		s.aheadMu.Lock()
+		done, got := s.doneGroups, s.doneRows
+		s.aheadMu.Unlock()
+		inFlight := launched - done
+		if inFlight <= 0 || done == 0 || got+inFlight*max(1, got/done) < rows {
+			return true
+		}
+		select {
+		case <-s.notify:
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 func (s *Stream) groupStart() int64 {

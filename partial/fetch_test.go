@@ -380,3 +380,45 @@ func ExampleReason() {
 	fmt.Println(Reason(nil), Reason(ErrBudgetExceeded), Reason(errInjected))
 	// Output: slo unavailable
 }
+
+// With FetchOptions.Rows, a reader that takes only that many rows makes
+// the fetch open about the groups those rows need, once it knows how many
+// rows a group holds, not as many more as the parallelism allows; the rows
+// it returns are the same.
+func TestFetchReadsAheadOnlyAsFarAsTheRowsTaken(t *testing.T) {
+	r := &memReader{parts: map[tiers.PartitionKey][]tiers.Row{}}
+	var groups []Group
+	for b := range int64(40) {
+		k := tiers.PartitionKey{Table: tiers.TableRaw, Series: "s", Bucket: b * 100}
+		for ts := b * 100; ts < b*100+100; ts++ {
+			r.parts[k] = append(r.parts[k], tiers.PointRow(ts, float64(ts)))
+		}
+		span := tiers.Span{From: b * 100, To: b*100 + 100}
+		groups = append(groups, Group{Span: span, Reads: []tiers.ReadRequest{{Key: k, Span: span, PageSize: 30}}})
+	}
+	for _, rows := range []int{0, 2451} {
+		var stats Stats
+		s := Fetch(context.Background(), r, tiers.Span{From: 0, To: 4000}, slices.Values(groups), false,
+			FetchOptions{Parallelism: 16, Lookahead: 1, Rows: rows}, &stats)
+		var got []int64
+		for len(got) < 2451 && s.Next() {
+			got = append(got, s.At().T)
+		}
+		// Give a launcher that would read further the time to do so.
+		time.Sleep(20 * time.Millisecond)
+		s.Close()
+		for i, ts := range got {
+			if ts != int64(i) {
+				t.Fatalf("rows %d: row %d has t %d", rows, i, ts)
+			}
+		}
+		n := stats.Partitions.Load()
+		// 2,451 rows are 25 groups and one row of the 26th.
+		if rows == 0 && n < 38 {
+			t.Fatalf("without a row bound only %d partitions were opened", n)
+		}
+		if rows > 0 && n > 28 {
+			t.Fatalf("2451 rows of groups of 100 opened %d partitions, want at most 28", n)
+		}
+	}
+}

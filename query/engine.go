@@ -305,7 +305,13 @@ func (e *engine) Query(ctx context.Context, req Request) (Result, error) {
 		cancel()
 		return nil, err
 	}
-	r.stream, err = e.scan.Read(ctx, req.Series, segs, r.page, req.Desc, scan.Progress{Soft: soft, Must: r.must()}, &r.stats)
+	progress := scan.Progress{Soft: soft, Must: r.must()}
+	if plan.Step == 0 {
+		// Raw rows are items one for one: read ahead no further than the
+		// page's limit (and the one item past it that says more remains).
+		progress.Rows = r.limit + 1
+	}
+	r.stream, err = e.scan.Read(ctx, req.Series, segs, r.page, req.Desc, progress, &r.stats)
 	if err != nil {
 		cancel()
 		if errors.Is(context.Cause(ctx), partial.ErrBudgetExceeded) {

@@ -173,6 +173,8 @@ func (s *Scanner) Groups(ctx context.Context, series string, segs []Segment, des
 type Progress struct {
 	Soft context.Context
 	Must tiers.Span
+	// Rows is how many rows the reader can still take (0: all).
+	Rows int
 }
 
 // Read streams the rows of the segments over span (the range the segments
@@ -184,7 +186,7 @@ func (s *Scanner) Read(ctx context.Context, series string, segs []Segment, span 
 	}
 	opts := partial.FetchOptions{
 		Parallelism: max(s.cfg.Parallelism, maxGroup), Lookahead: s.cfg.Lookahead,
-		Soft: progress.Soft, Must: progress.Must, Buckets: s.buckets,
+		Soft: progress.Soft, Must: progress.Must, Buckets: s.buckets, Rows: progress.Rows,
 	}
 	return partial.Fetch(ctx, s.store, span, groups, desc, opts, stats), nil
 }

@@ -25,10 +25,11 @@ type Config struct {
 
 	CacheBytes      int64
 	SeriesCacheSize int
-	// Pprof serves Go's runtime profiles under /debug/pprof/.
-	Pprof bool
 	SeriesTTL       time.Duration
 	LayoutTTL       time.Duration
+
+	// Pprof serves Go's runtime profiles under /debug/pprof/.
+	Pprof bool
 
 	// Pyramid is the tiers; Finish builds it from the flags.
 	Pyramid    tiers.Pyramid

@@ -27,6 +27,11 @@ type bucketKey struct {
 	series     string
 	start, end int64
 	events     int
+	// late says the run includes the bucket's late partition, read under
+	// the version of its late mark: every late write changes the version,
+	// and so the key.
+	late        bool
+	lateVersion int64
 }
 
 type bucketEntry struct {
@@ -77,10 +82,13 @@ func (b *Buckets) Bytes() int64 {
 // Bucket serves the event-bucket partitions of g's bucket when the whole
 // bucket is final.
 func (b *Buckets) Bucket(g partial.Group) partial.BucketRead {
-	var reads []tiers.ReadRequest
-	for _, r := range g.Reads {
+	var reads, rest []tiers.ReadRequest
+	var late *tiers.ReadRequest
+	for i, r := range g.Reads {
 		if r.Key.Table != tiers.TableLate {
 			reads = append(reads, r)
+		} else {
+			late = &g.Reads[i]
 		}
 	}
 	if len(reads) == 0 || len(reads) != g.Bucket.EventBuckets || b.maxEntry < 16 {
@@ -92,9 +100,22 @@ func (b *Buckets) Bucket(g partial.Group) partial.BucketRead {
 		return partial.BucketRead{}
 	}
 	k := bucketKey{version: bucketKeyVersion, table: first.Table, series: first.Series, start: g.Bucket.Start, end: g.Bucket.End, events: g.Bucket.EventBuckets}
+	if late != nil {
+		lr := *late
+		lr.Span = g.Bucket.Span()
+		if b.final(lr) {
+			// A late partition under a version of its mark is part of the
+			// run, keyed by that version.
+			k.late, k.lateVersion = true, lateVersion(lr)
+			reads = append(reads, lr)
+		} else {
+			rest = []tiers.ReadRequest{*late}
+		}
+	}
+	covered := len(reads)
 	if e, large := b.get(k); e != nil {
 		b.hits.Add(1)
-		return partial.BucketRead{Run: e.run}
+		return partial.BucketRead{Run: e.run, Rest: rest, Covered: covered}
 	} else if large {
 		return partial.BucketRead{}
 	}
@@ -104,7 +125,7 @@ func (b *Buckets) Bucket(g partial.Group) partial.BucketRead {
 			if e, _ := b.get(k); e != nil {
 				return e, nil
 			}
-			run, err := b.load(ctx, k, reads[0].PageSize, stats)
+			run, err := b.load(ctx, k, reads, stats)
 			if err != nil {
 				return nil, err
 			}
@@ -122,32 +143,31 @@ func (b *Buckets) Bucket(g partial.Group) partial.BucketRead {
 			}
 			// The shared load failed under another read's context (or a
 			// key-string collision): load under this read's own.
-			return b.load(ctx, k, reads[0].PageSize, stats)
+			return b.load(ctx, k, reads, stats)
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
 		}
-	}}
+	}, Rest: rest, Covered: covered}
 }
 
-// load reads the event-bucket partitions of the whole bucket at once and
-// merges them into one ascending run.
-func (b *Buckets) load(ctx context.Context, k bucketKey, pageSize int, stats *partial.Stats) (*partial.Run, error) {
-	parts := make([][]tiers.Row, k.events)
+// load reads the partitions of the whole bucket at once and merges them
+// into one ascending run; on equal times the later read wins (the late
+// partition comes last).
+func (b *Buckets) load(ctx context.Context, k bucketKey, reads []tiers.ReadRequest, stats *partial.Stats) (*partial.Run, error) {
+	parts := make([][]tiers.Row, len(reads))
 	var eg errgroup.Group
-	for eb := range k.events {
+	for i, r := range reads {
 		eg.Go(func() error {
-			req := tiers.ReadRequest{
-				Key:      tiers.PartitionKey{Table: k.table, Series: k.series, Bucket: k.start, EventBucket: eb},
-				Span:     tiers.Span{From: k.start, To: k.end},
-				PageSize: max(pageSize, 1),
-			}
+			req := r
+			req.Span, req.Desc = tiers.Span{From: k.start, To: k.end}, false
+			req.PageSize = max(req.PageSize, 1)
 			pages := b.next.Read(ctx, req)
 			defer pages.Close()
 			var rows []tiers.Row
 			for {
 				page, err := pages.Next()
 				if errors.Is(err, tiers.ErrDone) {
-					parts[eb] = rows
+					parts[i] = rows
 					return nil
 				}
 				if err != nil {
@@ -234,10 +254,19 @@ func bucketKeyString(k bucketKey) string {
 	b = append(b, 0)
 	b = append(b, k.series...)
 	b = append(b, 0)
-	for _, n := range []int64{k.start, k.end, int64(k.events)} {
+	late := int64(0)
+	if k.late {
+		late = 1
+	}
+	for _, n := range []int64{k.start, k.end, int64(k.events), late, k.lateVersion} {
 		for i := range 8 {
 			b = append(b, byte(n>>(8*i)))
 		}
 	}
 	return string(b)
 }
+
+// lateVersion is the version of the late mark a late partition is read
+// under; 0 while late reads carry none, and Finality then never calls a
+// late read final, so no run includes a late partition.
+func lateVersion(tiers.ReadRequest) int64 { return 0 }

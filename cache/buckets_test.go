@@ -158,3 +158,47 @@ func TestBucketsKeepRollupRowsWhole(t *testing.T) {
 		t.Fatalf("rollup rows came back as %v", got)
 	}
 }
+
+// tableReader serves rows by table.
+type tableReader map[tiers.Table][]tiers.Row
+
+func (r tableReader) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPages {
+	var rows []tiers.Row
+	for _, row := range r[req.Key.Table] {
+		if req.Span.Contains(row.T) {
+			rows = append(rows, row)
+		}
+	}
+	return &slicePages{rows: rows, size: req.PageSize}
+}
+
+func TestBucketsMergeAFinalLatePartitionLastAndLeaveAnotherToTheRead(t *testing.T) {
+	store := tableReader{
+		tiers.TableRaw:  {tiers.PointRow(1, 1), tiers.PointRow(5, 5), tiers.PointRow(9, 9)},
+		tiers.TableLate: {tiers.PointRow(3, 30), tiers.PointRow(5, 50)},
+	}
+	g := bucketGroup(0, 10, 1, tiers.Span{From: 2, To: 10})
+	g.Reads = append(g.Reads, tiers.ReadRequest{Key: tiers.PartitionKey{Table: tiers.TableLate, Series: "s", Bucket: 0}, Span: g.Span, PageSize: 7})
+	for _, lateFinal := range []bool{false, true} {
+		b := NewBuckets(store, func(r tiers.ReadRequest) bool { return r.Key.Table != tiers.TableLate || lateFinal }, 1<<20)
+		br := b.Bucket(g)
+		run, err := br.Load(context.Background(), &partial.Stats{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []tiers.Row
+		for i := range run.Len() {
+			got = append(got, run.Row(i))
+		}
+		want := store[tiers.TableRaw]
+		if lateFinal {
+			want = []tiers.Row{tiers.PointRow(1, 1), tiers.PointRow(3, 30), tiers.PointRow(5, 50), tiers.PointRow(9, 9)}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("late final %v: run %v, want %v", lateFinal, got, want)
+		}
+		if lateFinal != (len(br.Rest) == 0) || br.Covered != 1+len(g.Reads)-1-len(br.Rest) {
+			t.Fatalf("late final %v: rest %v, covered %d", lateFinal, br.Rest, br.Covered)
+		}
+	}
+}

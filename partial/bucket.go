@@ -49,11 +49,15 @@ func (r *Run) Range(span tiers.Span) (lo, hi int) {
 type BucketRead struct {
 	Run  *Run
 	Load func(ctx context.Context, stats *Stats) (*Run, error)
+	// Rest are the reads of the group the run does not cover (a late
+	// partition that may still change), merged on top of it.
+	Rest []tiers.ReadRequest
+	// Covered is how many partitions the run stands for.
+	Covered int
 }
 
-// Buckets serves the event-bucket partitions of whole buckets from memory.
-// Only the reads of g outside the late table are covered by the run; the
-// late partition, if the group has one, is still read and merged on top.
+// Buckets serves whole buckets from memory: the event-bucket partitions,
+// and the late partition too when it can no longer change unnoticed.
 type Buckets interface {
 	Bucket(g Group) BucketRead
 }

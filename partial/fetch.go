@@ -185,17 +185,16 @@ func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, g
 				br = opts.Buckets.Bucket(g)
 			}
 			if br.Run != nil || br.Load != nil {
-				// The run covers the event-bucket partitions: only the late
-				// partition is still read.
-				stats.Partitions.Add(int64(g.Bucket.EventBuckets))
-				reads = lateReads(reads)
+				// The run covers the bucket's partitions but Rest.
+				stats.Partitions.Add(int64(br.Covered))
+				reads = br.Rest
 			}
 			gf := &groupFeeds{span: g.Span, ctx: gctx, feeds: make([]*feed, len(reads)), run: br.Run}
 			for i := range reads {
 				gf.feeds[i] = &feed{ctx: gctx, pages: make(chan []tiers.Row, lookahead)}
 			}
 			if br.Run != nil {
-				stats.CacheHits.Add(int64(g.Bucket.EventBuckets))
+				stats.CacheHits.Add(int64(br.Covered))
 			}
 			oversized := len(reads) > limit
 			if oversized {
@@ -216,7 +215,7 @@ func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, g
 				// The load reads the bucket's partitions at once: it holds
 				// a token for each, so that read-ahead stays bounded.
 				gf.load = make(chan loadResult, 1)
-				gf.tokens = min(len(reads)+max(1, g.Bucket.EventBuckets), limit)
+				gf.tokens = min(len(reads)+max(1, br.Covered), limit)
 			}
 			for range gf.tokens {
 				select {
@@ -453,17 +452,6 @@ func (s *Stream) Close() {
 		}()
 		_ = s.eg.Wait()
 	})
-}
-
-// lateReads returns the reads of the late table.
-func lateReads(reads []tiers.ReadRequest) []tiers.ReadRequest {
-	var out []tiers.ReadRequest
-	for _, r := range reads {
-		if r.Key.Table == tiers.TableLate {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 func ascRow(a, b tiers.Row) bool  { return a.T < b.T }

@@ -14,9 +14,6 @@ import (
 	"github.com/tsgate/tsgate/query"
 )
 
-// MaxBatchQueries bounds the series of one POST /v1/query.
-const MaxBatchQueries = 100
-
 // maxBatchBodyBytes bounds the body of one POST /v1/query.
 const maxBatchBodyBytes = 1 << 20
 
@@ -71,7 +68,7 @@ func scalarText(raw json.RawMessage, param string) (string, *ParamError) {
 
 func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
 	if mt := r.Header.Get("Content-Type"); !strings.HasPrefix(mt, "application/json") {
-		writeJSONProblem(w, &Problem{
+		s.refuseProblem(w, r, &Problem{
 			Type: problemType("unsupported-media-type"), Title: "Unsupported media type", Status: http.StatusUnsupportedMediaType,
 			Detail: "send the batch as application/json (Content-Type was " + quoteOrMissing(mt) + ")",
 		})
@@ -93,8 +90,9 @@ func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, badParam("queries", "must hold at least one query"))
 		return
 	}
-	if len(body.Queries) > MaxBatchQueries {
-		s.writeProblem(w, r, badParam("queries", fmt.Sprintf("at most %d queries per batch", MaxBatchQueries)))
+	if max := s.cfg.Limits.MaxQueries; len(body.Queries) > max {
+		s.deps.Metrics.refuse(refusedTooMany)
+		s.writeProblem(w, r, badParam("queries", fmt.Sprintf("at most %d queries per batch (--max-queries); this one has %d", max, len(body.Queries))))
 		return
 	}
 	now, arrival := s.deps.Now(), time.Now()
@@ -151,6 +149,7 @@ func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, badParams(errs[0].Param+": "+errs[0].Message, errs))
 		return
 	}
+	s.shareResponsePoints(reqs)
 	// Every query shares the budget, which runs from the request's arrival.
 	results := make([][]byte, len(reqs))
 	forEachParallel(len(reqs), func(i int) { results[i] = s.answerOne(r, reqs[i]) })

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tsgate/tsgate/httpapi"
 	"github.com/tsgate/tsgate/httpapi/apitest"
 	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/tiers"
@@ -40,6 +41,13 @@ type testServer struct {
 // time, in the past or not.
 func newTestServer(t *testing.T) *testServer {
 	t.Helper()
+	return newTestServerWith(t, nil)
+}
+
+// newTestServerWith is newTestServer with its dependencies and
+// configuration adjusted (tokens, limits).
+func newTestServerWith(t *testing.T, adjust func(*httpapi.Deps, *httpapi.Config)) *testServer {
+	t.Helper()
 	var env *querytest.Env
 	store := newMemStore(t, func() time.Time {
 		if env == nil {
@@ -47,7 +55,7 @@ func newTestServer(t *testing.T) *testServer {
 		}
 		return env.Clock.Now()
 	})
-	s := apitest.NewServer(t, store)
+	s := apitest.ServeWith(t, querytest.NewEnv(t, store, store), adjust)
 	env = s.Env
 	return &testServer{Server: s, t: t}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/tsgate/tsgate/auth"
 	"github.com/tsgate/tsgate/params"
 )
 
@@ -30,7 +31,9 @@ const grafanaMaxBody = 4 << 20
 const grafanaContentType = "application/json; charset=utf-8"
 
 func (s *Server) grafanaRoutes(r chi.Router) {
-	r.Use(grafanaHeaders)
+	// Preflights are answered before the token is asked for: a browser
+	// sends none with them.
+	r.Use(s.grafanaHeaders, s.needGrafana(auth.Read), jsonBodyOnly(s.refuseGrafana))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.writeGrafanaError(w, r, &Problem{Title: "Not found", Status: http.StatusNotFound,
 			Detail: "no Grafana datasource endpoint " + r.URL.Path})
@@ -55,22 +58,24 @@ func (s *Server) grafanaRoutes(r chi.Router) {
 // grafanaHeaders answers CORS preflights and marks every answer as JSON.
 // The plugin's "Browser" access mode calls the gateway from the page's
 // origin, so the browser asks first; the default "Server" mode goes through
-// Grafana's proxy and never needs these headers. Credentials are not
-// allowed, which the wildcard origin requires.
-func grafanaHeaders(next http.Handler) http.Handler {
+// Grafana's proxy and never needs these headers. Only the origins of
+// --cors-origins are allowed: with a wildcard any page a user visits could
+// read the series through the user's browser.
+func (s *Server) grafanaHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Access-Control-Allow-Origin", "*")
 		h.Set("Content-Type", grafanaContentType)
+		h.Add("Vary", "Origin")
+		origin := s.corsOrigin(r)
+		if origin != "" {
+			h.Set("Access-Control-Allow-Origin", origin)
+		}
 		if r.Method == http.MethodOptions {
-			h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
-			allow := r.Header.Get("Access-Control-Request-Headers")
-			if allow == "" {
-				allow = "Accept, Content-Type, Authorization"
+			if origin != "" {
+				h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+				h.Set("Access-Control-Allow-Headers", "Accept, Content-Type, Authorization")
+				h.Set("Access-Control-Max-Age", "600")
 			}
-			h.Set("Access-Control-Allow-Headers", allow)
-			h.Set("Access-Control-Max-Age", "600")
-			h.Add("Vary", "Access-Control-Request-Headers")
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
@@ -91,6 +96,9 @@ func writeGrafana(w http.ResponseWriter, status int, body []byte) {
 func (s *Server) writeGrafanaError(w http.ResponseWriter, r *http.Request, err error) {
 	p := toProblem(err)
 	status := p.Status
+	if status == http.StatusRequestEntityTooLarge {
+		s.deps.Metrics.refuse(refusedBodyTooLarge)
+	}
 	if status == http.StatusUnauthorized {
 		// Grafana's proxy replaces the body of a 401 with its own message.
 		status = http.StatusBadRequest

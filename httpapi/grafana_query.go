@@ -83,9 +83,14 @@ func (s *Server) grafanaQuery(w http.ResponseWriter, r *http.Request) {
 	// The reads run side by side like a batch's, under one budget: the
 	// server's default SLO, in wall-clock time from the request's arrival
 	// (whatever the clock that decides which data is current says).
+	reqs := make([]*query.Request, 0, len(jobs))
 	for _, j := range jobs {
 		j.req.Start = arrival
+		if j.out == nil {
+			reqs = append(reqs, &j.req)
+		}
 	}
+	s.shareResponsePointsOf(reqs)
 	forEachParallel(len(jobs), func(i int) {
 		if jobs[i].out == nil {
 			jobs[i].out = s.grafanaAnswer(r, jobs[i])
@@ -154,9 +159,11 @@ func (s *Server) grafanaJobs(body *grafanaQueryBody, now time.Time) ([]*grafanaJ
 			if err != nil {
 				return nil, grafanaBad(grafanaWhere(t.RefID, text) + err.Error())
 			}
-			if series += len(tj); series > MaxBatchQueries {
-				return nil, grafanaBad(fmt.Sprintf("the targets name more than %d series; one query reads at most %d", MaxBatchQueries, MaxBatchQueries))
+			if max := s.cfg.Limits.MaxQueries; series+len(tj) > max {
+				s.deps.Metrics.refuse(refusedTooMany)
+				return nil, grafanaBad(fmt.Sprintf("the targets name more than %d series; one query reads at most %d (--max-queries)", max, max))
 			}
+			series += len(tj)
 			jobs = append(jobs, tj...)
 		}
 	}
@@ -167,7 +174,7 @@ func (s *Server) grafanaJobs(body *grafanaQueryBody, now time.Time) ([]*grafanaJ
 // over the request's range (base) with the payload's agg and resolution,
 // auto standing for the resolution Grafana's hints ask for.
 func (s *Server) grafanaTargetJobs(t grafanaTarget, text string, base, auto readInput, now time.Time) ([]*grafanaJob, error) {
-	ids, err := grafanaTargetIDs(text)
+	ids, err := grafanaTargetIDs(text, s.cfg.Limits.MaxQueries)
 	if err != nil {
 		return nil, err
 	}
@@ -341,7 +348,7 @@ func grafanaOptions(raw json.RawMessage) (agg, resolution string, err error) {
 // group expands to one id per alternative, around any literal text
 // (room\.(a|b) is room.a and room.b); groups do not nest. Nothing else of
 // regular expressions is understood: what remains must be series ids.
-func grafanaTargetIDs(target string) ([]string, error) {
+func grafanaTargetIDs(target string, maxSeries int) ([]string, error) {
 	ids := []string{""}
 	var cur strings.Builder
 	var alts []string
@@ -376,8 +383,8 @@ func grafanaTargetIDs(target string) ([]string, error) {
 			alts = append(alts, cur.String())
 			cur.Reset()
 			inGroup = false
-			if len(ids)*len(alts) > MaxBatchQueries {
-				return nil, fmt.Errorf("expands to more than %d series", MaxBatchQueries)
+			if len(ids)*len(alts) > maxSeries {
+				return nil, fmt.Errorf("expands to more than %d series", maxSeries)
 			}
 			next := make([]string, 0, len(ids)*len(alts))
 			for _, id := range ids {

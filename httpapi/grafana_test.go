@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tsgate/tsgate/httpapi"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -144,11 +145,17 @@ func TestGrafanaPostsTakeAnyEnvelope(t *testing.T) {
 	bodies := []string{"", "{}", "null", `{"unknown":{"deep":[1,"x",null]},"panelId":"Q-1","scopedVars":{"v":{"text":"a","value":["a","b"]}}}`}
 	for _, path := range paths {
 		for _, body := range bodies {
-			for _, ct := range []string{"application/json", ""} {
+			for _, ct := range []string{"application/json", "application/json; charset=utf-8", "", "text/plain", "application/x-www-form-urlencoded", "application/jsonx"} {
 				status, gotCT, b := s.Do("POST", "/grafana/"+path, ct, body)
+				// A body must be declared JSON: the types a browser sends
+				// cross-origin without a preflight are refused.
+				wantOK := strings.HasPrefix(ct, "application/json;") || ct == "application/json" || (ct == "" && body == "")
 				var arr []json.RawMessage
-				if status != 200 || gotCT != grafanaCT || json.Unmarshal(b, &arr) != nil {
+				switch {
+				case wantOK && (status != 200 || gotCT != grafanaCT || json.Unmarshal(b, &arr) != nil):
 					t.Errorf("POST /grafana/%s %q (Content-Type %q): %d %s %s, want 200 and a JSON array", path, body, ct, status, gotCT, b)
+				case !wantOK && (status != 415 || gotCT != grafanaCT):
+					t.Errorf("POST /grafana/%s %q (Content-Type %q): %d %s %s, want 415", path, body, ct, status, gotCT, b)
 				}
 			}
 		}
@@ -290,12 +297,16 @@ func TestGrafanaTagsAndLegacyEndpoints(t *testing.T) {
 }
 
 // §6.13: the browser access mode's preflight succeeds on every Grafana
-// path, and only there.
+// path for the origins of --cors-origins, and only for them and there.
 func TestGrafanaCORS(t *testing.T) {
-	s := newTestServer(t)
-	for _, path := range []string{"/grafana", "/grafana/", "/grafana/query", "/grafana/metrics", "/grafana/tag-keys"} {
-		req, _ := http.NewRequest("OPTIONS", s.URL+path, nil)
-		req.Header.Set("Origin", "http://grafana.example:3000")
+	const grafanaOrigin = "http://grafana.example:3000"
+	s := newTestServerWith(t, func(_ *httpapi.Deps, c *httpapi.Config) {
+		c.Limits.CORSOrigins = []string{grafanaOrigin}
+	})
+	closed := newTestServer(t) // the default: no origin allowed
+	preflight := func(url, origin string) http.Header {
+		req, _ := http.NewRequest("OPTIONS", url, nil)
+		req.Header.Set("Origin", origin)
 		req.Header.Set("Access-Control-Request-Method", "POST")
 		req.Header.Set("Access-Control-Request-Headers", "content-type,authorization")
 		resp, err := http.DefaultClient.Do(req)
@@ -303,23 +314,41 @@ func TestGrafanaCORS(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		h := resp.Header
-		if resp.StatusCode/100 != 2 || h.Get("Access-Control-Allow-Origin") != "*" ||
+		if resp.StatusCode/100 != 2 {
+			t.Errorf("OPTIONS %s: %d", url, resp.StatusCode)
+		}
+		return resp.Header
+	}
+	for _, path := range []string{"/grafana", "/grafana/", "/grafana/query", "/grafana/metrics", "/grafana/tag-keys"} {
+		h := preflight(s.URL+path, grafanaOrigin)
+		if h.Get("Access-Control-Allow-Origin") != grafanaOrigin ||
 			!strings.Contains(h.Get("Access-Control-Allow-Methods"), "POST") ||
-			!strings.Contains(h.Get("Access-Control-Allow-Headers"), "content-type") {
-			t.Errorf("OPTIONS %s: %d %v", path, resp.StatusCode, h)
+			!strings.Contains(strings.ToLower(h.Get("Access-Control-Allow-Headers")), "authorization") {
+			t.Errorf("OPTIONS %s from %s: %v", path, grafanaOrigin, h)
+		}
+		for _, h := range []http.Header{preflight(s.URL+path, "http://evil.example"), preflight(closed.URL+path, grafanaOrigin)} {
+			if h.Get("Access-Control-Allow-Origin") != "" || h.Get("Access-Control-Allow-Methods") != "" {
+				t.Errorf("OPTIONS %s allows an origin not listed: %v", path, h)
+			}
 		}
 	}
-	resp, err := http.Get(s.URL + "/grafana")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.Header.Get("Access-Control-Allow-Origin") != "*" {
-		t.Errorf("GET /grafana does not allow other origins: %v", resp.Header)
+	for _, c := range []struct {
+		url, origin, want string
+	}{{s.URL, grafanaOrigin, grafanaOrigin}, {s.URL, "http://evil.example", ""}, {closed.URL, grafanaOrigin, ""}} {
+		req, _ := http.NewRequest("GET", c.url+"/grafana", nil)
+		req.Header.Set("Origin", c.origin)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get("Access-Control-Allow-Origin"); got != c.want {
+			t.Errorf("GET /grafana from %s: Access-Control-Allow-Origin %q, want %q", c.origin, got, c.want)
+		}
 	}
 	req, _ := http.NewRequest("OPTIONS", s.URL+"/v1/query", nil)
-	resp, err = http.DefaultClient.Do(req)
+	req.Header.Set("Origin", grafanaOrigin)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -128,6 +128,9 @@ func byteSize(n int64) string {
 // failures with the request's logger.
 func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 	p := toProblem(err)
+	if p.Status == http.StatusRequestEntityTooLarge {
+		s.deps.Metrics.refuse(refusedBodyTooLarge)
+	}
 	if p.Status >= 500 {
 		level := slog.LevelWarn
 		if p.Status == http.StatusInternalServerError {

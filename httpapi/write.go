@@ -22,7 +22,7 @@ func (s *Server) writePoints(w http.ResponseWriter, r *http.Request) {
 		decode = ingest.DecodeNDJSON
 	}
 	if decode == nil {
-		writeJSONProblem(w, &Problem{
+		s.refuseProblem(w, r, &Problem{
 			Type: problemType("unsupported-media-type"), Title: "Unsupported media type", Status: http.StatusUnsupportedMediaType,
 			Detail: "send points as application/json or application/x-ndjson (Content-Type was " + quoteOrMissing(ct) + ")",
 		})

@@ -23,6 +23,7 @@ var allowed = map[string][]string{
 	"rollup":                {"merge", "partial", "query", "router", "tiers"},
 	"demo":                  {"ingest", "tiers"},
 	"flagconf":              {},
+	"auth":                  {},
 	"web":                   {},
 	"api":                   {},
 	"api/client":            {},
@@ -30,12 +31,12 @@ var allowed = map[string][]string{
 	"tiers/cassandra":       {"merge", "tiers"},
 	"tiers/storetest":       {"tiers"},
 	"query/querytest":       {"ingest", "partial", "query", "rollup", "router", "tiers"},
-	"httpapi":               {"api", "ingest", "params", "partial", "query", "rollup", "router", "tiers", "web"},
+	"httpapi":               {"api", "auth", "cache", "ingest", "params", "partial", "query", "rollup", "router", "tiers", "web"},
 	"httpapi/apitest":       {"api", "api/client", "httpapi", "query/querytest", "tiers"},
 	"web/internal/preview":  {"demo", "httpapi", "ingest", "partial", "query", "rollup", "router", "tiers", "tiers/embedded"},
 	"scripts/cassandra/cql": {},
 	"layering":              {},
-	"cmd/gateway":           {"cache", "demo", "flagconf", "httpapi", "ingest", "params", "partial", "query", "rollup", "router", "tiers", "tiers/cassandra", "tiers/embedded"},
+	"cmd/gateway":           {"auth", "cache", "demo", "flagconf", "httpapi", "ingest", "params", "partial", "query", "rollup", "router", "tiers", "tiers/cassandra", "tiers/embedded"},
 	"integration":           {},
 }
 

@@ -53,11 +53,23 @@ func NewServer(t *testing.T, store tiers.Store) *Server {
 // env.Engine before calling it.
 func Serve(t *testing.T, env *querytest.Env) *Server {
 	t.Helper()
+	return ServeWith(t, env, nil)
+}
+
+// ServeWith is Serve with the dependencies and configuration adjusted by
+// adjust (tokens, limits) before the server is built.
+func ServeWith(t *testing.T, env *querytest.Env, adjust func(*httpapi.Deps, *httpapi.Config)) *Server {
+	t.Helper()
 	reg := prometheus.NewRegistry()
-	srv := httpapi.New(httpapi.Deps{
+	deps := httpapi.Deps{
 		Engine: env.Engine, Writer: env.Writer, Registry: env.Store, Rollups: env.Rollups,
 		Ready: env.Store.Ping, Now: env.Clock.Now, Metrics: httpapi.NewMetrics(reg), Gatherer: reg,
-	}, httpapi.DefaultConfig())
+	}
+	cfg := httpapi.DefaultConfig()
+	if adjust != nil {
+		adjust(&deps, &cfg)
+	}
+	srv := httpapi.New(deps, cfg)
 	checker := newContractChecker(t)
 	ts := httptest.NewServer(checker.wrap(srv.Handler()))
 	// Cleanups run last-registered first: the server closes, which waits

@@ -102,6 +102,10 @@ func connBounds(l Limits, up *uploads, m *Metrics, next http.Handler) http.Handl
 			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, up: up, m: m}
 		}
 		next.ServeHTTP(pw, r)
+		// What the handler wrote may still sit in buffers the server
+		// flushes after it returns: that gets a full timeout too.
+		pw.last = time.Time{}
+		pw.extend(time.Now())
 	})
 }
 
@@ -110,11 +114,11 @@ func connBounds(l Limits, up *uploads, m *Metrics, next http.Handler) http.Handl
 // does not time out and cancel a request still being served.
 type deadlineBody struct {
 	io.ReadCloser
-	rc       *http.ResponseController
-	up       *uploads
-	m        *Metrics
-	done     bool
-	counted  bool
+	rc      *http.ResponseController
+	up      *uploads
+	m       *Metrics
+	done    bool
+	counted bool
 }
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
@@ -143,10 +147,11 @@ type progressWriter struct {
 	failed  bool
 }
 
-// extend moves the deadline, at most once a second: a write of a few
-// bytes must not cost a timer update each.
+// extend moves the deadline, at most once a second (or a sixteenth of the
+// timeout, when shorter): a write of a few bytes must not cost a timer
+// update each.
 func (w *progressWriter) extend(now time.Time) {
-	if now.Sub(w.last) < time.Second {
+	if now.Sub(w.last) < min(time.Second, w.timeout/16) {
 		return
 	}
 	w.last = now

@@ -59,6 +59,9 @@ type grafanaQueryBody struct {
 	DataQueryKind json.RawMessage            `json:"dataQueryKind"`
 }
 
+// errTooManySeries marks a target that expands beyond --max-queries.
+var errTooManySeries = errors.New("too many series")
+
 // grafanaJob is one element of the answer: the read of one series for one
 // target, or an element known without reading (out set from the start).
 type grafanaJob struct {
@@ -156,6 +159,9 @@ func (s *Server) grafanaJobs(body *grafanaQueryBody, now time.Time) ([]*grafanaJ
 			jobs = append(jobs, &grafanaJob{refID: t.RefID, out: grafanaAnnotationFrame(t.RefID)})
 		default:
 			tj, err := s.grafanaTargetJobs(t, text, base, auto, now)
+			if errors.Is(err, errTooManySeries) {
+				s.deps.Metrics.refuse(refusedTooMany)
+			}
 			if err != nil {
 				return nil, grafanaBad(grafanaWhere(t.RefID, text) + err.Error())
 			}
@@ -384,7 +390,7 @@ func grafanaTargetIDs(target string, maxSeries int) ([]string, error) {
 			cur.Reset()
 			inGroup = false
 			if len(ids)*len(alts) > maxSeries {
-				return nil, fmt.Errorf("expands to more than %d series", maxSeries)
+				return nil, fmt.Errorf("expands to more than %d series (--max-queries): %w", maxSeries, errTooManySeries)
 			}
 			next := make([]string, 0, len(ids)*len(alts))
 			for _, id := range ids {

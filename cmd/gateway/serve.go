@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/tsgate/tsgate/auth"
 	"github.com/tsgate/tsgate/cache"
 	"github.com/tsgate/tsgate/demo"
 	"github.com/tsgate/tsgate/flagconf"
@@ -58,6 +59,7 @@ type serveConfig struct {
 	rollup    rollup.Config
 	http      httpapi.Config
 	cassandra cassandra.Config
+	auth      auth.Config
 }
 
 func defaultServeConfig() serveConfig {
@@ -106,10 +108,12 @@ func (c *serveConfig) registerFlags(fs *flag.FlagSet) {
 	durVar(fs, &c.rollup.Interval, "rollup-interval", "how often the rollup worker runs (0: only on demand)")
 	fs.IntVar(&c.rollup.Parallelism, "rollup-parallelism", c.rollup.Parallelism, "series recomputed at once")
 	fs.Int64Var(&c.http.MaxBodyBytes, "max-body-bytes", c.http.MaxBodyBytes, "largest write body accepted (larger: 413)")
+	c.http.Limits.RegisterFlags(fs) // limits, timeouts, CORS and hosts
+	c.auth.RegisterFlags(fs)        // bearer tokens
 }
 
 func (c *serveConfig) validate() error {
-	errs := []error{c.pyramid.Validate(), c.router.Validate(), c.query.Validate(), c.ingest.Validate(), c.rollup.Validate(), c.http.Validate()}
+	errs := []error{c.pyramid.Validate(), c.router.Validate(), c.query.Validate(), c.ingest.Validate(), c.rollup.Validate(), c.http.Validate(), c.auth.Validate()}
 	switch c.store {
 	case "embedded":
 		if c.dataDir == "" {
@@ -235,24 +239,25 @@ func (m Main) serve(ctx context.Context, args []string) error {
 		}
 	}
 
+	tokens, err := loadTokens(ctx, c.auth, c.addr, log)
+	if err != nil {
+		return err
+	}
+	metrics := httpapi.NewMetrics(reg)
 	srv := httpapi.New(httpapi.Deps{
 		Engine: engine, Writer: writer, Registry: registryView{series, store}, Rollups: worker,
-		Ready: store.Ping, Logger: log, Now: now, Metrics: httpapi.NewMetrics(reg), Gatherer: reg,
+		Ready: store.Ping, Logger: log, Now: now, Metrics: metrics, Gatherer: reg,
+		Tokens: tokens, AuthMetrics: c.auth.Metrics,
 	}, c.http)
-	return m.listenAndServe(ctx, c, srv.Handler(), worker, log)
+	return m.listenAndServe(ctx, c, httpapi.NewHTTPServer(c.http.Limits, srv.Handler(), log, metrics), worker, log)
 }
 
-func (m Main) listenAndServe(ctx context.Context, c serveConfig, h http.Handler, worker *rollup.Worker, log *slog.Logger) error {
+func (m Main) listenAndServe(ctx context.Context, c serveConfig, server *http.Server, worker *rollup.Worker, log *slog.Logger) error {
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return err
 	}
-	server := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	ln = c.http.Limits.Listener(ln)
 	workerCtx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
 	workerDone := make(chan struct{})
 	go func() {

@@ -404,3 +404,50 @@ func TestAdminTakesNoFormBodies(t *testing.T) {
 		t.Errorf("a body without a type: %d, want 415", st)
 	}
 }
+
+// Writes create at most --max-new-series-per-batch series per batch (400
+// naming points) and --max-new-series-per-minute per minute (429); a
+// refused batch writes nothing, and writes to known series pass.
+func TestNewSeriesBounds(t *testing.T) {
+	s := newTestServerWith(t, func(_ *httpapi.Deps, c *httpapi.Config) {
+		c.Limits.MaxNewSeriesPerBatch, c.Limits.MaxNewSeriesPerMinute = 3, 5
+	})
+	ts := s.Now() - 1000
+	batch := func(ids ...string) string {
+		var pts []string
+		for _, id := range ids {
+			pts = append(pts, fmt.Sprintf(`{"series":%q,"t":%d,"v":1}`, id, ts), fmt.Sprintf(`{"series":%q,"t":%d,"v":2}`, id, ts+1))
+		}
+		return `{"points":[` + strings.Join(pts, ",") + `]}`
+	}
+	write := func(ids ...string) (int, http.Header, string) {
+		st, h, b := do(t, "POST", s.URL+"/v1/points", "application/json", batch(ids...), "")
+		return st, h, string(b)
+	}
+	if st, _, b := write("n1", "n2", "n3", "n4"); st != 400 || !strings.Contains(b, `"param":"points"`) || !strings.Contains(b, "--max-new-series-per-batch") {
+		t.Fatalf("4 new series: %d %s", st, b)
+	}
+	if st, _, _ := do(t, "GET", s.URL+"/v1/series/n1", "", "", ""); st != 404 {
+		t.Fatalf("a refused batch wrote n1: %d", st)
+	}
+	if st, _, b := write("n1", "n2", "n3"); st != 200 {
+		t.Fatalf("3 new series: %d %s", st, b)
+	}
+	if st, _, b := write("n1", "n2", "n3", "n4", "n5"); st != 200 { // two new
+		t.Fatalf("2 new series among known ones: %d %s", st, b)
+	}
+	st, h, b := write("n6")
+	if st != 429 || h.Get("Retry-After") == "" || !strings.Contains(b, "--max-new-series-per-minute") {
+		t.Fatalf("a 6th new series within the minute: %d %v %s", st, h, b)
+	}
+	if st, _, b := write("n1", "n5"); st != 200 {
+		t.Fatalf("known series after the rate is reached: %d %s", st, b)
+	}
+	if st, _, _ := do(t, "GET", s.URL+"/v1/series/n6", "", "", ""); st != 404 {
+		t.Errorf("n6 was written by a refused batch: %d", st)
+	}
+	_, _, m := do(t, "GET", s.URL+"/metrics", "", "", "")
+	if !strings.Contains(string(m), `tsgate_requests_refused_total{reason="too_many_new_series"} 2`) {
+		t.Error("refusals for new series not counted")
+	}
+}

@@ -27,6 +27,9 @@ type Limits struct {
 	// BodyTimeout the time to send its body, and WriteTimeout the time an
 	// answer may make no progress because the client stopped reading.
 	ReadHeaderTimeout, BodyTimeout, WriteTimeout, IdleTimeout time.Duration
+	// MaxNewSeriesPerBatch and MaxNewSeriesPerMinute bound the series
+	// writes create (0: unbounded).
+	MaxNewSeriesPerBatch, MaxNewSeriesPerMinute int
 	// MaxConnections bounds open connections (0: unbounded).
 	MaxConnections int
 	// CORSOrigins are the origins a browser may call /grafana from.
@@ -41,6 +44,7 @@ func DefaultLimits() Limits {
 		MaxInflight: 256, MaxQueueWait: time.Second, MaxQueries: 100, MaxResponsePoints: 1_000_000,
 		ReadHeaderTimeout: 10 * time.Second, BodyTimeout: time.Minute, WriteTimeout: 5 * time.Minute,
 		IdleTimeout: 2 * time.Minute, MaxConnections: 4096,
+		MaxNewSeriesPerBatch: 10_000, MaxNewSeriesPerMinute: 100_000,
 	}
 }
 
@@ -54,6 +58,8 @@ func (l *Limits) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&l.BodyTimeout, "body-timeout", l.BodyTimeout, "time a client has to send a request's body")
 	fs.DurationVar(&l.WriteTimeout, "write-timeout", l.WriteTimeout, "an answer that makes no progress this long (the client stopped reading) is cut off")
 	fs.DurationVar(&l.IdleTimeout, "idle-timeout", l.IdleTimeout, "how long an idle keep-alive connection stays open")
+	fs.IntVar(&l.MaxNewSeriesPerBatch, "max-new-series-per-batch", l.MaxNewSeriesPerBatch, "series one write may create (more: 400 naming points; 0: unbounded)")
+	fs.IntVar(&l.MaxNewSeriesPerMinute, "max-new-series-per-minute", l.MaxNewSeriesPerMinute, "series all writes together may create per minute (more: 429; 0: unbounded)")
 	fs.IntVar(&l.MaxConnections, "max-connections", l.MaxConnections, "open connections (0: unbounded); more wait to be accepted")
 	fs.Var(listFlag{&l.CORSOrigins}, "cors-origins", "comma-separated origins a browser may call /grafana from (Grafana's browser access mode); none by default")
 	fs.Var(listFlag{&l.AllowedHosts}, "allowed-hosts", "comma-separated Host names (optionally host:port) answered; others get 421 (guards against DNS rebinding); empty: any")
@@ -78,6 +84,9 @@ func (l Limits) Validate() error {
 		if d <= 0 {
 			errs = append(errs, errors.New("--"+name+" must be positive"))
 		}
+	}
+	if l.MaxNewSeriesPerBatch < 0 || l.MaxNewSeriesPerMinute < 0 {
+		errs = append(errs, errors.New("--max-new-series-per-batch and --max-new-series-per-minute must not be negative"))
 	}
 	if l.MaxConnections < 0 {
 		errs = append(errs, errors.New("--max-connections must not be negative"))

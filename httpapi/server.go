@@ -91,6 +91,7 @@ type Server struct {
 	deps  Deps
 	cfg   Config
 	rolls *rollupRuns
+	fresh *newSeries
 }
 
 // New returns a server.
@@ -101,7 +102,7 @@ func New(deps Deps, cfg Config) *Server {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
-	return &Server{deps: deps, cfg: cfg, rolls: newRollupRuns()}
+	return &Server{deps: deps, cfg: cfg, rolls: newRollupRuns(), fresh: newNewSeries(cfg.Limits)}
 }
 
 // Handler returns the routed handler.

@@ -34,6 +34,9 @@ func (s *Server) writePoints(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
+	if !s.checkNewSeries(w, r, points) {
+		return
+	}
 	res, err := s.deps.Writer.Write(r.Context(), points)
 	if err != nil {
 		var ve *ingest.ValidationError

@@ -31,7 +31,7 @@ var allowed = map[string][]string{
 	"tiers/cassandra":       {"merge", "tiers"},
 	"tiers/storetest":       {"tiers"},
 	"query/querytest":       {"ingest", "partial", "query", "rollup", "router", "tiers"},
-	"httpapi":               {"api", "auth", "cache", "ingest", "params", "partial", "query", "rollup", "router", "tiers", "web"},
+	"httpapi":               {"api", "auth", "ingest", "params", "partial", "query", "rollup", "router", "tiers", "web"},
 	"httpapi/apitest":       {"api", "api/client", "httpapi", "query/querytest", "tiers"},
 	"web/internal/preview":  {"demo", "httpapi", "ingest", "partial", "query", "rollup", "router", "tiers", "tiers/embedded"},
 	"scripts/cassandra/cql": {},

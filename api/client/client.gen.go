@@ -140,10 +140,12 @@ const (
 	ProblemTypeInvalidParameter     ProblemType = "/docs#problem-invalid-parameter"
 	ProblemTypeInvalidPoints        ProblemType = "/docs#problem-invalid-points"
 	ProblemTypeMethodNotAllowed     ProblemType = "/docs#problem-method-not-allowed"
+	ProblemTypeNewSeriesRate        ProblemType = "/docs#problem-new-series-rate"
 	ProblemTypeNotFound             ProblemType = "/docs#problem-not-found"
 	ProblemTypeOverloaded           ProblemType = "/docs#problem-overloaded"
 	ProblemTypeSeriesNotFound       ProblemType = "/docs#problem-series-not-found"
 	ProblemTypeStoreUnavailable     ProblemType = "/docs#problem-store-unavailable"
+	ProblemTypeTooManyNewSeries     ProblemType = "/docs#problem-too-many-new-series"
 	ProblemTypeUnauthorized         ProblemType = "/docs#problem-unauthorized"
 	ProblemTypeUnsupportedMediaType ProblemType = "/docs#problem-unsupported-media-type"
 )
@@ -167,6 +169,8 @@ func (e ProblemType) Valid() bool {
 		return true
 	case ProblemTypeMethodNotAllowed:
 		return true
+	case ProblemTypeNewSeriesRate:
+		return true
 	case ProblemTypeNotFound:
 		return true
 	case ProblemTypeOverloaded:
@@ -174,6 +178,8 @@ func (e ProblemType) Valid() bool {
 	case ProblemTypeSeriesNotFound:
 		return true
 	case ProblemTypeStoreUnavailable:
+		return true
+	case ProblemTypeTooManyNewSeries:
 		return true
 	case ProblemTypeUnauthorized:
 		return true
@@ -4783,6 +4789,11 @@ type WritePointsResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// WritePointsResponse429Headers the declared response headers of an HTTP 429 response for WritePoints
+type WritePointsResponse429Headers struct {
+	RetryAfter *int
+}
+
 type WritePointsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4800,12 +4811,16 @@ type WritePointsResponse struct {
 	ApplicationProblemJSON415 *UnsupportedMediaType
 	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
 	ApplicationProblemJSON421 *HostNotAllowed
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *Problem
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationProblemJSON503 *StoreUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *WritePointsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WritePointsResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4841,6 +4856,11 @@ func (r WritePointsResponse) GetApplicationProblemJSON415() *UnsupportedMediaTyp
 // GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
 func (r WritePointsResponse) GetApplicationProblemJSON421() *HostNotAllowed {
 	return r.ApplicationProblemJSON421
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r WritePointsResponse) GetApplicationProblemJSON429() *Problem {
+	return r.ApplicationProblemJSON429
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -6948,6 +6968,13 @@ func ParseWritePointsResponse(rsp *http.Response) (*WritePointsResponse, error) 
 		}
 		response.ApplicationProblemJSON421 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6975,6 +7002,16 @@ func ParseWritePointsResponse(rsp *http.Response) (*WritePointsResponse, error) 
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers WritePointsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil

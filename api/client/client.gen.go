@@ -1266,7 +1266,7 @@ type ClientInterface interface {
 
 	// QueryBatchWithBody Read many series
 	//
-	// Reads up to 100 series in one request. The members next to `queries`
+	// Reads up to 100 series (`--max-queries`) in one request. The members next to `queries`
 	// apply to every query; a query's own members override them (`slo`
 	// only applies to the whole request: the budget covers all queries).
 	// The results come in the order of `queries`, each shaped like the
@@ -1277,6 +1277,17 @@ type ClientInterface interface {
 	// Invalid parameters fail the whole request with a 400 naming each
 	// one: `from` for a shared member, `queries[2].agg` for a query's own.
 	// The body is at most 1 MiB.
+	//
+	// **Bounded answers.** One answer holds at most
+	// `--max-response-points` points (default 1,000,000) across all its
+	// results, so that a batch of raw reads cannot hold unbounded memory:
+	// each query's page limit is cut to an equal share of the bound
+	// (`max-response-points / number of queries`) when its own `limit`
+	// (or the default) is larger. A result cut so ends like any page that
+	// reaches its limit: with a `next_cursor` that continues exactly where
+	// it stopped. Cursors do not depend on `limit`, so the next request
+	// may repeat the same queries with their cursors. The Grafana query
+	// endpoint applies the same bound over its targets' series.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1285,7 +1296,7 @@ type ClientInterface interface {
 
 	// QueryBatch Read many series
 	//
-	// Reads up to 100 series in one request. The members next to `queries`
+	// Reads up to 100 series (`--max-queries`) in one request. The members next to `queries`
 	// apply to every query; a query's own members override them (`slo`
 	// only applies to the whole request: the budget covers all queries).
 	// The results come in the order of `queries`, each shaped like the
@@ -1296,6 +1307,17 @@ type ClientInterface interface {
 	// Invalid parameters fail the whole request with a 400 naming each
 	// one: `from` for a shared member, `queries[2].agg` for a query's own.
 	// The body is at most 1 MiB.
+	//
+	// **Bounded answers.** One answer holds at most
+	// `--max-response-points` points (default 1,000,000) across all its
+	// results, so that a batch of raw reads cannot hold unbounded memory:
+	// each query's page limit is cut to an equal share of the bound
+	// (`max-response-points / number of queries`) when its own `limit`
+	// (or the default) is larger. A result cut so ends like any page that
+	// reaches its limit: with a `next_cursor` that continues exactly where
+	// it stopped. Cursors do not depend on `limit`, so the next request
+	// may repeat the same queries with their cursors. The Grafana query
+	// endpoint applies the same bound over its targets' series.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1910,7 +1932,7 @@ func (c *Client) WritePoints(ctx context.Context, body WritePointsJSONRequestBod
 
 // QueryBatchWithBody Read many series
 //
-// Reads up to 100 series in one request. The members next to `queries`
+// Reads up to 100 series (`--max-queries`) in one request. The members next to `queries`
 // apply to every query; a query's own members override them (`slo`
 // only applies to the whole request: the budget covers all queries).
 // The results come in the order of `queries`, each shaped like the
@@ -1921,6 +1943,17 @@ func (c *Client) WritePoints(ctx context.Context, body WritePointsJSONRequestBod
 // Invalid parameters fail the whole request with a 400 naming each
 // one: `from` for a shared member, `queries[2].agg` for a query's own.
 // The body is at most 1 MiB.
+//
+// **Bounded answers.** One answer holds at most
+// `--max-response-points` points (default 1,000,000) across all its
+// results, so that a batch of raw reads cannot hold unbounded memory:
+// each query's page limit is cut to an equal share of the bound
+// (`max-response-points / number of queries`) when its own `limit`
+// (or the default) is larger. A result cut so ends like any page that
+// reaches its limit: with a `next_cursor` that continues exactly where
+// it stopped. Cursors do not depend on `limit`, so the next request
+// may repeat the same queries with their cursors. The Grafana query
+// endpoint applies the same bound over its targets' series.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1939,7 +1972,7 @@ func (c *Client) QueryBatchWithBody(ctx context.Context, contentType string, bod
 
 // QueryBatch Read many series
 //
-// Reads up to 100 series in one request. The members next to `queries`
+// Reads up to 100 series (`--max-queries`) in one request. The members next to `queries`
 // apply to every query; a query's own members override them (`slo`
 // only applies to the whole request: the budget covers all queries).
 // The results come in the order of `queries`, each shaped like the
@@ -1950,6 +1983,17 @@ func (c *Client) QueryBatchWithBody(ctx context.Context, contentType string, bod
 // Invalid parameters fail the whole request with a 400 naming each
 // one: `from` for a shared member, `queries[2].agg` for a query's own.
 // The body is at most 1 MiB.
+//
+// **Bounded answers.** One answer holds at most
+// `--max-response-points` points (default 1,000,000) across all its
+// results, so that a batch of raw reads cannot hold unbounded memory:
+// each query's page limit is cut to an equal share of the bound
+// (`max-response-points / number of queries`) when its own `limit`
+// (or the default) is larger. A result cut so ends like any page that
+// reaches its limit: with a `next_cursor` that continues exactly where
+// it stopped. Cursors do not depend on `limit`, so the next request
+// may repeat the same queries with their cursors. The Grafana query
+// endpoint applies the same bound over its targets' series.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3543,7 +3587,7 @@ type ClientWithResponsesInterface interface {
 
 	// QueryBatchWithBodyWithResponse Read many series
 	//
-	// Reads up to 100 series in one request. The members next to `queries`
+	// Reads up to 100 series (`--max-queries`) in one request. The members next to `queries`
 	// apply to every query; a query's own members override them (`slo`
 	// only applies to the whole request: the budget covers all queries).
 	// The results come in the order of `queries`, each shaped like the
@@ -3554,6 +3598,17 @@ type ClientWithResponsesInterface interface {
 	// Invalid parameters fail the whole request with a 400 naming each
 	// one: `from` for a shared member, `queries[2].agg` for a query's own.
 	// The body is at most 1 MiB.
+	//
+	// **Bounded answers.** One answer holds at most
+	// `--max-response-points` points (default 1,000,000) across all its
+	// results, so that a batch of raw reads cannot hold unbounded memory:
+	// each query's page limit is cut to an equal share of the bound
+	// (`max-response-points / number of queries`) when its own `limit`
+	// (or the default) is larger. A result cut so ends like any page that
+	// reaches its limit: with a `next_cursor` that continues exactly where
+	// it stopped. Cursors do not depend on `limit`, so the next request
+	// may repeat the same queries with their cursors. The Grafana query
+	// endpoint applies the same bound over its targets' series.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3562,7 +3617,7 @@ type ClientWithResponsesInterface interface {
 
 	// QueryBatchWithResponse Read many series
 	//
-	// Reads up to 100 series in one request. The members next to `queries`
+	// Reads up to 100 series (`--max-queries`) in one request. The members next to `queries`
 	// apply to every query; a query's own members override them (`slo`
 	// only applies to the whole request: the budget covers all queries).
 	// The results come in the order of `queries`, each shaped like the
@@ -3573,6 +3628,17 @@ type ClientWithResponsesInterface interface {
 	// Invalid parameters fail the whole request with a 400 naming each
 	// one: `from` for a shared member, `queries[2].agg` for a query's own.
 	// The body is at most 1 MiB.
+	//
+	// **Bounded answers.** One answer holds at most
+	// `--max-response-points` points (default 1,000,000) across all its
+	// results, so that a batch of raw reads cannot hold unbounded memory:
+	// each query's page limit is cut to an equal share of the bound
+	// (`max-response-points / number of queries`) when its own `limit`
+	// (or the default) is larger. A result cut so ends like any page that
+	// reaches its limit: with a `next_cursor` that continues exactly where
+	// it stopped. Cursors do not depend on `limit`, so the next request
+	// may repeat the same queries with their cursors. The Grafana query
+	// endpoint applies the same bound over its targets' series.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5857,7 +5923,7 @@ func (c *ClientWithResponses) WritePointsWithResponse(ctx context.Context, body 
 
 // QueryBatchWithBodyWithResponse Read many series
 //
-// Reads up to 100 series in one request. The members next to `queries`
+// Reads up to 100 series (`--max-queries`) in one request. The members next to `queries`
 // apply to every query; a query's own members override them (`slo`
 // only applies to the whole request: the budget covers all queries).
 // The results come in the order of `queries`, each shaped like the
@@ -5868,6 +5934,17 @@ func (c *ClientWithResponses) WritePointsWithResponse(ctx context.Context, body 
 // Invalid parameters fail the whole request with a 400 naming each
 // one: `from` for a shared member, `queries[2].agg` for a query's own.
 // The body is at most 1 MiB.
+//
+// **Bounded answers.** One answer holds at most
+// `--max-response-points` points (default 1,000,000) across all its
+// results, so that a batch of raw reads cannot hold unbounded memory:
+// each query's page limit is cut to an equal share of the bound
+// (`max-response-points / number of queries`) when its own `limit`
+// (or the default) is larger. A result cut so ends like any page that
+// reaches its limit: with a `next_cursor` that continues exactly where
+// it stopped. Cursors do not depend on `limit`, so the next request
+// may repeat the same queries with their cursors. The Grafana query
+// endpoint applies the same bound over its targets' series.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -5882,7 +5959,7 @@ func (c *ClientWithResponses) QueryBatchWithBodyWithResponse(ctx context.Context
 
 // QueryBatchWithResponse Read many series
 //
-// Reads up to 100 series in one request. The members next to `queries`
+// Reads up to 100 series (`--max-queries`) in one request. The members next to `queries`
 // apply to every query; a query's own members override them (`slo`
 // only applies to the whole request: the budget covers all queries).
 // The results come in the order of `queries`, each shaped like the
@@ -5893,6 +5970,17 @@ func (c *ClientWithResponses) QueryBatchWithBodyWithResponse(ctx context.Context
 // Invalid parameters fail the whole request with a 400 naming each
 // one: `from` for a shared member, `queries[2].agg` for a query's own.
 // The body is at most 1 MiB.
+//
+// **Bounded answers.** One answer holds at most
+// `--max-response-points` points (default 1,000,000) across all its
+// results, so that a batch of raw reads cannot hold unbounded memory:
+// each query's page limit is cut to an equal share of the bound
+// (`max-response-points / number of queries`) when its own `limit`
+// (or the default) is larger. A result cut so ends like any page that
+// reaches its limit: with a `next_cursor` that continues exactly where
+// it stopped. Cursors do not depend on `limit`, so the next request
+// may repeat the same queries with their cursors. The Grafana query
+// endpoint applies the same bound over its targets' series.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

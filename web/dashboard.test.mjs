@@ -391,3 +391,37 @@ describe("modules", () => {
     assert.equal(typeof chart.Chart, "function");
   });
 });
+
+describe("tokens", () => {
+  it("asks for a token on 401, keeps it for the session and sends it", async () => {
+    const { auth, getJSON } = await import("./static/assets/api.js");
+    const store = new Map();
+    auth.storage = () => ({ getItem: (k) => store.get(k) ?? null, setItem: (k, v) => store.set(k, v), removeItem: (k) => store.delete(k) });
+    const asked = [];
+    const answers = ["wrong", "right"];
+    auth.ask = () => { asked.push(true); return answers.shift() ?? null; };
+    const sent = [];
+    const realFetch = globalThis.fetch;
+    globalThis.fetch = async (url, init) => {
+      const h = init.headers.Authorization ?? "";
+      sent.push(h);
+      if (h === "Bearer right") return new Response(JSON.stringify({ series: [] }), { status: 200 });
+      return new Response(JSON.stringify({ type: "/docs#problem-unauthorized", title: "Unauthorized", status: 401, detail: "send a token" }), { status: 401 });
+    };
+    try {
+      assert.deepEqual(await getJSON("v1/series"), { series: [] });
+      assert.deepEqual(sent, ["", "Bearer wrong", "Bearer right"]);
+      assert.equal(store.get("tsgate.token"), "right");
+      assert.equal(asked.length, 2);
+      // The kept token is sent without asking again.
+      await getJSON("v1/series");
+      assert.equal(sent.at(-1), "Bearer right");
+      assert.equal(asked.length, 2);
+      // No token given: the 401 is the caller's problem.
+      store.clear();
+      await assert.rejects(getJSON("v1/series"), (err) => err.problem.status === 401);
+    } finally {
+      globalThis.fetch = realFetch;
+    }
+  });
+});

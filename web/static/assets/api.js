@@ -11,11 +11,46 @@ export class ProblemError extends Error {
   }
 }
 
-/** GETs url and returns its JSON body; throws ProblemError for any failure but an abort. */
+const TOKEN_KEY = "tsgate.token";
+
+/**
+ * Where the dashboard keeps the gateway's bearer token (the browser's
+ * session storage: gone with the tab) and how it asks for one. Tests
+ * replace both.
+ */
+export const auth = {
+  storage: () => globalThis.sessionStorage,
+  ask: () => globalThis.prompt?.("This gateway needs a token (role read or higher). Token:") ?? null,
+};
+
+function authHeaders() {
+  const token = auth.storage()?.getItem(TOKEN_KEY);
+  return token ? { Authorization: "Bearer " + token } : {};
+}
+
+/**
+ * GETs url and returns its JSON body; throws ProblemError for any failure
+ * but an abort. A 401 asks for a token, keeps it for the session and tries
+ * again; a kept token the gateway refuses is forgotten.
+ */
 export async function getJSON(url, signal) {
-  let res;
+  for (let attempt = 0; ; attempt++) {
+    const res = await fetchOnce(url, signal);
+    if (res.status === 401 && attempt < 3) {
+      auth.storage()?.removeItem(TOKEN_KEY);
+      const token = auth.ask();
+      if (token) {
+        auth.storage()?.setItem(TOKEN_KEY, token.trim());
+        continue;
+      }
+    }
+    return readAnswer(res);
+  }
+}
+
+async function fetchOnce(url, signal) {
   try {
-    res = await fetch(url, { signal, headers: { Accept: "application/json" } });
+    return await fetch(url, { signal, headers: { Accept: "application/json", ...authHeaders() } });
   } catch (err) {
     if (err.name === "AbortError") throw err;
     throw new ProblemError({
@@ -23,6 +58,9 @@ export async function getJSON(url, signal) {
       detail: `The request did not reach the gateway (${err.message}). Is it running?`,
     });
   }
+}
+
+async function readAnswer(res) {
   const text = await res.text();
   let body = null;
   try {

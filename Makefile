@@ -7,6 +7,9 @@
 #   make bench           benchmarks: embedded-store and encoding ones, then the ones
 #                        against Cassandra (docs/benchmarks.md; BENCH_ARGS passes
 #                        flags such as -bench.rounds=9 to the latter)
+#   make loadtest        reads and writes at 4× --max-inflight for 30 s, on the
+#                        embedded store and on a Cassandra node on port 9142
+#                        (docs/benchmarks.md); never part of make test
 #   make cassandra-up    start the local single-node Cassandra (scripts/cassandra.sh)
 #   make cassandra-down  stop it
 #
@@ -26,7 +29,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 BENCH_ARGS ?=
 
-.PHONY: build generate run test vet unit-test integration-test bench cassandra-up cassandra-down
+.PHONY: build generate run test vet unit-test integration-test bench loadtest cassandra-up cassandra-down
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/gateway ./cmd/gateway
@@ -52,6 +55,16 @@ unit-test:
 
 integration-test:
 	scripts/cassandra.sh run $(GO) test -tags integration -count=1 ./integration/...
+
+# The load test runs the gateway binary as a separate process, so that its
+# memory is measured alone; the Cassandra node it starts listens on
+# non-default ports and is stopped again.
+LOADTEST_ARGS ?=
+loadtest: build
+	$(GO) run ./cmd/loadtest -gateway bin/gateway $(LOADTEST_ARGS)
+	$(GO) run ./cmd/loadtest -gateway bin/gateway -mode bigquery
+	CASSANDRA_NATIVE_PORT=9142 CASSANDRA_STORAGE_PORT=7100 scripts/cassandra.sh run \
+	  $(GO) run ./cmd/loadtest -gateway bin/gateway -store cassandra -cassandra-hosts 127.0.0.1:9142 $(LOADTEST_ARGS)
 
 # Benchmarks never run in make test. The ones against Cassandra run once
 # (-benchtime 1x): each runs its own interleaved rounds and reports medians.

@@ -38,6 +38,7 @@ var allowed = map[string][]string{
 	"layering":              {},
 	"cmd/gateway":           {"auth", "cache", "demo", "flagconf", "httpapi", "ingest", "params", "partial", "query", "rollup", "router", "tiers", "tiers/cassandra", "tiers/embedded"},
 	"integration":           {},
+	"cmd/loadtest":          {},
 }
 
 // restricted are outside imports only some packages may use.
@@ -46,7 +47,7 @@ var restricted = map[string][]string{
 	"github.com/cockroachdb/pebble/v2":            {"tiers/embedded"},
 	"github.com/go-chi/chi/v5":                    {"httpapi", "httpapi/apitest"},
 	"github.com/getkin/kin-openapi":               {"api", "httpapi", "httpapi/apitest"},
-	"net/http":                                    {"httpapi", "httpapi/apitest", "api", "api/client", "web", "web/internal/preview", "cmd/gateway"},
+	"net/http":                                    {"httpapi", "httpapi/apitest", "api", "api/client", "web", "web/internal/preview", "cmd/gateway", "cmd/loadtest"},
 }
 
 func TestDependencyDirection(t *testing.T) {

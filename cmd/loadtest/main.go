@@ -90,6 +90,10 @@ func startGateway(ctx context.Context, c config, extra ...string) (*gateway, err
 		"--max-inflight", strconv.Itoa(c.inflight), "--max-queue-wait", c.queueWait.String(), "--store", c.store}
 	if c.store == "cassandra" {
 		args = append(args, "--cassandra-hosts", c.hosts, "--keyspace", c.keyspace)
+		schema := exec.CommandContext(ctx, c.gateway, "schema", "--apply", "--cassandra-hosts", c.hosts, "--keyspace", c.keyspace)
+		if out, err := schema.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("gateway schema --apply: %v\n%s", err, out)
+		}
 	} else {
 		args = append(args, "--data-dir", filepath.Join(dir, "data"))
 	}

@@ -123,3 +123,26 @@ func TestNewTokensDiffer(t *testing.T) {
 		seen[tok] = true
 	}
 }
+
+// Any file either parses into tokens that each look themselves up by
+// hash, or is refused; it never panics.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("tokens:\n" + FileLine("a", Read, "x") + "\n"))
+	f.Add([]byte("tokens:\n  - {name: a, role: admin, sha256: " + Hash("y") + "}\n  - {name: b, role: write, sha256: " + Hash("z") + "}\n"))
+	f.Add([]byte("tokens: [{name: a}]"))
+	f.Add([]byte("{"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		set, err := Parse(data)
+		if err != nil {
+			return
+		}
+		if set.Len() == 0 {
+			t.Fatal("a set without tokens parsed")
+		}
+		for _, tok := range set.tokens {
+			if tok.Name == "" || tok.Role < Read || tok.Role > Admin {
+				t.Fatalf("parsed a bad entry %+v", tok)
+			}
+		}
+	})
+}

@@ -426,6 +426,9 @@ func grafanaTargetIDs(target string, maxSeries int) ([]string, error) {
 // table targets. Failures other than a bad request become the element's
 // notice, so that the panel still shows the other series.
 func (s *Server) grafanaAnswer(r *http.Request, j *grafanaJob) []byte {
+	if err := s.checkPartitions(r.Context(), j.req); err != nil {
+		return s.grafanaFailed(r, j, err)
+	}
 	res, err := s.deps.Engine.Query(r.Context(), j.req)
 	if err != nil {
 		return s.grafanaFailed(r, j, err)

@@ -451,3 +451,43 @@ func TestNewSeriesBounds(t *testing.T) {
 		t.Error("refusals for new series not counted")
 	}
 }
+
+// A page that would plan more than --max-partitions partitions is refused
+// before anything is read, naming resolution and a resolution that fits;
+// /plan shows the count and does not fail.
+func TestMaxPartitions(t *testing.T) {
+	s := newTestServerWith(t, func(_ *httpapi.Deps, c *httpapi.Config) { c.Limits.MaxPartitions = 100 })
+	now := s.Now()
+	var pts []string
+	for h := range 48 {
+		pts = append(pts, fmt.Sprintf(`{"series":"wide","t":%d,"v":%d}`, now-int64(h)*3_600_000-1000, h))
+	}
+	if st, _, b := do(t, "POST", s.URL+"/v1/points", "application/json", `{"points":[`+strings.Join(pts, ",")+`]}`, ""); st != 200 {
+		t.Fatalf("write: %d %s", st, b)
+	}
+	if st, _, b := do(t, "POST", s.URL+"/v1/admin/rollups/run", "", "", ""); st != 200 {
+		t.Fatalf("rollups: %d %s", st, b)
+	}
+	q := fmt.Sprintf("from=%d&to=%d", now-49*3_600_000, now)
+	st, _, b := do(t, "GET", s.URL+"/v1/series/wide/points?resolution=raw&"+q, "", "", "")
+	var p struct {
+		Errors []struct{ Param, Message string } `json:"errors"`
+	}
+	if err := json.Unmarshal(b, &p); st != 400 || err != nil || len(p.Errors) != 1 || p.Errors[0].Param != "resolution" || !strings.Contains(p.Errors[0].Message, "--max-partitions") {
+		t.Fatalf("raw over 2 days: %d %s", st, b)
+	}
+	_, suggestion, _ := strings.Cut(p.Errors[0].Message, "resolution=")
+	suggestion, _, _ = strings.Cut(suggestion, " ")
+	if st, _, b := do(t, "GET", s.URL+"/v1/series/wide/points?resolution="+suggestion+"&"+q, "", "", ""); st != 200 {
+		t.Errorf("the suggested resolution %q: %d %s", suggestion, st, b)
+	}
+	var plan struct{ Partitions int }
+	st, _, b = do(t, "GET", s.URL+"/v1/series/wide/plan?resolution=raw&"+q, "", "", "")
+	if err := json.Unmarshal(b, &plan); st != 200 || err != nil || plan.Partitions <= 100 {
+		t.Errorf("/plan: %d %s", st, b)
+	}
+	st, _, b = do(t, "POST", s.URL+"/v1/query", "application/json", fmt.Sprintf(`{"from":%d,"to":%d,"resolution":"raw","queries":[{"series":"wide"},{"series":"wide","resolution":%q}]}`, now-49*3_600_000, now, suggestion), "")
+	if st != 200 || strings.Count(string(b), `"param":"resolution"`) != 1 || !strings.Contains(string(b), `"points":[[`) {
+		t.Errorf("batch: %d %.600s", st, b)
+	}
+}

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"github.com/tsgate/tsgate/problem"
+
 	"context"
 	"errors"
 	"fmt"
@@ -55,14 +57,14 @@ func (g *newSeries) check(ctx context.Context, reg Registry, points []ingest.Poi
 		case errors.Is(err, tiers.ErrNotFound):
 			fresh++
 		case err != nil:
-			return storeError{err}
+			return storeFailure(err)
 		}
 	}
 	if fresh == 0 {
 		return nil
 	}
 	if g.perBatch > 0 && fresh > g.perBatch {
-		return errNewSeries{&Problem{Type: problemType("too-many-new-series"), Title: "Too many new series", Status: http.StatusBadRequest,
+		return errNewSeries{&Problem{Type: problem.Type("too-many-new-series"), Title: "Too many new series", Status: http.StatusBadRequest,
 			Detail: fmt.Sprintf("the batch creates %d new series; at most %d per batch (--max-new-series-per-batch)", fresh, g.perBatch),
 			Errors: []ParamError{{Param: "points", Message: fmt.Sprintf("creates %d new series, more than %d", fresh, g.perBatch)}}}}
 	}
@@ -79,7 +81,7 @@ func (g *newSeries) check(ctx context.Context, reg Registry, points []ingest.Poi
 		}
 	}
 	if total+fresh > g.perMinute {
-		return errNewSeries{&Problem{Type: problemType("new-series-rate"), Title: "New series rate exceeded", Status: http.StatusTooManyRequests,
+		return errNewSeries{&Problem{Type: problem.Type("new-series-rate"), Title: "New series rate exceeded", Status: http.StatusTooManyRequests,
 			Detail: fmt.Sprintf("the batch creates %d new series and %d were created in the last minute; at most %d per minute (--max-new-series-per-minute); retry later", fresh, total, g.perMinute),
 			Errors: []ParamError{{Param: "points", Message: fmt.Sprintf("creates %d new series beyond the rate of %d per minute", fresh, g.perMinute)}}}}
 	}

@@ -6,6 +6,8 @@ package httpapi
 // uploads that have stalled.
 
 import (
+	"github.com/tsgate/tsgate/problem"
+
 	"errors"
 	"io"
 	"log/slog"
@@ -93,7 +95,7 @@ func connBounds(l Limits, up *uploads, m *Metrics, next http.Handler) http.Handl
 		if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
 			if !up.add(rc) {
 				w.Header().Set("Connection", "close")
-				writeJSONProblem(w, &Problem{Type: problemType("overloaded"), Title: "Shutting down", Status: http.StatusServiceUnavailable,
+				writeJSONProblem(w, &Problem{Type: problem.Type("overloaded"), Title: "Shutting down", Status: http.StatusServiceUnavailable,
 					Detail: "the gateway is shutting down; retry on another instance"})
 				return
 			}

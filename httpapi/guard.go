@@ -17,9 +17,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tsgate/tsgate/auth"
+	"github.com/tsgate/tsgate/params"
+	"github.com/tsgate/tsgate/problem"
 )
 
 // Refusal reasons, the values of tsgate_requests_refused_total's label.
@@ -105,7 +108,9 @@ func (s *Server) needGrafana(role auth.Role) func(http.Handler) http.Handler {
 
 func (g *roleGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	toks := g.s.deps.Tokens
-	if g.role == auth.Open || toks == nil {
+	// A browser sends CORS preflights without credentials; the front end
+	// answers them without doing anything else.
+	if g.role == auth.Open || toks == nil || (g.grafana && r.Method == http.MethodOptions) {
 		g.next.ServeHTTP(w, r)
 		return
 	}
@@ -113,7 +118,7 @@ func (g *roleGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		g.s.deps.Metrics.refuse(refusedUnauthorized)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="tsgate"`)
-		g.refuse(w, r, &Problem{Type: problemType("unauthorized"), Title: "Unauthorized", Status: http.StatusUnauthorized,
+		g.refuse(w, r, &Problem{Type: problem.Type("unauthorized"), Title: "Unauthorized", Status: http.StatusUnauthorized,
 			Detail: "send Authorization: Bearer <token> with a token of role " + g.role.String() + " or higher"})
 		return
 	}
@@ -123,7 +128,7 @@ func (g *roleGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if tok.Role < g.role {
 		g.s.deps.Metrics.refuse(refusedForbidden)
 		g.s.logger(r).Info("request refused: role too low", "token", tok.Name, "role", tok.Role.String(), "needs", g.role.String())
-		g.refuse(w, r, &Problem{Type: problemType("forbidden"), Title: "Forbidden", Status: http.StatusForbidden,
+		g.refuse(w, r, &Problem{Type: problem.Type("forbidden"), Title: "Forbidden", Status: http.StatusForbidden,
 			Detail: "the token " + strconv.Quote(tok.Name) + " has role " + tok.Role.String() + "; " + r.Method + " " + r.URL.Path + " needs " + g.role.String()})
 		return
 	}
@@ -148,7 +153,11 @@ func writeGrafanaShaped(w http.ResponseWriter, p *Problem) {
 		Message string `json:"message"`
 		Error   string `json:"error"`
 	}{p.Detail, p.Title})
-	writeGrafana(w, p.Status, append(b, '\n'))
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(append(b, '\n'))
 }
 
 // bearer is the token of an Authorization: Bearer header, or "".
@@ -193,7 +202,7 @@ func (s *Server) limit(lim *limiter) func(http.Handler) http.Handler {
 			if !lim.acquire(r.Context()) {
 				s.deps.Metrics.refuse(refusedOverloaded)
 				w.Header().Set("Retry-After", retryAfter)
-				p := &Problem{Type: problemType("overloaded"), Title: "Overloaded", Status: http.StatusServiceUnavailable,
+				p := &Problem{Type: problem.Type("overloaded"), Title: "Overloaded", Status: http.StatusServiceUnavailable,
 					Detail: "the gateway is serving as many requests as it may (--max-inflight); retry after " + retryAfter + "s"}
 				if strings.HasPrefix(r.URL.Path, "/grafana") {
 					writeGrafanaShaped(w, p)
@@ -248,7 +257,7 @@ func (s *Server) checkHost(next http.Handler) http.Handler {
 			return
 		}
 		s.deps.Metrics.refuse(refusedHost)
-		writeJSONProblem(w, &Problem{Type: problemType("host-not-allowed"), Title: "Host not allowed", Status: http.StatusMisdirectedRequest,
+		writeJSONProblem(w, &Problem{Type: problem.Type("host-not-allowed"), Title: "Host not allowed", Status: http.StatusMisdirectedRequest,
 			Detail: "this gateway does not answer for Host " + strconv.Quote(r.Host) + " (--allowed-hosts)"})
 	})
 }
@@ -267,25 +276,6 @@ func hostAllowed(host string, allowed []string) bool {
 		}
 	}
 	return false
-}
-
-// corsOrigin is the Access-Control-Allow-Origin to answer r with: its
-// Origin when listed in --cors-origins, "*" when the list holds "*", else
-// none.
-func (s *Server) corsOrigin(r *http.Request) string {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return ""
-	}
-	for _, o := range s.cfg.Limits.CORSOrigins {
-		if o == "*" {
-			return "*"
-		}
-		if strings.EqualFold(o, origin) {
-			return origin
-		}
-	}
-	return ""
 }
 
 // jsonBodyOnly refuses a POST whose body is not declared as JSON: a
@@ -311,7 +301,7 @@ func jsonBodyOnly(onRefuse func(http.ResponseWriter, *http.Request, *Problem)) f
 				next.ServeHTTP(w, r)
 				return
 			}
-			onRefuse(w, r, &Problem{Type: problemType("unsupported-media-type"), Title: "Unsupported media type", Status: http.StatusUnsupportedMediaType,
+			onRefuse(w, r, &Problem{Type: problem.Type("unsupported-media-type"), Title: "Unsupported media type", Status: http.StatusUnsupportedMediaType,
 				Detail: "send the body as application/json (Content-Type was " + quoteOrMissing(ct) + ")"})
 		})
 	}
@@ -343,7 +333,7 @@ func (s *Server) refuseProblem(w http.ResponseWriter, r *http.Request, p *Proble
 // refuseGrafana writes a refusal in the Grafana plugin's shape and counts it.
 func (s *Server) refuseGrafana(w http.ResponseWriter, r *http.Request, p *Problem) {
 	s.deps.Metrics.refuse(refusalOf(p))
-	s.writeGrafanaError(w, r, p)
+	writeGrafanaShaped(w, p)
 }
 
 func refusalOf(p *Problem) string {
@@ -354,4 +344,60 @@ func refusalOf(p *Problem) string {
 		return refusedBodyTooLarge
 	}
 	return strings.TrimPrefix(p.Type, "/docs#problem-")
+}
+
+// The names this file and its neighbours use for the problem package's
+// types and helpers.
+type (
+	Problem    = problem.Problem
+	ParamError = problem.ParamError
+)
+
+func writeJSONProblem(w http.ResponseWriter, p *Problem) { problem.Write(w, p) }
+func toProblem(err error) *Problem                       { return problem.From(err) }
+func storeFailure(err error) error                       { return problem.Unavailable(err) }
+
+func badParam(param, message string) *Problem {
+	return problem.BadParams(params.Errors{params.Bad(param, "%s", message)})
+}
+
+func quoteOrMissing(s string) string {
+	if s == "" {
+		return "missing"
+	}
+	return strconv.Quote(s)
+}
+
+// guardMount puts a mounted front end (/grafana) behind the role it needs,
+// answering refusals in the Grafana plugin's shape, and takes only JSON
+// bodies.
+func (s *Server) guardMount(role auth.Role, h http.Handler) http.Handler {
+	g := &roleGuard{role: role, s: s, grafana: true, next: jsonBodyOnly(s.refuseGrafana)(h)}
+	if sub, ok := h.(chi.Routes); ok {
+		return &mountGuard{roleGuard: g, sub: sub}
+	}
+	return g
+}
+
+// mountGuard is a guarded front end that still shows its routes to
+// chi.Walk, with the guard among their middlewares, so that the test that
+// every route declares a role sees the mounted ones too.
+type mountGuard struct {
+	*roleGuard
+	sub chi.Routes
+}
+
+func (m *mountGuard) Routes() []chi.Route { return m.sub.Routes() }
+func (m *mountGuard) Middlewares() chi.Middlewares {
+	g := m.roleGuard
+	mark := func(next http.Handler) http.Handler {
+		return &roleGuard{role: g.role, s: g.s, grafana: true, next: next}
+	}
+	return append(chi.Middlewares{mark}, m.sub.Middlewares()...)
+}
+func (m *mountGuard) Match(rctx *chi.Context, method, path string) bool {
+	return m.sub.Match(rctx, method, path)
+}
+func (m *mountGuard) Find(rctx *chi.Context, method, path string) string {
+	return m.sub.Find(rctx, method, path)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/tsgate/tsgate/auth"
+	"github.com/tsgate/tsgate/grafana"
 	"github.com/tsgate/tsgate/rollup"
 )
 
@@ -25,7 +26,7 @@ import (
 // declares is the one the contract names (x-role, or no security for the
 // open ones). A route added without a role fails here.
 func TestEveryRouteDeclaresARole(t *testing.T) {
-	s := New(Deps{Gatherer: prometheus.NewRegistry()}, DefaultConfig())
+	s := New(Deps{Gatherer: prometheus.NewRegistry(), Mounts: map[string]http.Handler{"/grafana": grafana.New(grafana.Deps{}).Handler()}}, DefaultConfig())
 	c, err := newContract(0)
 	if err != nil {
 		t.Fatal(err)

@@ -17,9 +17,6 @@ type Limits struct {
 	// one may wait for a slot before it is refused as overloaded.
 	MaxInflight  int
 	MaxQueueWait time.Duration
-	// MaxQueries bounds the queries of one POST /v1/query and the series
-	// the targets of one Grafana query expand to.
-	MaxQueries int
 	// MaxPartitions bounds the partitions one page may plan to read.
 	MaxPartitions int
 	// MaxResponsePoints bounds the points one answer holds across all its
@@ -43,7 +40,7 @@ type Limits struct {
 // DefaultLimits returns the defaults of the flags.
 func DefaultLimits() Limits {
 	return Limits{
-		MaxInflight: 256, MaxQueueWait: time.Second, MaxQueries: 100, MaxResponsePoints: 1_000_000, MaxPartitions: 20_000,
+		MaxInflight: 256, MaxQueueWait: time.Second, MaxResponsePoints: 1_000_000, MaxPartitions: 20_000,
 		ReadHeaderTimeout: 10 * time.Second, BodyTimeout: time.Minute, WriteTimeout: 5 * time.Minute,
 		IdleTimeout: 2 * time.Minute, MaxConnections: 4096,
 		MaxNewSeriesPerBatch: 10_000, MaxNewSeriesPerMinute: 100_000,
@@ -54,7 +51,6 @@ func DefaultLimits() Limits {
 func (l *Limits) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&l.MaxInflight, "max-inflight", l.MaxInflight, "requests served at once; more wait for a slot")
 	fs.DurationVar(&l.MaxQueueWait, "max-queue-wait", l.MaxQueueWait, "how long a request may wait for a slot before it is refused (503 overloaded)")
-	fs.IntVar(&l.MaxQueries, "max-queries", l.MaxQueries, "queries of one POST /v1/query, and series of one Grafana query")
 	fs.IntVar(&l.MaxPartitions, "max-partitions", l.MaxPartitions, "partitions one page may plan to read (more: 400 naming resolution; 0: unbounded)")
 	fs.IntVar(&l.MaxResponsePoints, "max-response-points", l.MaxResponsePoints, "points one answer holds across its queries; each query's page is cut to its share and carries next_cursor")
 	fs.DurationVar(&l.ReadHeaderTimeout, "read-header-timeout", l.ReadHeaderTimeout, "time a client has to send a request's headers")
@@ -77,11 +73,8 @@ func (l Limits) Validate() error {
 	if l.MaxQueueWait < 0 {
 		errs = append(errs, errors.New("--max-queue-wait must not be negative"))
 	}
-	if l.MaxQueries < 1 {
-		errs = append(errs, errors.New("--max-queries must be at least 1"))
-	}
-	if l.MaxResponsePoints < l.MaxQueries {
-		errs = append(errs, errors.New("--max-response-points must be at least --max-queries (one point per query)"))
+	if l.MaxResponsePoints < 1 {
+		errs = append(errs, errors.New("--max-response-points must be at least 1"))
 	}
 	for name, d := range map[string]time.Duration{"read-header-timeout": l.ReadHeaderTimeout, "body-timeout": l.BodyTimeout, "write-timeout": l.WriteTimeout, "idle-timeout": l.IdleTimeout} {
 		if d <= 0 {
@@ -144,9 +137,9 @@ func (s *Server) shareResponsePointsOf(reqs []*query.Request) {
 		return
 	}
 	share := max(1, s.cfg.Limits.MaxResponsePoints/len(reqs))
-	def := query.DefaultConfig().DefaultLimit
-	if s.deps.Engine != nil {
-		def = s.deps.Engine.Config().DefaultLimit
+	def := s.deps.Limits.DefaultLimit
+	if def == 0 {
+		def = query.DefaultConfig().DefaultLimit
 	}
 	for _, r := range reqs {
 		limit := r.Limit

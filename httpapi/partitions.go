@@ -25,7 +25,7 @@ func (s *Server) checkPartitions(ctx context.Context, req query.Request) error {
 		return nil // the read itself reports what is wrong with it
 	}
 	s.deps.Metrics.refuse(refusedPartitions)
-	p := s.deps.Engine.Pyramid()
+	p := &s.deps.Pyramid
 	for _, l := range p.Levels() {
 		step := p.Tier(l).Step
 		if step <= plan.Step {

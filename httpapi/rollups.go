@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"github.com/tsgate/tsgate/problem"
+
 	"context"
 	"encoding/json"
 	"net/http"
@@ -74,7 +76,7 @@ func (s *Server) runRollups(w http.ResponseWriter, r *http.Request) {
 	select {
 	case <-run.done:
 		if run.err != nil {
-			s.writeProblem(w, r, storeError{run.err})
+			s.writeProblem(w, r, storeFailure(run.err))
 			return
 		}
 		writeJSON(w, http.StatusOK, append(rollupReportJSON(run.report), '\n'))
@@ -89,7 +91,7 @@ func (s *Server) rollupRun(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(chi.URLParam(r, "run"), 10, 64)
 	run := s.rolls.get(id)
 	if err != nil || run == nil {
-		s.writeProblem(w, r, &Problem{Type: problemType("not-found"), Title: "Not found", Status: http.StatusNotFound,
+		s.writeProblem(w, r, &Problem{Type: problem.Type("not-found"), Title: "Not found", Status: http.StatusNotFound,
 			Detail: "no rollup run " + chi.URLParam(r, "run") + "; the latest " + strconv.Itoa(keptRollupRuns) + " runs are kept"})
 		return
 	}
@@ -107,7 +109,7 @@ func (s *Server) writeRollupRun(w http.ResponseWriter, r *http.Request, run *rol
 	select {
 	case <-run.done:
 		if run.err != nil {
-			out.State, out.Error = "failed", toProblem(storeError{run.err})
+			out.State, out.Error = "failed", toProblem(storeFailure(run.err))
 		} else {
 			out.State, out.Report = "done", rollupReportJSON(run.report)
 		}

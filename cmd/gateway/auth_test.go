@@ -111,7 +111,7 @@ func TestWarnsWhenOpenBeyondLoopback(t *testing.T) {
 		"0.0.0.0:8080": true, ":8080": true, "192.0.2.7:8080": true} {
 		var b strings.Builder
 		log := slog.New(slog.NewTextHandler(&b, nil))
-		if _, err := loadTokens(context.Background(), defaultServeConfig().auth, addr, log); err != nil {
+		if _, err := loadTokens(context.Background(), defaultServeConfig().Auth, addr, log); err != nil {
 			t.Fatal(err)
 		}
 		if got := strings.Contains(b.String(), "without --auth-tokens"); got != warn {

@@ -1,4 +1,4 @@
-package httpapi_test
+package grafana_test
 
 import (
 	"encoding/json"
@@ -10,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tsgate/tsgate/httpapi"
+	"github.com/tsgate/tsgate/gateway"
+	"github.com/tsgate/tsgate/httpapi/apitest"
+	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -67,7 +69,7 @@ func seedGrafana(t *testing.T, s *testServer) truth {
 
 func fixture(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "grafana", name))
+	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,9 +302,9 @@ func TestGrafanaTagsAndLegacyEndpoints(t *testing.T) {
 // path for the origins of --cors-origins, and only for them and there.
 func TestGrafanaCORS(t *testing.T) {
 	const grafanaOrigin = "http://grafana.example:3000"
-	s := newTestServerWith(t, func(_ *httpapi.Deps, c *httpapi.Config) {
-		c.Limits.CORSOrigins = []string{grafanaOrigin}
-	})
+	s := &testServer{Server: apitest.NewMemServerWith(t, querytest.Options{Configure: func(c *gateway.Config) {
+		c.HTTP.Limits.CORSOrigins = []string{grafanaOrigin}
+	}}), t: t}
 	closed := newTestServer(t) // the default: no origin allowed
 	preflight := func(url, origin string) http.Header {
 		req, _ := http.NewRequest("OPTIONS", url, nil)

@@ -198,6 +198,7 @@ func (g *Gateway) Handler() http.Handler {
 		Engine: g.Engine, Series: registry, MaxLimit: g.Config.Query.MaxLimit,
 		MaxSeries: g.Config.HTTP.MaxQueries, Logger: g.Logger, Now: g.Now,
 		ForEach: httpapi.ForEachParallel, CORSOrigins: g.Config.HTTP.Limits.CORSOrigins,
+		MaxResponsePoints: g.Config.HTTP.Limits.MaxResponsePoints,
 	})
 	srv := httpapi.New(httpapi.Deps{
 		Engine: g.Engine, Limits: g.Config.Query.Limits, Pyramid: g.Config.Pyramid,

@@ -54,6 +54,9 @@ type Deps struct {
 	// CORSOrigins are the origins a browser may call the datasource from
 	// (the plugin's browser access mode); none when empty, "*" for any.
 	CORSOrigins []string
+	// MaxResponsePoints bounds the points of one answer across its
+	// series (0: unbounded).
+	MaxResponsePoints int
 }
 
 // maxListed bounds a series listing for the query builder.

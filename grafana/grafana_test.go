@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/httpapi/apitest"
@@ -372,5 +373,39 @@ func TestGrafanaErrorShape(t *testing.T) {
 	var e grafanaError
 	if status != 405 || ct != grafanaCT || json.Unmarshal(body, &e) != nil || e.Message == "" {
 		t.Errorf("DELETE /grafana/metrics: %d %s %s", status, ct, body)
+	}
+}
+
+// One Grafana answer holds at most --max-response-points points across
+// its series: each series' page is cut to an equal share.
+func TestGrafanaAnswerPointsAreBounded(t *testing.T) {
+	s := &testServer{Server: apitest.NewMemServerWith(t, querytest.Options{Configure: func(c *gateway.Config) {
+		c.HTTP.Limits.MaxResponsePoints = 30
+	}}), t: t}
+	now := s.Now()
+	var pts []string
+	for _, id := range []string{"b0", "b1", "b2"} {
+		for i := range 50 {
+			pts = append(pts, fmt.Sprintf(`{"series":%q,"t":%d,"v":%d}`, id, now-100_000+int64(i)*1000, i))
+		}
+	}
+	if st, _, b := s.Do("POST", "/v1/points", "application/json", `{"points":[`+strings.Join(pts, ",")+`]}`); st != 200 {
+		t.Fatalf("write: %d %s", st, b)
+	}
+	var targets []string
+	for _, id := range []string{"b0", "b1", "b2"} {
+		targets = append(targets, fmt.Sprintf(`{"refId":%q,"target":%q,"payload":{"resolution":"raw"}}`, id, id))
+	}
+	out := s.grafanaQuery(fmt.Sprintf(`{"range":{"from":%q,"to":%q},"maxDataPoints":1000,"targets":[%s]}`,
+		time.UnixMilli(now-200_000).UTC().Format(time.RFC3339Nano), time.UnixMilli(now).UTC().Format(time.RFC3339Nano), strings.Join(targets, ",")))
+	total := 0
+	for _, e := range out {
+		if len(e.Datapoints) != 10 {
+			t.Errorf("%s: %d points, want its share of 10", e.Target, len(e.Datapoints))
+		}
+		total += len(e.Datapoints)
+	}
+	if len(out) != 3 || total > 30 {
+		t.Errorf("%d series, %d points", len(out), total)
 	}
 }

@@ -188,9 +188,6 @@ func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
 // answerOne produces one result of a batch: the answer object, or an object
 // with the series and an error member.
 func (s *Server) answerOne(r *http.Request, req query.Request) []byte {
-	if err := s.checkPartitions(r.Context(), req); err != nil {
-		return s.errorResult(r, req.Series, err)
-	}
 	res, err := s.deps.Engine.Query(r.Context(), req)
 	if err != nil {
 		return s.errorResult(r, req.Series, err)

@@ -37,11 +37,10 @@ const (
 	refusedNewSeries     = "too_many_new_series"
 	refusedBodyTimeout   = "body_timeout"
 	refusedWriteProgress = "write_timeout"
-	refusedPartitions    = "too_many_partitions"
 )
 
 var refusalReasons = []string{refusedOverloaded, refusedUnauthorized, refusedForbidden, refusedTooMany,
-	refusedBodyTooLarge, refusedMediaType, refusedHost, refusedNewSeries, refusedBodyTimeout, refusedWriteProgress, refusedPartitions}
+	refusedBodyTooLarge, refusedMediaType, refusedHost, refusedNewSeries, refusedBodyTimeout, refusedWriteProgress}
 
 // guardMetrics count refusals, requests per token and requests in flight.
 type guardMetrics struct {

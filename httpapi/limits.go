@@ -17,8 +17,6 @@ type Limits struct {
 	// one may wait for a slot before it is refused as overloaded.
 	MaxInflight  int
 	MaxQueueWait time.Duration
-	// MaxPartitions bounds the partitions one page may plan to read.
-	MaxPartitions int
 	// MaxResponsePoints bounds the points one answer holds across all its
 	// queries and targets.
 	MaxResponsePoints int
@@ -40,7 +38,7 @@ type Limits struct {
 // DefaultLimits returns the defaults of the flags.
 func DefaultLimits() Limits {
 	return Limits{
-		MaxInflight: 256, MaxQueueWait: time.Second, MaxResponsePoints: 1_000_000, MaxPartitions: 20_000,
+		MaxInflight: 256, MaxQueueWait: time.Second, MaxResponsePoints: 1_000_000,
 		ReadHeaderTimeout: 10 * time.Second, BodyTimeout: time.Minute, WriteTimeout: 5 * time.Minute,
 		IdleTimeout: 2 * time.Minute, MaxConnections: 4096,
 		MaxNewSeriesPerBatch: 10_000, MaxNewSeriesPerMinute: 100_000,
@@ -51,7 +49,6 @@ func DefaultLimits() Limits {
 func (l *Limits) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&l.MaxInflight, "max-inflight", l.MaxInflight, "requests served at once; more wait for a slot")
 	fs.DurationVar(&l.MaxQueueWait, "max-queue-wait", l.MaxQueueWait, "how long a request may wait for a slot before it is refused (503 overloaded)")
-	fs.IntVar(&l.MaxPartitions, "max-partitions", l.MaxPartitions, "partitions one page may plan to read (more: 400 naming resolution; 0: unbounded)")
 	fs.IntVar(&l.MaxResponsePoints, "max-response-points", l.MaxResponsePoints, "points one answer holds across its queries; each query's page is cut to its share and carries next_cursor")
 	fs.DurationVar(&l.ReadHeaderTimeout, "read-header-timeout", l.ReadHeaderTimeout, "time a client has to send a request's headers")
 	fs.DurationVar(&l.BodyTimeout, "body-timeout", l.BodyTimeout, "time a client has to send a request's body")
@@ -80,9 +77,6 @@ func (l Limits) Validate() error {
 		if d <= 0 {
 			errs = append(errs, errors.New("--"+name+" must be positive"))
 		}
-	}
-	if l.MaxPartitions < 0 {
-		errs = append(errs, errors.New("--max-partitions must not be negative"))
 	}
 	if l.MaxNewSeriesPerBatch < 0 || l.MaxNewSeriesPerMinute < 0 {
 		errs = append(errs, errors.New("--max-new-series-per-batch and --max-new-series-per-minute must not be negative"))

@@ -41,10 +41,6 @@ func (s *Server) readPoints(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := s.checkPartitions(r.Context(), req); err != nil {
-		s.writeProblem(w, r, err)
-		return
-	}
 	res, err := s.deps.Engine.Query(r.Context(), req)
 	if err != nil {
 		s.writeProblem(w, r, params.Rename(err, pathParam))

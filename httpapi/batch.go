@@ -126,7 +126,7 @@ func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
 			To:         pick(i, "to", q.To, body.To),
 			Resolution: pick(i, "resolution", q.Resolution, body.Resolution),
 			MaxPoints:  pick(i, "max_points", q.MaxPoints, body.MaxPoints),
-			Agg:        pick(i, "agg", q.Agg, body.Agg),
+			Agg:        pick(i, "agg", aggListJSON(q.Agg), aggListJSON(body.Agg)),
 			Order:      pick(i, "order", q.Order, body.Order),
 			Limit:      pick(i, "limit", q.Limit, body.Limit),
 			Partial:    pick(i, "partial", q.Partial, body.Partial),

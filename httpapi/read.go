@@ -13,7 +13,7 @@ func (s *Server) readInput(r *http.Request) readInput {
 	q := r.URL.Query()
 	return readInput{
 		Series: chi.URLParam(r, "id"), From: q.Get("from"), To: q.Get("to"), Resolution: q.Get("resolution"),
-		MaxPoints: q.Get("max_points"), Agg: q.Get("agg"), Order: q.Get("order"), Limit: q.Get("limit"),
+		MaxPoints: q.Get("max_points"), Agg: listParam(q, "agg"), Order: q.Get("order"), Limit: q.Get("limit"),
 		Cursor: q.Get("cursor"), SLO: q.Get("slo"), Partial: q.Get("partial"),
 	}
 }

@@ -57,6 +57,7 @@ func toProblem(err error) *Problem {
 	var ve *ingest.ValidationError
 	var mbe *http.MaxBytesError
 	var ce contractError
+	var ge *gzipError
 	switch {
 	case errors.As(err, &p):
 		return p
@@ -76,6 +77,8 @@ func toProblem(err error) *Problem {
 			Type: problemType("body-too-large"), Title: "Body too large", Status: http.StatusRequestEntityTooLarge,
 			Detail: "the body is larger than the limit of " + byteSize(mbe.Limit) + "; split the batch",
 		}
+	case errors.As(err, &ge):
+		return badParam("body", ge.Error())
 	case errors.As(err, &ce):
 		errs := contractParamErrors(ce)
 		return badParams(errs[0].Param+": "+errs[0].Message, errs)

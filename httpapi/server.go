@@ -114,6 +114,7 @@ func (s *Server) Handler() http.Handler {
 	if s.deps.Metrics != nil {
 		r.Use(s.deps.Metrics.instrument)
 	}
+	r.Use(s.compress)
 	r.Use(s.recoverer)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeJSONProblem(w, &Problem{Type: problemType("not-found"), Title: "Not found", Status: http.StatusNotFound,

@@ -3,7 +3,11 @@
 #   make build           bin/gateway
 #   make generate        regenerate the Go client from api/openapi.yaml
 #   make run             the gateway on the embedded store (./data) with demo series
-#   make test            vet, unit tests, then integration tests against Cassandra
+#   make test            vet, lint the contract, unit tests, the generated clients
+#                        against a gateway, then integration tests against Cassandra
+#   make lint            Redocly's and Spectral's rulesets on api/openapi.yaml
+#   make client-test     TypeScript and Python clients generated from the contract,
+#                        against a gateway on the embedded store
 #   make bench           benchmarks: embedded-store and encoding ones, then the ones
 #                        against Cassandra (docs/benchmarks.md; BENCH_ARGS passes
 #                        flags such as -bench.rounds=9 to the latter)
@@ -26,7 +30,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 BENCH_ARGS ?=
 
-.PHONY: build generate run test vet unit-test integration-test bench cassandra-up cassandra-down
+.PHONY: build generate run test vet lint unit-test client-test integration-test bench cassandra-up cassandra-down
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/gateway ./cmd/gateway
@@ -39,16 +43,26 @@ generate:
 run:
 	$(GO) run -ldflags "-X main.version=$(VERSION)" ./cmd/gateway serve --demo --data-dir data
 
-test: vet unit-test integration-test
+test: vet lint unit-test client-test integration-test
 
 vet:
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./integration/...
 
+# The linters and their exceptions (each with its reason) are in api/lint.
+lint:
+	@scripts/install-test-tools.sh
+	cd api/lint && REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true node_modules/.bin/redocly lint --config redocly.yaml ../openapi.yaml
+	cd api/lint && node_modules/.bin/spectral lint --fail-severity=hint --ruleset .spectral.yaml ../openapi.yaml
+
 unit-test:
 	@scripts/install-test-tools.sh
 	$(GO) test ./...
 	node --test web/
+
+client-test:
+	@scripts/install-test-tools.sh
+	GO=$(GO) scripts/client-tests.sh
 
 integration-test:
 	scripts/cassandra.sh run $(GO) test -tags integration -count=1 ./integration/...

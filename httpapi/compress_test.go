@@ -83,16 +83,17 @@ func TestCompressedAnswers(t *testing.T) {
 	s := newTestServer(t)
 	now := s.Now()
 	var pts []string
-	for i := range 2000 {
-		pts = append(pts, fmt.Sprintf(`{"series":"z","t":%d,"v":%d.25}`, now-tiers.Hour+int64(i)*1000, i%97))
+	// More than the spool holds, so that the answer streams in pieces.
+	for i := range 5000 {
+		pts = append(pts, fmt.Sprintf(`{"series":"z","t":%d,"v":%d.25}`, now-2*tiers.Hour+int64(i)*1000, i%97))
 	}
 	s.WritePoints(pts...)
-	path := fmt.Sprintf("/v1/series/z/points?from=%d&to=%d&resolution=raw", now-tiers.Hour, now)
+	path := fmt.Sprintf("/v1/series/z/points?from=%d&to=%d&resolution=raw", now-2*tiers.Hour, now)
 	type answer struct {
 		Points [][]float64 `json:"points"`
 	}
 	var plain answer
-	if status := s.Get(path, &plain); status != 200 || len(plain.Points) != 2000 {
+	if status := s.Get(path, &plain); status != 200 || len(plain.Points) != 5000 {
 		t.Fatalf("plain read: %d, %d points", status, len(plain.Points))
 	}
 	plainBytes := 0

@@ -213,6 +213,12 @@ func (c *compressWriter) decide(large bool) error {
 		compressible(h.Get("Content-Type")) {
 		h.Set("Content-Encoding", c.coding)
 		h.Del("Content-Length")
+		// Byte ranges and a strong validator describe the bytes as the
+		// handler wrote them, not as they are sent.
+		h.Del("Accept-Ranges")
+		if etag := h.Get("ETag"); etag != "" && !strings.HasPrefix(etag, "W/") {
+			h.Set("ETag", "W/"+etag)
+		}
 		if c.coding == "zstd" {
 			c.enc = zstdPool.Get().(*zstd.Encoder)
 		} else {

@@ -131,3 +131,31 @@ func TestCompressReusesEncoders(t *testing.T) {
 		}
 	}
 }
+
+// A compressed answer keeps no header that describes the bytes as the
+// handler wrote them: length, byte ranges, a strong validator.
+func TestCompressAdjustsHeaders(t *testing.T) {
+	h := (&Server{}).compress(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/css")
+		w.Header().Set("Content-Length", "4000")
+		w.Header().Set("Accept-Ranges", "bytes")
+		w.Header().Set("ETag", `"v1"`)
+		_, _ = io.WriteString(w, strings.Repeat("a{b:c}", 4000/6)+"aaaa")
+	}))
+	for _, accept := range []string{"gzip", ""} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", "/app.css", nil)
+		req.Header.Set("Accept-Encoding", accept)
+		h.ServeHTTP(rec, req)
+		got := rec.Result().Header
+		if accept == "" {
+			if got.Get("Content-Encoding") != "" || got.Get("Content-Length") != "4000" || got.Get("ETag") != `"v1"` || got.Get("Accept-Ranges") != "bytes" {
+				t.Errorf("uncompressed: headers %v", got)
+			}
+			continue
+		}
+		if got.Get("Content-Encoding") != "gzip" || got.Get("Content-Length") != "" || got.Get("ETag") != `W/"v1"` || got.Get("Accept-Ranges") != "" {
+			t.Errorf("compressed: headers %v", got)
+		}
+	}
+}

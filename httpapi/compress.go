@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"io"
 	"mime"
 	"net/http"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/tsgate/tsgate/problem"
 )
 
 // compressMinBytes is the smallest answer worth compressing: below it the
@@ -39,14 +42,20 @@ func (s *Server) compress(next http.Handler) http.Handler {
 			r.Header.Del("Content-Length")
 			r.ContentLength = -1
 		default:
-			p := &Problem{
-				Type: problemType("unsupported-media-type"), Title: "Unsupported media type", Status: http.StatusUnsupportedMediaType,
-				Detail: "send the body uncompressed or with Content-Encoding: gzip (Content-Encoding was " + quoteOrMissing(ce) + ")",
-			}
+			p := problem.New(http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type",
+				"send the body uncompressed or with Content-Encoding: gzip (Content-Encoding was "+strconv.Quote(ce)+")")
 			if strings.HasPrefix(r.URL.Path, "/grafana") {
-				s.writeGrafanaError(w, r, p)
+				// In the error shape of the Grafana datasource, which
+				// answers everything under /grafana.
+				b, _ := json.Marshal(struct {
+					Message string `json:"message"`
+					Error   string `json:"error"`
+				}{p.Detail, p.Title})
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(p.Status)
+				_, _ = w.Write(append(b, '\n'))
 			} else {
-				writeJSONProblem(w, p)
+				problem.Write(w, p)
 			}
 			return
 		}
@@ -270,7 +279,7 @@ func (c *compressWriter) release() {
 
 // gzipBody inflates a request body as it is read. The reader is made on
 // the first read, so that a body that is not gzip fails where the handler
-// reads it, as any unreadable body does.
+// reads it, as any unreadable body does: with a 400 naming the body.
 type gzipBody struct {
 	src io.ReadCloser
 	zr  *gzip.Reader
@@ -281,7 +290,7 @@ func (b *gzipBody) Read(p []byte) (int, error) {
 	if b.zr == nil && b.err == nil {
 		b.zr, b.err = gzip.NewReader(b.src)
 		if b.err != nil {
-			b.err = &gzipError{b.err}
+			b.err = notGzip(b.err)
 		}
 	}
 	if b.err != nil {
@@ -289,15 +298,17 @@ func (b *gzipBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.zr.Read(p)
 	if err != nil && err != io.EOF {
-		err = &gzipError{err}
+		err = notGzip(err)
 	}
 	return n, err
 }
 
 func (b *gzipBody) Close() error { return b.src.Close() }
 
-// gzipError is a request body that does not inflate.
-type gzipError struct{ err error }
-
-func (e *gzipError) Error() string { return "the gzip body does not inflate: " + e.err.Error() }
-func (e *gzipError) Unwrap() error { return e.err }
+// notGzip is the problem of a body sent as gzip that does not inflate.
+func notGzip(err error) *problem.Problem {
+	msg := "does not inflate as gzip: " + err.Error()
+	p := problem.New(http.StatusBadRequest, "invalid-parameter", "Invalid parameter", "body: "+msg)
+	p.Errors = []problem.ParamError{{Param: "body", Message: msg}}
+	return p
+}

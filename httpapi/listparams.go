@@ -1,22 +1,20 @@
 package httpapi
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/tsgate/tsgate/params"
 )
 
 // The aggregates are the one read parameter that takes several values. The
 // contract describes them as an array, which generated clients send as a
-// repeated query parameter (agg=min&agg=max) or a JSON array, while people
-// and older clients write a comma list (agg=min,max, "agg": "min,max").
-// Both forms are accepted everywhere; the helpers below turn them into the
-// comma list the read parser takes.
+// repeated query parameter (agg=min&agg=max), while people and older
+// clients write a comma list (agg=min,max). Both are accepted; the contract
+// checks each item whichever form was used.
 
 // splitListParams rewrites the values of the query parameters that the
 // operation describes as arrays into one value per item, so that the
@@ -58,15 +56,14 @@ func splitListParams(r *http.Request, op *openapi3.Operation) {
 // repeatedParams names each query parameter that takes one value but is
 // given more than once: which of the values was meant is a guess the
 // gateway does not make.
-func repeatedParams(q url.Values, op *openapi3.Operation) []ParamError {
-	var errs []ParamError
+func repeatedParams(q url.Values, op *openapi3.Operation) params.Errors {
+	var errs params.Errors
 	for _, p := range op.Parameters {
 		if p.Value == nil || p.Value.In != openapi3.ParameterInQuery || isArrayParam(p.Value) {
 			continue
 		}
 		if n := len(q[p.Value.Name]); n > 1 {
-			errs = append(errs, ParamError{Param: p.Value.Name,
-				Message: fmt.Sprintf("given %d times; it takes one value", n)})
+			errs.Add(p.Value.Name, "is given %d times; it takes one value", n)
 		}
 	}
 	return errs
@@ -74,26 +71,4 @@ func repeatedParams(q url.Values, op *openapi3.Operation) []ParamError {
 
 func isArrayParam(p *openapi3.Parameter) bool {
 	return p.Schema != nil && p.Schema.Value != nil && p.Schema.Value.Type.Is("array")
-}
-
-// listParam is a list parameter of a query string as one comma list,
-// whether it was repeated, comma-separated or both.
-func listParam(q url.Values, name string) string {
-	return strings.Join(q[name], ",")
-}
-
-// aggListJSON turns a JSON array of aggregates (["min","max"]) into the
-// comma list in a JSON string ("min,max") that a batch member otherwise
-// carries; anything else is returned as it is, for the usual checks.
-func aggListJSON(raw json.RawMessage) json.RawMessage {
-	t := bytes.TrimSpace(raw)
-	if len(t) == 0 || t[0] != '[' {
-		return raw
-	}
-	var items []string
-	if err := json.Unmarshal(t, &items); err != nil {
-		return raw
-	}
-	b, _ := json.Marshal(strings.Join(items, ","))
-	return b
 }

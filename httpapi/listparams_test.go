@@ -89,11 +89,11 @@ func TestRepeatedParameters(t *testing.T) {
 		path   string
 		errors []want
 	}{
-		{"/v1/series/r/points?from=now-1h&from=now-2h", []want{{"from", "given 2 times; it takes one value"}}},
-		{"/v1/series/r/points?from=now-1h&from=now-1h", []want{{"from", "given 2 times; it takes one value"}}},
+		{"/v1/series/r/points?from=now-1h&from=now-2h", []want{{"from", "is given 2 times; it takes one value"}}},
+		{"/v1/series/r/points?from=now-1h&from=now-1h", []want{{"from", "is given 2 times; it takes one value"}}},
 		{"/v1/series/r/plan?from=now-1h&limit=5&order=asc&limit=6&order=desc&order=asc", []want{
-			{"order", "given 3 times; it takes one value"}, {"limit", "given 2 times; it takes one value"}}},
-		{"/v1/series?limit=1&limit=2", []want{{"limit", "given 2 times; it takes one value"}}},
+			{"order", "is given 3 times; it takes one value"}, {"limit", "is given 2 times; it takes one value"}}},
+		{"/v1/series?limit=1&limit=2", []want{{"limit", "is given 2 times; it takes one value"}}},
 		{"/v1/series/r/points?from=now-1h&agg=min&agg=min", []want{{"agg", "must not name a value twice"}}},
 		{"/v1/series/r/points?from=now-1h&agg=min,max&agg=min", []want{{"agg", "must not name a value twice"}}},
 		{"/v1/series/r/points?from=now-1h&agg=min&agg=median", []want{{"agg", `"median": must be one of`}}},

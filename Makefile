@@ -4,10 +4,13 @@
 #   make generate        regenerate the Go client from api/openapi.yaml
 #   make run             the gateway on the embedded store (./data) with demo series
 #   make test            vet, lint the contract, unit tests, the generated clients
-#                        against a gateway, then integration tests against Cassandra
+#                        against a gateway, browser tests of the dashboard, then
+#                        integration tests against Cassandra
 #   make lint            Redocly's and Spectral's rulesets on api/openapi.yaml
 #   make client-test     TypeScript and Python clients generated from the contract,
 #                        against a gateway on the embedded store
+#   make browser-test    the dashboard in Debian's Chromium against a real gateway
+#                        (UPDATE_SCREENSHOTS=1 refreshes the screenshot baselines)
 #   make bench           benchmarks: embedded-store and encoding ones, then the ones
 #                        against Cassandra (docs/benchmarks.md; BENCH_ARGS passes
 #                        flags such as -bench.rounds=9 to the latter)
@@ -30,7 +33,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 BENCH_ARGS ?=
 
-.PHONY: build generate run test vet lint unit-test client-test integration-test bench cassandra-up cassandra-down
+.PHONY: build generate run test vet lint unit-test client-test browser-test integration-test bench cassandra-up cassandra-down
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/gateway ./cmd/gateway
@@ -43,7 +46,7 @@ generate:
 run:
 	$(GO) run -ldflags "-X main.version=$(VERSION)" ./cmd/gateway serve --demo --data-dir data
 
-test: vet lint unit-test client-test integration-test
+test: vet lint unit-test client-test browser-test integration-test
 
 vet:
 	$(GO) vet ./...
@@ -66,6 +69,13 @@ unit-test:
 client-test:
 	@scripts/install-test-tools.sh
 	GO=$(GO) scripts/client-tests.sh
+
+# playwright-core drives /usr/bin/chromium (Debian's package; it downloads
+# no browser), at the versions pinned by web/e2e/package-lock.json.
+browser-test:
+	@scripts/install-test-tools.sh
+	cd web/e2e && npm ci --no-audit --no-fund --loglevel=error
+	cd web/e2e && node --test --test-concurrency=1 dashboard.e2e.mjs
 
 integration-test:
 	scripts/cassandra.sh run $(GO) test -tags integration -count=1 ./integration/...

@@ -73,6 +73,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	DurationVar(fs, &c.Query.MaxSLO, "slo-max", "the largest latency budget a read may ask for")
 	fs.IntVar(&c.Query.DefaultLimit, "limit-default", c.Query.DefaultLimit, "points per page when a read names no limit")
 	fs.IntVar(&c.Query.MaxLimit, "limit-max", c.Query.MaxLimit, "the largest page a read may ask for")
+	fs.IntVar(&c.Query.MaxPartitions, "max-partitions", c.Query.MaxPartitions, "the most partitions one page may plan to read (larger: 400 naming the resolution to use; 0: no bound)")
 	DurationVar(fs, &c.Ingest.Lateness, "lateness", "points older than this on arrival go to the late table; rollups wait this long")
 	DurationVar(fs, &c.Ingest.ClockSkew, "clock-skew", "how far in the future a point may be")
 	DurationVar(fs, &c.Rollup.Interval, "rollup-interval", "how often the rollup worker runs (0: only on demand)")

@@ -50,6 +50,8 @@ type Options struct {
 	WrapReader func(tiers.PartitionReader) tiers.PartitionReader
 	// Home serves GET /; the dashboard when nil.
 	Home http.Handler
+	// Version is the gateway's version, for tsgate_build_info.
+	Version string
 }
 
 // Gateway is an assembled gateway.
@@ -117,6 +119,12 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 		reg = prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
+	version := opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	registerBuildInfo(reg, version)
+	sm := newStoreMetrics(reg)
 	if err := CheckPyramid(ctx, store, cfg.Pyramid); err != nil {
 		return nil, err
 	}
@@ -132,10 +140,10 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 	rc.Lateness = cfg.Ingest.Lateness
 	g.Rollups = rollup.New(store, cfg.Pyramid, cfg.Query.Scan, rc, now, log, rollup.NewMetrics(reg))
 
-	var reader tiers.PartitionReader = store
+	var reader tiers.PartitionReader = timedReader{store, sm}
 	if cfg.CacheBytes > 0 {
 		final := cache.Finality{Pyramid: cfg.Pyramid, Lateness: cfg.Ingest.Lateness, Grace: rc.Grace, Rollups: g.Rollups, Now: now}
-		pc := cache.NewPartitions(store, final.Final, cfg.CacheBytes)
+		pc := cache.NewPartitions(reader, final.Final, cfg.CacheBytes)
 		reg.MustRegister(
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tsgate_cache_hits_total", Help: "Partition reads served from the cache of final buckets."},
 				func() float64 { h, _ := pc.Stats(); return float64(h) }),
@@ -153,7 +161,7 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 		Watermarks: g.Rollups, Signer: signer, Now: now,
 	}, cfg.Query)
 	g.Engine = query.Observe(engine, g.Metrics.ObserveRead)
-	g.Writer = ingest.NewWriter(writerStore{store, g.Series}, g.Series, cfg.Pyramid, cfg.Ingest, now)
+	g.Writer = ingest.NewWriter(writerStore{timedWriter{store, sm}, g.Series}, g.Series, cfg.Pyramid, cfg.Ingest, now)
 	return g, nil
 }
 

@@ -81,3 +81,24 @@ func TestRequestValidation(t *testing.T) {
 		})
 	}
 }
+
+// Bodies that break the contract are explained in the API's words, never
+// the validator's ("Value is not nullable").
+func TestContractErrorsInTheAPIsWords(t *testing.T) {
+	s := newTestServer(t)
+	for _, c := range []struct{ body, param, want string }{
+		{`{"queries":null}`, "queries", "must not be null"},
+		{`{"queries":[{"series":null}],"from":"now-1h"}`, "queries[0].series", "must not be null"},
+		{`{"queries":[{"series":"a","agg":5}],"from":"now-1h"}`, "queries[0].agg", "must be"},
+	} {
+		status, _, body := s.Do("POST", "/v1/query", "application/json", c.body)
+		var p apitest.Problem
+		if err := json.Unmarshal(body, &p); err != nil || status != 400 || len(p.Errors) == 0 {
+			t.Fatalf("%s: %d %s", c.body, status, body)
+		}
+		e := p.Errors[0]
+		if e.Param != c.param || !strings.HasPrefix(e.Message, c.want) || strings.Contains(e.Message, "Value is") {
+			t.Errorf("%s: %s: %q, want it to start with %q", c.body, e.Param, e.Message, c.want)
+		}
+	}
+}

@@ -83,6 +83,9 @@ type Config struct {
 	// Scan tunes the partition reads of one request.
 	Scan scan.Config
 	Limits
+	// MaxPartitions bounds the partitions one page may plan to read; 0
+	// means no bound.
+	MaxPartitions int
 }
 
 // DefaultConfig returns the engine's defaults.
@@ -93,6 +96,7 @@ func DefaultConfig() Config {
 			DefaultSLO: 10 * time.Second, MaxSLO: 60 * time.Second,
 			DefaultLimit: 10000, MaxLimit: 100000,
 		},
+		MaxPartitions: 20000,
 	}
 }
 
@@ -101,6 +105,9 @@ func (c Config) Validate() error {
 	errs := []error{c.Scan.Validate()}
 	if c.DefaultSLO <= 0 || c.MaxSLO < c.DefaultSLO {
 		errs = append(errs, errors.New("the default SLO must be positive and at most the maximum SLO"))
+	}
+	if c.MaxPartitions < 0 {
+		errs = append(errs, errors.New("the partition bound must not be negative"))
 	}
 	if c.DefaultLimit < 1 || c.MaxLimit < c.DefaultLimit {
 		errs = append(errs, errors.New("the default limit must be positive and at most the maximum limit"))
@@ -294,6 +301,10 @@ func (e *engine) Query(ctx context.Context, req Request) (Result, error) {
 		return nil, err
 	}
 	segs := e.scan.Segments(info, plan.Segments, r.page, req.Desc)
+	if err := e.checkPartitions(ctx, info, &p, plan, segs, r.page, now); err != nil {
+		cancel()
+		return nil, err
+	}
 	r.stream, err = e.scan.Read(ctx, req.Series, segs, r.page, req.Desc, scan.Progress{Soft: soft, Must: r.must()}, &r.stats)
 	if err != nil {
 		cancel()
@@ -308,6 +319,47 @@ func (e *engine) Query(ctx context.Context, req Request) (Result, error) {
 			func(acc *tiers.Row, row tiers.Row) { acc.Add(row) })
 	}
 	return r, nil
+}
+
+// countPartitions is how many partitions the segments span.
+func countPartitions(segs []scan.Segment) int {
+	n := 0
+	for _, s := range segs {
+		_, p := s.Layout.CountBuckets(s.Span)
+		n += p
+	}
+	return n
+}
+
+// checkPartitions refuses a page that would read more partitions than the
+// configured bound, naming the parameter to change and the finest coarser
+// tier whose step would fit.
+func (e *engine) checkPartitions(ctx context.Context, info tiers.SeriesInfo, p *prepared, plan router.Plan, segs []scan.Segment, page tiers.Span, now int64) error {
+	limit := e.cfg.MaxPartitions
+	n := countPartitions(segs)
+	if limit <= 0 || n <= limit {
+		return nil
+	}
+	param := "resolution"
+	if p.Resolution.Kind == router.Auto && p.MaxPoints == 0 {
+		param = "from"
+	}
+	hint := "narrow the range"
+	wm := e.watermarks(ctx)
+	for l := plan.Tier + 1; int(l) < len(e.Pyramid); l++ {
+		// As the router would read it: recent windows from finer tiers.
+		alt := p.routerRequest(page)
+		alt.Resolution, alt.MaxPoints = router.Resolution{Kind: router.Window, Window: e.Pyramid[l].Step}, 0
+		altPlan, err := router.Route(alt, now, e.Pyramid, wm)
+		if err != nil {
+			continue
+		}
+		if m := countPartitions(e.scan.Segments(info, altPlan.Segments, altPlan.Read, p.Desc)); m <= limit {
+			hint = fmt.Sprintf("resolution=%s (the %s tier) reads %d; or narrow the range", tiers.FormatDuration(e.Pyramid[l].Step), e.Pyramid[l].Name, m)
+			break
+		}
+	}
+	return params.Bad(param, "this read would plan %d partitions of the %s tier, more than the limit of %d (--max-partitions); %s", n, plan.TierName, limit, hint)
 }
 
 // PlannedBucket is one bucket a read would touch.

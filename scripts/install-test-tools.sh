@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Installs what the tests use besides Go, when it is missing or stale:
 # from Debian's packages, Node.js and npm (the dashboard's JavaScript tests,
-# the contract's linters, the TypeScript client), curl (the runnable API
-# examples, the client tests) and Python with venv (the Python client);
+# the contract's linters, the TypeScript client), Chromium and the DejaVu
+# fonts (the dashboard's browser tests, make browser-test: npm ci in
+# web/e2e, /usr/bin/chromium driven by playwright-core, which downloads no
+# browser of its own), curl (the runnable API examples, the client tests)
+# and Python with venv (the Python client);
 # then the npm projects api/lint and api/clients/typescript (npm ci, from
 # their committed package-lock.json) and the Python client generator in a
 # venv under api/clients/python/.venv (git-ignored). npm runs no install
@@ -12,6 +15,9 @@ cd "$(dirname "$0")/.."
 missing=()
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+# The browser tests pin the page's font to DejaVu Sans for their screenshots.
+[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
 command -v curl >/dev/null || missing+=(curl)
 command -v python3 >/dev/null || missing+=(python3)
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)

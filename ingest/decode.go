@@ -174,7 +174,9 @@ func DecodeNDJSON(r io.Reader, now int64) ([]Point, error) {
 		var rp rawPoint
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.UseNumber()
-		if err := decodeStrict(dec, &rp); err != nil || dec.More() {
+		// More is false before a closing bracket too, so what follows the
+		// object is checked by its offset: nothing may.
+		if err := decodeStrict(dec, &rp); err != nil || int(dec.InputOffset()) != len(line) {
 			if err != nil && !isShapeError(err) && !isSyntax(err) {
 				return nil, err
 			}

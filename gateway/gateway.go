@@ -29,6 +29,7 @@ import (
 	"github.com/tsgate/tsgate/httpapi"
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/partial"
+	"github.com/tsgate/tsgate/promapi"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/rollup"
 	"github.com/tsgate/tsgate/tiers"
@@ -63,6 +64,8 @@ type Gateway struct {
 	Writer  *ingest.Writer
 	Rollups *rollup.Worker
 	Metrics *httpapi.Metrics
+	// PromMetrics are the Prometheus API's.
+	PromMetrics *promapi.Metrics
 	// Registry holds every metric of the gateway.
 	Registry *prometheus.Registry
 	Logger   *slog.Logger
@@ -156,6 +159,7 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 		reader = opts.WrapReader(reader)
 	}
 	g.Metrics = httpapi.NewMetrics(reg)
+	g.PromMetrics = promapi.NewMetrics(reg)
 	engine := query.New(query.Deps{
 		Store: engineStore{reader, store, g.Series}, Pyramid: cfg.Pyramid,
 		Watermarks: g.Rollups, Signer: signer, Now: now,
@@ -203,12 +207,16 @@ func (g *Gateway) Handler() http.Handler {
 		MaxSeries: g.Config.HTTP.MaxQueries, Logger: g.Logger, Now: g.Now,
 		ForEach: httpapi.ForEachParallel,
 	})
+	prom := promapi.New(promapi.Deps{
+		Engine: g.Engine, Registry: registry, Pyramid: g.Config.Pyramid, MaxLimit: g.Config.Query.MaxLimit,
+		Now: g.Now, Logger: g.Logger, Metrics: g.PromMetrics,
+	}, g.Config.Prometheus)
 	srv := httpapi.New(httpapi.Deps{
 		Engine: g.Engine, Limits: g.Config.Query.Limits, Pyramid: g.Config.Pyramid,
 		Writer: g.Writer, Registry: registry, Rollups: g.Rollups,
 		Ready: g.Store.Ping, Logger: g.Logger, Now: g.Now,
 		Metrics: g.Metrics, Gatherer: g.Registry, Home: g.opts.Home,
-		Mounts: map[string]http.Handler{"/grafana": gf.Handler()},
+		Mounts: map[string]http.Handler{"/grafana": gf.Handler(), "/prometheus": prom.Handler()},
 	}, g.Config.HTTP)
 	return srv.Handler()
 }

@@ -18,6 +18,7 @@ var allowed = map[string][]string{
 	"router":                {"tiers"},
 	"partial":               {"merge", "tiers"},
 	"cache":                 {"tiers"},
+	"sizing":                {"tiers"},
 	"query":                 {"merge", "partial", "router", "tiers"},
 	"ingest":                {"params", "tiers"},
 	"rollup":                {"merge", "partial", "query", "router", "tiers"},
@@ -35,7 +36,7 @@ var allowed = map[string][]string{
 	"web/internal/preview":  {"demo", "httpapi", "ingest", "partial", "query", "rollup", "router", "tiers", "tiers/embedded"},
 	"scripts/cassandra/cql": {},
 	"layering":              {},
-	"cmd/gateway":           {"cache", "demo", "flagconf", "httpapi", "ingest", "params", "partial", "query", "rollup", "router", "tiers", "tiers/cassandra", "tiers/embedded"},
+	"cmd/gateway":           {"cache", "demo", "flagconf", "httpapi", "ingest", "params", "partial", "query", "rollup", "router", "sizing", "tiers", "tiers/cassandra", "tiers/embedded"},
 	"integration":           {},
 }
 

@@ -123,7 +123,9 @@ func Plan(r Rule, ts []Tier) ([]Size, error) {
 			rowRate = min(r.Rate, float64(tiers.Second)/float64(t.Step))
 		}
 		targetRows := min(float64(r.Target/rowBytes), float64(r.MaxRows))
-		rowsIn := func(width int64, eb int) float64 { return rowRate * float64(width) / float64(tiers.Second) / float64(eb) }
+		rowsIn := func(width int64, eb int) float64 {
+			return rowRate * float64(width) / float64(tiers.Second) / float64(eb)
+		}
 		fits := func(width int64, eb int) bool { return rowsIn(width, eb) <= targetRows }
 		var width int64
 		eb := 1

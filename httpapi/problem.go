@@ -11,6 +11,7 @@ import (
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/partial"
 	"github.com/tsgate/tsgate/query"
+	"github.com/tsgate/tsgate/tiers"
 )
 
 // ParamError is one entry of a problem's errors member.
@@ -26,6 +27,9 @@ type Problem struct {
 	Status int          `json:"status"`
 	Detail string       `json:"detail"`
 	Errors []ParamError `json:"errors,omitempty"`
+	// Series and Reason name a blocked series and why it is blocked.
+	Series string `json:"series,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // Error lets a Problem travel as an error to the one place that writes it.
@@ -57,9 +61,12 @@ func toProblem(err error) *Problem {
 	var ve *ingest.ValidationError
 	var mbe *http.MaxBytesError
 	var ce contractError
+	var be *tiers.BlockedError
 	switch {
 	case errors.As(err, &p):
 		return p
+	case errors.As(err, &be):
+		return blockedProblem(be)
 	case errors.As(err, &qp):
 		return badParam(qp.Param, qp.Err.Error())
 	case errors.As(err, &ve):

@@ -78,6 +78,9 @@ type Deps struct {
 	Gatherer prometheus.Gatherer
 	// Home serves GET /; the dashboard of package web when nil.
 	Home http.Handler
+	// Layouts serves the layout administration and the blocked list; its
+	// routes answer 404 when nil.
+	Layouts LayoutAdmin
 }
 
 // Server serves the API.
@@ -136,6 +139,7 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/v1/series", s.listSeries)
 		r.Get("/v1/series/{id}", s.getSeries)
 		r.Post("/v1/admin/rollups/run", s.runRollups)
+		s.layoutRoutes(r)
 
 		r.Get("/healthz", s.healthz)
 		r.Get("/readyz", s.readyz)

@@ -19,6 +19,7 @@ var allowed = map[string][]string{
 	"partial":               {"merge", "tiers"},
 	"cache":                 {"tiers"},
 	"sizing":                {"tiers"},
+	"layouts":               {"cache", "tiers"},
 	"query":                 {"merge", "partial", "router", "tiers"},
 	"ingest":                {"params", "tiers"},
 	"rollup":                {"merge", "partial", "query", "router", "tiers"},
@@ -31,12 +32,12 @@ var allowed = map[string][]string{
 	"tiers/cassandra":       {"merge", "tiers"},
 	"tiers/storetest":       {"tiers"},
 	"query/querytest":       {"ingest", "partial", "query", "rollup", "router", "tiers"},
-	"httpapi":               {"api", "ingest", "params", "partial", "query", "rollup", "router", "tiers", "web"},
-	"httpapi/apitest":       {"api", "api/client", "httpapi", "query/querytest", "tiers"},
+	"httpapi":               {"api", "ingest", "layouts", "params", "partial", "query", "rollup", "router", "tiers", "web"},
+	"httpapi/apitest":       {"api", "api/client", "cache", "httpapi", "ingest", "layouts", "partial", "query", "query/querytest", "router", "tiers"},
 	"web/internal/preview":  {"demo", "httpapi", "ingest", "partial", "query", "rollup", "router", "tiers", "tiers/embedded"},
 	"scripts/cassandra/cql": {},
 	"layering":              {},
-	"cmd/gateway":           {"cache", "demo", "flagconf", "httpapi", "ingest", "params", "partial", "query", "rollup", "router", "sizing", "tiers", "tiers/cassandra", "tiers/embedded"},
+	"cmd/gateway":           {"cache", "demo", "flagconf", "httpapi", "ingest", "layouts", "params", "partial", "query", "rollup", "router", "sizing", "tiers", "tiers/cassandra", "tiers/embedded"},
 	"integration":           {},
 }
 

@@ -139,6 +139,7 @@ const (
 	ProblemTypeInvalidPoints        ProblemType = "/docs#problem-invalid-points"
 	ProblemTypeMethodNotAllowed     ProblemType = "/docs#problem-method-not-allowed"
 	ProblemTypeNotFound             ProblemType = "/docs#problem-not-found"
+	ProblemTypeSeriesBlocked        ProblemType = "/docs#problem-series-blocked"
 	ProblemTypeSeriesNotFound       ProblemType = "/docs#problem-series-not-found"
 	ProblemTypeStoreUnavailable     ProblemType = "/docs#problem-store-unavailable"
 	ProblemTypeUnsupportedMediaType ProblemType = "/docs#problem-unsupported-media-type"
@@ -160,6 +161,8 @@ func (e ProblemType) Valid() bool {
 	case ProblemTypeMethodNotAllowed:
 		return true
 	case ProblemTypeNotFound:
+		return true
+	case ProblemTypeSeriesBlocked:
 		return true
 	case ProblemTypeSeriesNotFound:
 		return true
@@ -308,6 +311,30 @@ type BatchRequest struct {
 // BatchResult A query's answer, or its error.
 type BatchResult = BatchItem
 
+// BlockRequest defines model for BlockRequest.
+type BlockRequest struct {
+	// Reason Why the series is blocked; shown to its clients.
+	Reason string `json:"reason"`
+}
+
+// BlockedList defines model for BlockedList.
+type BlockedList struct {
+	Blocked []BlockedSeries `json:"blocked"`
+}
+
+// BlockedSeries defines model for BlockedSeries.
+type BlockedSeries struct {
+	Reason string `json:"reason"`
+
+	// Series 1 to 200 characters of letters, digits and `_ . : -`.
+	//
+	// Example: sensor-1
+	Series SeriesID `json:"series"`
+
+	// Since When the block was set (Unix ms).
+	Since int64 `json:"since"`
+}
+
 // Column `t`, then `v` for raw points or the requested aggregates.
 type Column string
 
@@ -319,6 +346,29 @@ type GrafanaEnvelope map[string]interface{}
 type GrafanaError struct {
 	Error   *string `json:"error,omitempty"`
 	Message string  `json:"message"`
+}
+
+// LayoutEntry From `since` on, buckets of `bucket_ms` split into `event_buckets` partitions.
+type LayoutEntry struct {
+	// BucketMs Width of a bucket in ms.
+	BucketMs int64 `json:"bucket_ms"`
+
+	// EventBuckets Partitions per bucket.
+	EventBuckets int `json:"event_buckets"`
+
+	// Since Unix ms where the entry takes effect.
+	Since int64 `json:"since"`
+}
+
+// LayoutHistory defines model for LayoutHistory.
+type LayoutHistory struct {
+	// ID 1 to 200 characters of letters, digits and `_ . : -`.
+	//
+	// Example: sensor-1
+	ID SeriesID `json:"id"`
+
+	// Layouts Oldest first.
+	Layouts []LayoutEntry `json:"layouts"`
 }
 
 // LimitValue `limit`: an integer, or a string holding one.
@@ -641,6 +691,30 @@ type TierInfo struct {
 // Unix milliseconds or `now-<duration>`.
 type TimeValue = string
 
+// WidePartition defines model for WidePartition.
+type WidePartition struct {
+	// Bucket Start of the partition's bucket (Unix ms).
+	Bucket int64 `json:"bucket"`
+
+	// BytesEstimate rows × 30 bytes.
+	BytesEstimate int64 `json:"bytes_estimate"`
+	EventBucket   int   `json:"event_bucket"`
+
+	// Rows Estimated rows.
+	Rows int64 `json:"rows"`
+
+	// Series 1 to 200 characters of letters, digits and `_ . : -`.
+	//
+	// Example: sensor-1
+	Series SeriesID `json:"series"`
+}
+
+// WidePartitions defines model for WidePartitions.
+type WidePartitions struct {
+	// Partitions Widest first.
+	Partitions []WidePartition `json:"partitions"`
+}
+
 // WriteAnswer defines model for WriteAnswer.
 type WriteAnswer struct {
 	// Accepted Points written (all of the batch).
@@ -703,6 +777,9 @@ type BudgetExceeded = Problem
 // Internal An RFC 9457 problem detail; every error the API returns is one.
 type Internal = Problem
 
+// SeriesBlocked An RFC 9457 problem detail; every error the API returns is one.
+type SeriesBlocked = Problem
+
 // SeriesNotFound An RFC 9457 problem detail; every error the API returns is one.
 type SeriesNotFound = Problem
 
@@ -711,6 +788,12 @@ type StoreUnavailable = Problem
 
 // UnsupportedMediaType An RFC 9457 problem detail; every error the API returns is one.
 type UnsupportedMediaType = Problem
+
+// ListWidePartitionsParams defines parameters for ListWidePartitions.
+type ListWidePartitionsParams struct {
+	// Limit How many partitions to list.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
 
 // ListSeriesParams defines parameters for ListSeries.
 type ListSeriesParams struct {
@@ -843,6 +926,12 @@ type GrafanaTagValuesJSONRequestBody = GrafanaEnvelope
 
 // GrafanaVariableJSONRequestBody defines body for GrafanaVariable for application/json ContentType.
 type GrafanaVariableJSONRequestBody = GrafanaEnvelope
+
+// BlockSeriesJSONRequestBody defines body for BlockSeries for application/json ContentType.
+type BlockSeriesJSONRequestBody = BlockRequest
+
+// ChangeSeriesLayoutJSONRequestBody defines body for ChangeSeriesLayout for application/json ContentType.
+type ChangeSeriesLayoutJSONRequestBody = LayoutEntry
 
 // WritePointsJSONRequestBody defines body for WritePoints for application/json ContentType.
 type WritePointsJSONRequestBody = WriteRequest
@@ -1119,6 +1208,29 @@ type ClientInterface interface {
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListBlockedSeries List the blocked series
+	//
+	// Every blocked series in id order, read from the store. Admin-only when authentication is on.
+	//
+	// Corresponds with GET /v1/admin/blocked (the `ListBlockedSeries` operationId).
+	ListBlockedSeries(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListWidePartitions The widest raw partitions this instance has seen
+	//
+	// The raw partitions with the most rows among those this gateway
+	// instance wrote or read since it started, widest first. A partition's
+	// rows are the larger of the rows this instance wrote to it (an
+	// overwrite counts again) and the most rows one read of it returned
+	// (all of them when the read covered the whole partition);
+	// `bytes_estimate` is rows × 30 bytes. The tracker is per instance and
+	// bounded (`--wide-partitions-tracked`). A partition over
+	// `--wide-partition-rows` is counted in `/metrics`
+	// (`tsgate_wide_partitions_total`) and logged once. Admin-only when
+	// authentication is on.
+	//
+	// Corresponds with GET /v1/admin/partitions/wide (the `ListWidePartitions` operationId).
+	ListWidePartitions(ctx context.Context, params *ListWidePartitionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// RunRollups Run pending rollups now
 	//
 	// Recomputes every pending rollup window now, including those still
@@ -1127,6 +1239,96 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/admin/rollups/run (the `RunRollups` operationId).
 	RunRollups(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UnblockSeries Unblock a series
+	//
+	// Removes the block (unblocking a series that is not blocked is not an
+	// error). Admin-only when authentication is on.
+	//
+	// Corresponds with DELETE /v1/admin/series/{id}/blocked (the `UnblockSeries` operationId).
+	UnblockSeries(ctx context.Context, id PathSeriesID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BlockSeriesWithBody Block a series
+	//
+	// Reads and writes of a blocked series are refused without touching its
+	// partitions: reads answer 403 (`series-blocked`), a write batch holding
+	// any of its points is refused whole (400, one entry per point of the
+	// series). The block is kept in the store and honoured by every instance
+	// within the series cache TTL (`--series-cache-ttl`), by this one at
+	// once. A series may be blocked before it exists. Blocking again
+	// replaces the reason. Admin-only when authentication is on.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/admin/series/{id}/blocked (the `BlockSeries` operationId).
+	BlockSeriesWithBody(ctx context.Context, id PathSeriesID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BlockSeries Block a series
+	//
+	// Reads and writes of a blocked series are refused without touching its
+	// partitions: reads answer 403 (`series-blocked`), a write batch holding
+	// any of its points is refused whole (400, one entry per point of the
+	// series). The block is kept in the store and honoured by every instance
+	// within the series cache TTL (`--series-cache-ttl`), by this one at
+	// once. A series may be blocked before it exists. Blocking again
+	// replaces the reason. Admin-only when authentication is on.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/admin/series/{id}/blocked (the `BlockSeries` operationId).
+	BlockSeries(ctx context.Context, id PathSeriesID, body BlockSeriesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ChangeSeriesLayoutWithBody Append a raw layout to a series
+	//
+	// From `since` on, the series' raw points are partitioned into buckets
+	// of `bucket_ms` (at least 1 s), each split into `event_buckets`
+	// partitions (1 to the configured maximum, default 64). So that no
+	// point already written moves, `since` must be:
+	//
+	// - later than now plus the larger of the lateness and the layout
+	//   cache TTL plus the clock-skew allowance (15 m by default),
+	// - later than the series' last point and than its latest entry,
+	// - a bucket boundary of the layout in force and a multiple of
+	//   `bucket_ms` since the epoch;
+	//
+	// else the answer is 400 naming `since`, with the earliest valid
+	// value. The series must exist (404 otherwise): write its first point
+	// before giving it a layout of its own. The instance that takes the
+	// change uses it at once, every other within the layout cache TTL;
+	// reads enumerate each part of a range with the layout in force there,
+	// so a read across the change returns exactly the points written.
+	// Answers the whole new history. Admin-only when authentication is on.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/admin/series/{id}/layout (the `ChangeSeriesLayout` operationId).
+	ChangeSeriesLayoutWithBody(ctx context.Context, id PathSeriesID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ChangeSeriesLayout Append a raw layout to a series
+	//
+	// From `since` on, the series' raw points are partitioned into buckets
+	// of `bucket_ms` (at least 1 s), each split into `event_buckets`
+	// partitions (1 to the configured maximum, default 64). So that no
+	// point already written moves, `since` must be:
+	//
+	// - later than now plus the larger of the lateness and the layout
+	//   cache TTL plus the clock-skew allowance (15 m by default),
+	// - later than the series' last point and than its latest entry,
+	// - a bucket boundary of the layout in force and a multiple of
+	//   `bucket_ms` since the epoch;
+	//
+	// else the answer is 400 naming `since`, with the earliest valid
+	// value. The series must exist (404 otherwise): write its first point
+	// before giving it a layout of its own. The instance that takes the
+	// change uses it at once, every other within the layout cache TTL;
+	// reads enumerate each part of a range with the layout in force there,
+	// so a read across the change returns exactly the points written.
+	// Answers the whole new history. Admin-only when authentication is on.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/admin/series/{id}/layout (the `ChangeSeriesLayout` operationId).
+	ChangeSeriesLayout(ctx context.Context, id PathSeriesID, body ChangeSeriesLayoutJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// WritePointsWithBody Write points
 	//
@@ -1227,6 +1429,18 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/series/{id} (the `GetSeries` operationId).
 	GetSeries(ctx context.Context, id PathSeriesID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSeriesLayout A series' raw partition layout history
+	//
+	// How the series' raw points are partitioned over time, oldest entry
+	// first: from `since` on, buckets of `bucket_ms` split into
+	// `event_buckets` partitions. The first entry also governs everything
+	// before its `since`. A series that never had a layout of its own
+	// shows the raw tier's configured default as one entry with
+	// `since: 0`.
+	//
+	// Corresponds with GET /v1/series/{id}/layout (the `GetSeriesLayout` operationId).
+	GetSeriesLayout(ctx context.Context, id PathSeriesID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ExplainRead Explain a read
 	//
@@ -1707,6 +1921,49 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 	return c.Client.Do(req)
 }
 
+// ListBlockedSeries List the blocked series
+//
+// Every blocked series in id order, read from the store. Admin-only when authentication is on.
+//
+// Corresponds with GET /v1/admin/blocked (the `ListBlockedSeries` operationId).
+func (c *Client) ListBlockedSeries(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListBlockedSeriesRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListWidePartitions The widest raw partitions this instance has seen
+//
+// The raw partitions with the most rows among those this gateway
+// instance wrote or read since it started, widest first. A partition's
+// rows are the larger of the rows this instance wrote to it (an
+// overwrite counts again) and the most rows one read of it returned
+// (all of them when the read covered the whole partition);
+// `bytes_estimate` is rows × 30 bytes. The tracker is per instance and
+// bounded (`--wide-partitions-tracked`). A partition over
+// `--wide-partition-rows` is counted in `/metrics`
+// (`tsgate_wide_partitions_total`) and logged once. Admin-only when
+// authentication is on.
+//
+// Corresponds with GET /v1/admin/partitions/wide (the `ListWidePartitions` operationId).
+func (c *Client) ListWidePartitions(ctx context.Context, params *ListWidePartitionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWidePartitionsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // RunRollups Run pending rollups now
 //
 // Recomputes every pending rollup window now, including those still
@@ -1716,6 +1973,146 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 // Corresponds with POST /v1/admin/rollups/run (the `RunRollups` operationId).
 func (c *Client) RunRollups(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRunRollupsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UnblockSeries Unblock a series
+//
+// Removes the block (unblocking a series that is not blocked is not an
+// error). Admin-only when authentication is on.
+//
+// Corresponds with DELETE /v1/admin/series/{id}/blocked (the `UnblockSeries` operationId).
+func (c *Client) UnblockSeries(ctx context.Context, id PathSeriesID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUnblockSeriesRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BlockSeriesWithBody Block a series
+//
+// Reads and writes of a blocked series are refused without touching its
+// partitions: reads answer 403 (`series-blocked`), a write batch holding
+// any of its points is refused whole (400, one entry per point of the
+// series). The block is kept in the store and honoured by every instance
+// within the series cache TTL (`--series-cache-ttl`), by this one at
+// once. A series may be blocked before it exists. Blocking again
+// replaces the reason. Admin-only when authentication is on.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/admin/series/{id}/blocked (the `BlockSeries` operationId).
+func (c *Client) BlockSeriesWithBody(ctx context.Context, id PathSeriesID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBlockSeriesRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BlockSeries Block a series
+//
+// Reads and writes of a blocked series are refused without touching its
+// partitions: reads answer 403 (`series-blocked`), a write batch holding
+// any of its points is refused whole (400, one entry per point of the
+// series). The block is kept in the store and honoured by every instance
+// within the series cache TTL (`--series-cache-ttl`), by this one at
+// once. A series may be blocked before it exists. Blocking again
+// replaces the reason. Admin-only when authentication is on.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/admin/series/{id}/blocked (the `BlockSeries` operationId).
+func (c *Client) BlockSeries(ctx context.Context, id PathSeriesID, body BlockSeriesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBlockSeriesRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ChangeSeriesLayoutWithBody Append a raw layout to a series
+//
+// From `since` on, the series' raw points are partitioned into buckets
+// of `bucket_ms` (at least 1 s), each split into `event_buckets`
+// partitions (1 to the configured maximum, default 64). So that no
+// point already written moves, `since` must be:
+//
+//   - later than now plus the larger of the lateness and the layout
+//     cache TTL plus the clock-skew allowance (15 m by default),
+//   - later than the series' last point and than its latest entry,
+//   - a bucket boundary of the layout in force and a multiple of
+//     `bucket_ms` since the epoch;
+//
+// else the answer is 400 naming `since`, with the earliest valid
+// value. The series must exist (404 otherwise): write its first point
+// before giving it a layout of its own. The instance that takes the
+// change uses it at once, every other within the layout cache TTL;
+// reads enumerate each part of a range with the layout in force there,
+// so a read across the change returns exactly the points written.
+// Answers the whole new history. Admin-only when authentication is on.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/admin/series/{id}/layout (the `ChangeSeriesLayout` operationId).
+func (c *Client) ChangeSeriesLayoutWithBody(ctx context.Context, id PathSeriesID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewChangeSeriesLayoutRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ChangeSeriesLayout Append a raw layout to a series
+//
+// From `since` on, the series' raw points are partitioned into buckets
+// of `bucket_ms` (at least 1 s), each split into `event_buckets`
+// partitions (1 to the configured maximum, default 64). So that no
+// point already written moves, `since` must be:
+//
+//   - later than now plus the larger of the lateness and the layout
+//     cache TTL plus the clock-skew allowance (15 m by default),
+//   - later than the series' last point and than its latest entry,
+//   - a bucket boundary of the layout in force and a multiple of
+//     `bucket_ms` since the epoch;
+//
+// else the answer is 400 naming `since`, with the earliest valid
+// value. The series must exist (404 otherwise): write its first point
+// before giving it a layout of its own. The instance that takes the
+// change uses it at once, every other within the layout cache TTL;
+// reads enumerate each part of a range with the layout in force there,
+// so a read across the change returns exactly the points written.
+// Answers the whole new history. Admin-only when authentication is on.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/admin/series/{id}/layout (the `ChangeSeriesLayout` operationId).
+func (c *Client) ChangeSeriesLayout(ctx context.Context, id PathSeriesID, body ChangeSeriesLayoutJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewChangeSeriesLayoutRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1876,6 +2273,28 @@ func (c *Client) ListSeries(ctx context.Context, params *ListSeriesParams, reqEd
 // Corresponds with GET /v1/series/{id} (the `GetSeries` operationId).
 func (c *Client) GetSeries(ctx context.Context, id PathSeriesID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetSeriesRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSeriesLayout A series' raw partition layout history
+//
+// How the series' raw points are partitioned over time, oldest entry
+// first: from `since` on, buckets of `bucket_ms` split into
+// `event_buckets` partitions. The first entry also governs everything
+// before its `since`. A series that never had a layout of its own
+// shows the raw tier's configured default as one entry with
+// `since: 0`.
+//
+// Corresponds with GET /v1/series/{id}/layout (the `GetSeriesLayout` operationId).
+func (c *Client) GetSeriesLayout(ctx context.Context, id PathSeriesID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSeriesLayoutRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -2485,6 +2904,87 @@ func NewReadyzRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListBlockedSeriesRequest constructs an http.Request for the ListBlockedSeries method
+func NewListBlockedSeriesRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/blocked")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListWidePartitionsRequest constructs an http.Request for the ListWidePartitions method
+func NewListWidePartitionsRequest(server string, params *ListWidePartitionsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/partitions/wide")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewRunRollupsRequest constructs an http.Request for the RunRollups method
 func NewRunRollupsRequest(server string) (*http.Request, error) {
 	var err error
@@ -2508,6 +3008,134 @@ func NewRunRollupsRequest(server string) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewUnblockSeriesRequest constructs an http.Request for the UnblockSeries method
+func NewUnblockSeriesRequest(server string, id PathSeriesID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/series/%s/blocked", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewBlockSeriesRequest calls the generic BlockSeries builder with application/json body
+func NewBlockSeriesRequest(server string, id PathSeriesID, body BlockSeriesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewBlockSeriesRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewBlockSeriesRequestWithBody constructs an http.Request for the BlockSeries method, with any body, and a specified content type
+func NewBlockSeriesRequestWithBody(server string, id PathSeriesID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/series/%s/blocked", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewChangeSeriesLayoutRequest calls the generic ChangeSeriesLayout builder with application/json body
+func NewChangeSeriesLayoutRequest(server string, id PathSeriesID, body ChangeSeriesLayoutJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewChangeSeriesLayoutRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewChangeSeriesLayoutRequestWithBody constructs an http.Request for the ChangeSeriesLayout method, with any body, and a specified content type
+func NewChangeSeriesLayoutRequestWithBody(server string, id PathSeriesID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/series/%s/layout", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -2687,6 +3315,40 @@ func NewGetSeriesRequest(server string, id PathSeriesID) (*http.Request, error) 
 	}
 
 	operationPath := fmt.Sprintf("/v1/series/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetSeriesLayoutRequest constructs an http.Request for the GetSeriesLayout method
+func NewGetSeriesLayoutRequest(server string, id PathSeriesID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/series/%s/layout", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -3289,6 +3951,33 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	ReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadyzResponse, error)
 
+	// ListBlockedSeriesWithResponse List the blocked series
+	//
+	// Every blocked series in id order, read from the store. Admin-only when authentication is on.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/admin/blocked (the `ListBlockedSeries` operationId).
+	ListBlockedSeriesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListBlockedSeriesResponse, error)
+
+	// ListWidePartitionsWithResponse The widest raw partitions this instance has seen
+	//
+	// The raw partitions with the most rows among those this gateway
+	// instance wrote or read since it started, widest first. A partition's
+	// rows are the larger of the rows this instance wrote to it (an
+	// overwrite counts again) and the most rows one read of it returned
+	// (all of them when the read covered the whole partition);
+	// `bytes_estimate` is rows × 30 bytes. The tracker is per instance and
+	// bounded (`--wide-partitions-tracked`). A partition over
+	// `--wide-partition-rows` is counted in `/metrics`
+	// (`tsgate_wide_partitions_total`) and logged once. Admin-only when
+	// authentication is on.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/admin/partitions/wide (the `ListWidePartitions` operationId).
+	ListWidePartitionsWithResponse(ctx context.Context, params *ListWidePartitionsParams, reqEditors ...RequestEditorFn) (*ListWidePartitionsResponse, error)
+
 	// RunRollupsWithResponse Run pending rollups now
 	//
 	// Recomputes every pending rollup window now, including those still
@@ -3299,6 +3988,98 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/admin/rollups/run (the `RunRollups` operationId).
 	RunRollupsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*RunRollupsResponse, error)
+
+	// UnblockSeriesWithResponse Unblock a series
+	//
+	// Removes the block (unblocking a series that is not blocked is not an
+	// error). Admin-only when authentication is on.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/admin/series/{id}/blocked (the `UnblockSeries` operationId).
+	UnblockSeriesWithResponse(ctx context.Context, id PathSeriesID, reqEditors ...RequestEditorFn) (*UnblockSeriesResponse, error)
+
+	// BlockSeriesWithBodyWithResponse Block a series
+	//
+	// Reads and writes of a blocked series are refused without touching its
+	// partitions: reads answer 403 (`series-blocked`), a write batch holding
+	// any of its points is refused whole (400, one entry per point of the
+	// series). The block is kept in the store and honoured by every instance
+	// within the series cache TTL (`--series-cache-ttl`), by this one at
+	// once. A series may be blocked before it exists. Blocking again
+	// replaces the reason. Admin-only when authentication is on.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/admin/series/{id}/blocked (the `BlockSeries` operationId).
+	BlockSeriesWithBodyWithResponse(ctx context.Context, id PathSeriesID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BlockSeriesResponse, error)
+
+	// BlockSeriesWithResponse Block a series
+	//
+	// Reads and writes of a blocked series are refused without touching its
+	// partitions: reads answer 403 (`series-blocked`), a write batch holding
+	// any of its points is refused whole (400, one entry per point of the
+	// series). The block is kept in the store and honoured by every instance
+	// within the series cache TTL (`--series-cache-ttl`), by this one at
+	// once. A series may be blocked before it exists. Blocking again
+	// replaces the reason. Admin-only when authentication is on.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/admin/series/{id}/blocked (the `BlockSeries` operationId).
+	BlockSeriesWithResponse(ctx context.Context, id PathSeriesID, body BlockSeriesJSONRequestBody, reqEditors ...RequestEditorFn) (*BlockSeriesResponse, error)
+
+	// ChangeSeriesLayoutWithBodyWithResponse Append a raw layout to a series
+	//
+	// From `since` on, the series' raw points are partitioned into buckets
+	// of `bucket_ms` (at least 1 s), each split into `event_buckets`
+	// partitions (1 to the configured maximum, default 64). So that no
+	// point already written moves, `since` must be:
+	//
+	// - later than now plus the larger of the lateness and the layout
+	//   cache TTL plus the clock-skew allowance (15 m by default),
+	// - later than the series' last point and than its latest entry,
+	// - a bucket boundary of the layout in force and a multiple of
+	//   `bucket_ms` since the epoch;
+	//
+	// else the answer is 400 naming `since`, with the earliest valid
+	// value. The series must exist (404 otherwise): write its first point
+	// before giving it a layout of its own. The instance that takes the
+	// change uses it at once, every other within the layout cache TTL;
+	// reads enumerate each part of a range with the layout in force there,
+	// so a read across the change returns exactly the points written.
+	// Answers the whole new history. Admin-only when authentication is on.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/admin/series/{id}/layout (the `ChangeSeriesLayout` operationId).
+	ChangeSeriesLayoutWithBodyWithResponse(ctx context.Context, id PathSeriesID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ChangeSeriesLayoutResponse, error)
+
+	// ChangeSeriesLayoutWithResponse Append a raw layout to a series
+	//
+	// From `since` on, the series' raw points are partitioned into buckets
+	// of `bucket_ms` (at least 1 s), each split into `event_buckets`
+	// partitions (1 to the configured maximum, default 64). So that no
+	// point already written moves, `since` must be:
+	//
+	// - later than now plus the larger of the lateness and the layout
+	//   cache TTL plus the clock-skew allowance (15 m by default),
+	// - later than the series' last point and than its latest entry,
+	// - a bucket boundary of the layout in force and a multiple of
+	//   `bucket_ms` since the epoch;
+	//
+	// else the answer is 400 naming `since`, with the earliest valid
+	// value. The series must exist (404 otherwise): write its first point
+	// before giving it a layout of its own. The instance that takes the
+	// change uses it at once, every other within the layout cache TTL;
+	// reads enumerate each part of a range with the layout in force there,
+	// so a read across the change returns exactly the points written.
+	// Answers the whole new history. Admin-only when authentication is on.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/admin/series/{id}/layout (the `ChangeSeriesLayout` operationId).
+	ChangeSeriesLayoutWithResponse(ctx context.Context, id PathSeriesID, body ChangeSeriesLayoutJSONRequestBody, reqEditors ...RequestEditorFn) (*ChangeSeriesLayoutResponse, error)
 
 	// WritePointsWithBodyWithResponse Write points
 	//
@@ -3403,6 +4184,20 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/series/{id} (the `GetSeries` operationId).
 	GetSeriesWithResponse(ctx context.Context, id PathSeriesID, reqEditors ...RequestEditorFn) (*GetSeriesResponse, error)
+
+	// GetSeriesLayoutWithResponse A series' raw partition layout history
+	//
+	// How the series' raw points are partitioned over time, oldest entry
+	// first: from `since` on, buckets of `bucket_ms` split into
+	// `event_buckets` partitions. The first entry also governs everything
+	// before its `since`. A series that never had a layout of its own
+	// shows the raw tier's configured default as one entry with
+	// `since: 0`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/series/{id}/layout (the `GetSeriesLayout` operationId).
+	GetSeriesLayoutWithResponse(ctx context.Context, id PathSeriesID, reqEditors ...RequestEditorFn) (*GetSeriesLayoutResponse, error)
 
 	// ExplainReadWithResponse Explain a read
 	//
@@ -4143,6 +4938,116 @@ func (r ReadyzResponse) ContentType() string {
 	return ""
 }
 
+type ListBlockedSeriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BlockedList
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *StoreUnavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListBlockedSeriesResponse) GetJSON200() *BlockedList {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListBlockedSeriesResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListBlockedSeriesResponse) GetApplicationProblemJSON503() *StoreUnavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListBlockedSeriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListBlockedSeriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListBlockedSeriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListBlockedSeriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListWidePartitionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WidePartitions
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListWidePartitionsResponse) GetJSON200() *WidePartitions {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListWidePartitionsResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListWidePartitionsResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListWidePartitionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListWidePartitionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListWidePartitionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListWidePartitionsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type RunRollupsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4192,6 +5097,192 @@ func (r RunRollupsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RunRollupsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type UnblockSeriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *StoreUnavailable
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UnblockSeriesResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r UnblockSeriesResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r UnblockSeriesResponse) GetApplicationProblemJSON503() *StoreUnavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UnblockSeriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UnblockSeriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UnblockSeriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UnblockSeriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type BlockSeriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BlockedSeries
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *StoreUnavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r BlockSeriesResponse) GetJSON200() *BlockedSeries {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r BlockSeriesResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r BlockSeriesResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r BlockSeriesResponse) GetApplicationProblemJSON503() *StoreUnavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r BlockSeriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r BlockSeriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r BlockSeriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r BlockSeriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ChangeSeriesLayoutResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LayoutHistory
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *SeriesNotFound
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *StoreUnavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ChangeSeriesLayoutResponse) GetJSON200() *LayoutHistory {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ChangeSeriesLayoutResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ChangeSeriesLayoutResponse) GetApplicationProblemJSON404() *SeriesNotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ChangeSeriesLayoutResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ChangeSeriesLayoutResponse) GetApplicationProblemJSON503() *StoreUnavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ChangeSeriesLayoutResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ChangeSeriesLayoutResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ChangeSeriesLayoutResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ChangeSeriesLayoutResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -4474,6 +5565,75 @@ func (r GetSeriesResponse) ContentType() string {
 	return ""
 }
 
+type GetSeriesLayoutResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LayoutHistory
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *SeriesNotFound
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *StoreUnavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSeriesLayoutResponse) GetJSON200() *LayoutHistory {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetSeriesLayoutResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetSeriesLayoutResponse) GetApplicationProblemJSON404() *SeriesNotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetSeriesLayoutResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetSeriesLayoutResponse) GetApplicationProblemJSON503() *StoreUnavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSeriesLayoutResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSeriesLayoutResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSeriesLayoutResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSeriesLayoutResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ExplainReadResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4481,6 +5641,8 @@ type ExplainReadResponse struct {
 	JSON200 *Plan
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *SeriesBlocked
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *SeriesNotFound
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -4497,6 +5659,11 @@ func (r ExplainReadResponse) GetJSON200() *Plan {
 // GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
 func (r ExplainReadResponse) GetApplicationProblemJSON400() *BadRequest {
 	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ExplainReadResponse) GetApplicationProblemJSON403() *SeriesBlocked {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -4550,6 +5717,8 @@ type ReadPointsResponse struct {
 	JSON200 *PointsAnswer
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *SeriesBlocked
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *SeriesNotFound
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -4568,6 +5737,11 @@ func (r ReadPointsResponse) GetJSON200() *PointsAnswer {
 // GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
 func (r ReadPointsResponse) GetApplicationProblemJSON400() *BadRequest {
 	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ReadPointsResponse) GetApplicationProblemJSON403() *SeriesBlocked {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -4974,6 +6148,45 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 	return ParseReadyzResponse(rsp)
 }
 
+// ListBlockedSeriesWithResponse List the blocked series
+//
+// Every blocked series in id order, read from the store. Admin-only when authentication is on.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/admin/blocked (the `ListBlockedSeries` operationId).
+func (c *ClientWithResponses) ListBlockedSeriesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListBlockedSeriesResponse, error) {
+	rsp, err := c.ListBlockedSeries(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListBlockedSeriesResponse(rsp)
+}
+
+// ListWidePartitionsWithResponse The widest raw partitions this instance has seen
+//
+// The raw partitions with the most rows among those this gateway
+// instance wrote or read since it started, widest first. A partition's
+// rows are the larger of the rows this instance wrote to it (an
+// overwrite counts again) and the most rows one read of it returned
+// (all of them when the read covered the whole partition);
+// `bytes_estimate` is rows × 30 bytes. The tracker is per instance and
+// bounded (`--wide-partitions-tracked`). A partition over
+// `--wide-partition-rows` is counted in `/metrics`
+// (`tsgate_wide_partitions_total`) and logged once. Admin-only when
+// authentication is on.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/admin/partitions/wide (the `ListWidePartitions` operationId).
+func (c *ClientWithResponses) ListWidePartitionsWithResponse(ctx context.Context, params *ListWidePartitionsParams, reqEditors ...RequestEditorFn) (*ListWidePartitionsResponse, error) {
+	rsp, err := c.ListWidePartitions(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListWidePartitionsResponse(rsp)
+}
+
 // RunRollupsWithResponse Run pending rollups now
 //
 // Recomputes every pending rollup window now, including those still
@@ -4989,6 +6202,128 @@ func (c *ClientWithResponses) RunRollupsWithResponse(ctx context.Context, reqEdi
 		return nil, err
 	}
 	return ParseRunRollupsResponse(rsp)
+}
+
+// UnblockSeriesWithResponse Unblock a series
+//
+// Removes the block (unblocking a series that is not blocked is not an
+// error). Admin-only when authentication is on.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/admin/series/{id}/blocked (the `UnblockSeries` operationId).
+func (c *ClientWithResponses) UnblockSeriesWithResponse(ctx context.Context, id PathSeriesID, reqEditors ...RequestEditorFn) (*UnblockSeriesResponse, error) {
+	rsp, err := c.UnblockSeries(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUnblockSeriesResponse(rsp)
+}
+
+// BlockSeriesWithBodyWithResponse Block a series
+//
+// Reads and writes of a blocked series are refused without touching its
+// partitions: reads answer 403 (`series-blocked`), a write batch holding
+// any of its points is refused whole (400, one entry per point of the
+// series). The block is kept in the store and honoured by every instance
+// within the series cache TTL (`--series-cache-ttl`), by this one at
+// once. A series may be blocked before it exists. Blocking again
+// replaces the reason. Admin-only when authentication is on.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/admin/series/{id}/blocked (the `BlockSeries` operationId).
+func (c *ClientWithResponses) BlockSeriesWithBodyWithResponse(ctx context.Context, id PathSeriesID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BlockSeriesResponse, error) {
+	rsp, err := c.BlockSeriesWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBlockSeriesResponse(rsp)
+}
+
+// BlockSeriesWithResponse Block a series
+//
+// Reads and writes of a blocked series are refused without touching its
+// partitions: reads answer 403 (`series-blocked`), a write batch holding
+// any of its points is refused whole (400, one entry per point of the
+// series). The block is kept in the store and honoured by every instance
+// within the series cache TTL (`--series-cache-ttl`), by this one at
+// once. A series may be blocked before it exists. Blocking again
+// replaces the reason. Admin-only when authentication is on.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/admin/series/{id}/blocked (the `BlockSeries` operationId).
+func (c *ClientWithResponses) BlockSeriesWithResponse(ctx context.Context, id PathSeriesID, body BlockSeriesJSONRequestBody, reqEditors ...RequestEditorFn) (*BlockSeriesResponse, error) {
+	rsp, err := c.BlockSeries(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBlockSeriesResponse(rsp)
+}
+
+// ChangeSeriesLayoutWithBodyWithResponse Append a raw layout to a series
+//
+// From `since` on, the series' raw points are partitioned into buckets
+// of `bucket_ms` (at least 1 s), each split into `event_buckets`
+// partitions (1 to the configured maximum, default 64). So that no
+// point already written moves, `since` must be:
+//
+//   - later than now plus the larger of the lateness and the layout
+//     cache TTL plus the clock-skew allowance (15 m by default),
+//   - later than the series' last point and than its latest entry,
+//   - a bucket boundary of the layout in force and a multiple of
+//     `bucket_ms` since the epoch;
+//
+// else the answer is 400 naming `since`, with the earliest valid
+// value. The series must exist (404 otherwise): write its first point
+// before giving it a layout of its own. The instance that takes the
+// change uses it at once, every other within the layout cache TTL;
+// reads enumerate each part of a range with the layout in force there,
+// so a read across the change returns exactly the points written.
+// Answers the whole new history. Admin-only when authentication is on.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/admin/series/{id}/layout (the `ChangeSeriesLayout` operationId).
+func (c *ClientWithResponses) ChangeSeriesLayoutWithBodyWithResponse(ctx context.Context, id PathSeriesID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ChangeSeriesLayoutResponse, error) {
+	rsp, err := c.ChangeSeriesLayoutWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseChangeSeriesLayoutResponse(rsp)
+}
+
+// ChangeSeriesLayoutWithResponse Append a raw layout to a series
+//
+// From `since` on, the series' raw points are partitioned into buckets
+// of `bucket_ms` (at least 1 s), each split into `event_buckets`
+// partitions (1 to the configured maximum, default 64). So that no
+// point already written moves, `since` must be:
+//
+//   - later than now plus the larger of the lateness and the layout
+//     cache TTL plus the clock-skew allowance (15 m by default),
+//   - later than the series' last point and than its latest entry,
+//   - a bucket boundary of the layout in force and a multiple of
+//     `bucket_ms` since the epoch;
+//
+// else the answer is 400 naming `since`, with the earliest valid
+// value. The series must exist (404 otherwise): write its first point
+// before giving it a layout of its own. The instance that takes the
+// change uses it at once, every other within the layout cache TTL;
+// reads enumerate each part of a range with the layout in force there,
+// so a read across the change returns exactly the points written.
+// Answers the whole new history. Admin-only when authentication is on.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/admin/series/{id}/layout (the `ChangeSeriesLayout` operationId).
+func (c *ClientWithResponses) ChangeSeriesLayoutWithResponse(ctx context.Context, id PathSeriesID, body ChangeSeriesLayoutJSONRequestBody, reqEditors ...RequestEditorFn) (*ChangeSeriesLayoutResponse, error) {
+	rsp, err := c.ChangeSeriesLayout(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseChangeSeriesLayoutResponse(rsp)
 }
 
 // WritePointsWithBodyWithResponse Write points
@@ -5129,6 +6464,26 @@ func (c *ClientWithResponses) GetSeriesWithResponse(ctx context.Context, id Path
 		return nil, err
 	}
 	return ParseGetSeriesResponse(rsp)
+}
+
+// GetSeriesLayoutWithResponse A series' raw partition layout history
+//
+// How the series' raw points are partitioned over time, oldest entry
+// first: from `since` on, buckets of `bucket_ms` split into
+// `event_buckets` partitions. The first entry also governs everything
+// before its `since`. A series that never had a layout of its own
+// shows the raw tier's configured default as one entry with
+// `since: 0`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/series/{id}/layout (the `GetSeriesLayout` operationId).
+func (c *ClientWithResponses) GetSeriesLayoutWithResponse(ctx context.Context, id PathSeriesID, reqEditors ...RequestEditorFn) (*GetSeriesLayoutResponse, error) {
+	rsp, err := c.GetSeriesLayout(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSeriesLayoutResponse(rsp)
 }
 
 // ExplainReadWithResponse Explain a read
@@ -5629,6 +6984,86 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 	return response, nil
 }
 
+// ParseListBlockedSeriesResponse parses an HTTP response from a ListBlockedSeriesWithResponse call
+func ParseListBlockedSeriesResponse(rsp *http.Response) (*ListBlockedSeriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListBlockedSeriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BlockedList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest StoreUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListWidePartitionsResponse parses an HTTP response from a ListWidePartitionsWithResponse call
+func ParseListWidePartitionsResponse(rsp *http.Response) (*ListWidePartitionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListWidePartitionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WidePartitions
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseRunRollupsResponse parses an HTTP response from a RunRollupsWithResponse call
 func ParseRunRollupsResponse(rsp *http.Response) (*RunRollupsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -5649,6 +7084,150 @@ func ParseRunRollupsResponse(rsp *http.Response) (*RunRollupsResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest StoreUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseUnblockSeriesResponse parses an HTTP response from a UnblockSeriesWithResponse call
+func ParseUnblockSeriesResponse(rsp *http.Response) (*UnblockSeriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UnblockSeriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest StoreUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseBlockSeriesResponse parses an HTTP response from a BlockSeriesWithResponse call
+func ParseBlockSeriesResponse(rsp *http.Response) (*BlockSeriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &BlockSeriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BlockedSeries
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest StoreUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseChangeSeriesLayoutResponse parses an HTTP response from a ChangeSeriesLayoutWithResponse call
+func ParseChangeSeriesLayoutResponse(rsp *http.Response) (*ChangeSeriesLayoutResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ChangeSeriesLayoutResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LayoutHistory
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SeriesNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -5885,6 +7464,60 @@ func ParseGetSeriesResponse(rsp *http.Response) (*GetSeriesResponse, error) {
 	return response, nil
 }
 
+// ParseGetSeriesLayoutResponse parses an HTTP response from a GetSeriesLayoutWithResponse call
+func ParseGetSeriesLayoutResponse(rsp *http.Response) (*GetSeriesLayoutResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSeriesLayoutResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LayoutHistory
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SeriesNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest StoreUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseExplainReadResponse parses an HTTP response from a ExplainReadWithResponse call
 func ParseExplainReadResponse(rsp *http.Response) (*ExplainReadResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -5912,6 +7545,13 @@ func ParseExplainReadResponse(rsp *http.Response) (*ExplainReadResponse, error) 
 			return nil, err
 		}
 		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest SeriesBlocked
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest SeriesNotFound
@@ -5966,6 +7606,13 @@ func ParseReadPointsResponse(rsp *http.Response) (*ReadPointsResponse, error) {
 			return nil, err
 		}
 		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest SeriesBlocked
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest SeriesNotFound

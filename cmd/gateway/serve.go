@@ -23,6 +23,7 @@ import (
 	"github.com/tsgate/tsgate/flagconf"
 	"github.com/tsgate/tsgate/httpapi"
 	"github.com/tsgate/tsgate/ingest"
+	"github.com/tsgate/tsgate/layouts"
 	"github.com/tsgate/tsgate/partial"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/rollup"
@@ -58,6 +59,7 @@ type serveConfig struct {
 	rollup    rollup.Config
 	http      httpapi.Config
 	cassandra cassandra.Config
+	layouts   layouts.Config
 }
 
 func defaultServeConfig() serveConfig {
@@ -67,7 +69,7 @@ func defaultServeConfig() serveConfig {
 		shutdownTimeout: 30 * time.Second,
 		pyramid:         tiers.DefaultPyramid(), router: router.DefaultConfig(), query: query.DefaultConfig(),
 		ingest: ingest.DefaultConfig(), rollup: rollup.DefaultConfig(), http: httpapi.DefaultConfig(),
-		cassandra: cassandra.DefaultConfig(),
+		cassandra: cassandra.DefaultConfig(), layouts: layouts.DefaultConfig(),
 	}
 }
 
@@ -106,10 +108,11 @@ func (c *serveConfig) registerFlags(fs *flag.FlagSet) {
 	durVar(fs, &c.rollup.Interval, "rollup-interval", "how often the rollup worker runs (0: only on demand)")
 	fs.IntVar(&c.rollup.Parallelism, "rollup-parallelism", c.rollup.Parallelism, "series recomputed at once")
 	fs.Int64Var(&c.http.MaxBodyBytes, "max-body-bytes", c.http.MaxBodyBytes, "largest write body accepted (larger: 413)")
+	registerLayoutFlags(fs, &c.layouts)
 }
 
 func (c *serveConfig) validate() error {
-	errs := []error{c.pyramid.Validate(), c.router.Validate(), c.query.Validate(), c.ingest.Validate(), c.rollup.Validate(), c.http.Validate()}
+	errs := []error{c.pyramid.Validate(), c.router.Validate(), c.query.Validate(), c.ingest.Validate(), c.rollup.Validate(), c.http.Validate(), c.layouts.Validate()}
 	switch c.store {
 	case "embedded":
 		if c.dataDir == "" {
@@ -204,6 +207,7 @@ func (m Main) serve(ctx context.Context, args []string) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	now := time.Now
 	series := cache.NewSeries(store, c.seriesCacheSize, c.seriesTTL, c.layoutTTL, now)
+	lay, store := newLayouts(store, series, &c, now, log, reg)
 
 	// The engine reads through the partition cache; the rollup worker, which
 	// the cache's predicate depends on, is created right after.
@@ -223,11 +227,12 @@ func (m Main) serve(ctx context.Context, args []string) error {
 	engineStore := struct {
 		tiers.PartitionReader
 		tiers.LateIndex
-		*cache.Series
-	}{reader, store, series}
+		layouts.Guard
+	}{reader, store, lay.Guard(series)}
 	engine := query.New(engineStore, c.pyramid, c.router, watermarks, signer, c.query, now)
 	worker = rollup.New(store, engine, c.rollup, now, log, rollup.NewMetrics(reg))
 	writer := ingest.NewWriter(writerStore{store, series}, series, &c.pyramid, c.ingest, now)
+	writer.RefuseBlocked(lay.ForWrites())
 
 	if c.demo {
 		if err := loadDemo(ctx, m, store, writer, worker, log); err != nil {
@@ -238,6 +243,7 @@ func (m Main) serve(ctx context.Context, args []string) error {
 	srv := httpapi.New(httpapi.Deps{
 		Engine: engine, Writer: writer, Registry: registryView{series, store}, Rollups: worker,
 		Ready: store.Ping, Logger: log, Now: now, Metrics: httpapi.NewMetrics(reg), Gatherer: reg,
+		Layouts: lay,
 	}, c.http)
 	return m.listenAndServe(ctx, c, srv.Handler(), worker, log)
 }

@@ -53,10 +53,15 @@ func NewServer(t *testing.T, store tiers.Store) *Server {
 // env.Engine before calling it.
 func Serve(t *testing.T, env *querytest.Env) *Server {
 	t.Helper()
-	reg := prometheus.NewRegistry()
+	return serve(t, env, nil, prometheus.NewRegistry())
+}
+
+func serve(t *testing.T, env *querytest.Env, lay httpapi.LayoutAdmin, reg *prometheus.Registry) *Server {
+	t.Helper()
 	srv := httpapi.New(httpapi.Deps{
 		Engine: env.Engine, Writer: env.Writer, Registry: env.Store, Rollups: env.Rollups,
 		Ready: env.Store.Ping, Now: env.Clock.Now, Metrics: httpapi.NewMetrics(reg), Gatherer: reg,
+		Layouts: lay,
 	}, httpapi.DefaultConfig())
 	checker := newContractChecker(t)
 	ts := httptest.NewServer(checker.wrap(srv.Handler()))

@@ -12,6 +12,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -99,18 +100,31 @@ func newKeyspace(t testing.TB, s *gocql.Session) string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	ks := "it_" + hex.EncodeToString(b)
-	stmt := fmt.Sprintf("CREATE KEYSPACE %s WITH replication = {'class': 'NetworkTopologyStrategy', '%s': 1}", ks, dc)
-	if err := s.Query(stmt).ExecContext(ctx); err != nil {
+	stmt := fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'NetworkTopologyStrategy', '%s': 1}", ks, dc)
+	if err := schemaChange(ctx, s, stmt); err != nil {
 		t.Fatalf("create keyspace: %v", err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := s.Query("DROP KEYSPACE IF EXISTS " + ks).ExecContext(ctx); err != nil {
+		if err := schemaChange(ctx, s, "DROP KEYSPACE IF EXISTS "+ks); err != nil {
 			t.Errorf("drop keyspace %s: %v", ks, err)
 		}
 	})
 	return ks
+}
+
+// schemaChange runs an idempotent schema statement, again when the driver
+// times out: on a loaded node a keyspace change can take longer than the
+// driver's timeout while still being applied.
+func schemaChange(ctx context.Context, s *gocql.Session, stmt string) error {
+	var err error
+	for range 4 {
+		if err = s.Query(stmt).ExecContext(ctx); err == nil || !errors.Is(err, gocql.ErrTimeoutNoResponse) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
 }
 
 // testContext returns a context that ends with the test or after two minutes.

@@ -1256,7 +1256,9 @@ type ClientInterface interface {
 	// series). The block is kept in the store and honoured by every instance
 	// within the series cache TTL (`--series-cache-ttl`), by this one at
 	// once. A series may be blocked before it exists. Blocking again
-	// replaces the reason. Admin-only when authentication is on.
+	// replaces the reason. Its description (`GET /v1/series/{id}`) and
+	// layout stay visible, and rollups of points written before the block
+	// still run. Admin-only when authentication is on.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1271,7 +1273,9 @@ type ClientInterface interface {
 	// series). The block is kept in the store and honoured by every instance
 	// within the series cache TTL (`--series-cache-ttl`), by this one at
 	// once. A series may be blocked before it exists. Blocking again
-	// replaces the reason. Admin-only when authentication is on.
+	// replaces the reason. Its description (`GET /v1/series/{id}`) and
+	// layout stay visible, and rollups of points written before the block
+	// still run. Admin-only when authentication is on.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2009,7 +2013,9 @@ func (c *Client) UnblockSeries(ctx context.Context, id PathSeriesID, reqEditors 
 // series). The block is kept in the store and honoured by every instance
 // within the series cache TTL (`--series-cache-ttl`), by this one at
 // once. A series may be blocked before it exists. Blocking again
-// replaces the reason. Admin-only when authentication is on.
+// replaces the reason. Its description (`GET /v1/series/{id}`) and
+// layout stay visible, and rollups of points written before the block
+// still run. Admin-only when authentication is on.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2034,7 +2040,9 @@ func (c *Client) BlockSeriesWithBody(ctx context.Context, id PathSeriesID, conte
 // series). The block is kept in the store and honoured by every instance
 // within the series cache TTL (`--series-cache-ttl`), by this one at
 // once. A series may be blocked before it exists. Blocking again
-// replaces the reason. Admin-only when authentication is on.
+// replaces the reason. Its description (`GET /v1/series/{id}`) and
+// layout stay visible, and rollups of points written before the block
+// still run. Admin-only when authentication is on.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4007,7 +4015,9 @@ type ClientWithResponsesInterface interface {
 	// series). The block is kept in the store and honoured by every instance
 	// within the series cache TTL (`--series-cache-ttl`), by this one at
 	// once. A series may be blocked before it exists. Blocking again
-	// replaces the reason. Admin-only when authentication is on.
+	// replaces the reason. Its description (`GET /v1/series/{id}`) and
+	// layout stay visible, and rollups of points written before the block
+	// still run. Admin-only when authentication is on.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4022,7 +4032,9 @@ type ClientWithResponsesInterface interface {
 	// series). The block is kept in the store and honoured by every instance
 	// within the series cache TTL (`--series-cache-ttl`), by this one at
 	// once. A series may be blocked before it exists. Blocking again
-	// replaces the reason. Admin-only when authentication is on.
+	// replaces the reason. Its description (`GET /v1/series/{id}`) and
+	// layout stay visible, and rollups of points written before the block
+	// still run. Admin-only when authentication is on.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6228,7 +6240,9 @@ func (c *ClientWithResponses) UnblockSeriesWithResponse(ctx context.Context, id 
 // series). The block is kept in the store and honoured by every instance
 // within the series cache TTL (`--series-cache-ttl`), by this one at
 // once. A series may be blocked before it exists. Blocking again
-// replaces the reason. Admin-only when authentication is on.
+// replaces the reason. Its description (`GET /v1/series/{id}`) and
+// layout stay visible, and rollups of points written before the block
+// still run. Admin-only when authentication is on.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6249,7 +6263,9 @@ func (c *ClientWithResponses) BlockSeriesWithBodyWithResponse(ctx context.Contex
 // series). The block is kept in the store and honoured by every instance
 // within the series cache TTL (`--series-cache-ttl`), by this one at
 // once. A series may be blocked before it exists. Blocking again
-// replaces the reason. Admin-only when authentication is on.
+// replaces the reason. Its description (`GET /v1/series/{id}`) and
+// layout stay visible, and rollups of points written before the block
+// still run. Admin-only when authentication is on.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -10,11 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/tsgate/tsgate/httpapi/apitest"
-	"github.com/tsgate/tsgate/layouts"
-	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -89,10 +85,7 @@ func TestAPIExamples(t *testing.T) {
 	if len(blocks) < 10 {
 		t.Fatalf("only %d examples in %s", len(blocks), path)
 	}
-	// The gateway as gateway serve wires it, layout administration and
-	// blocked series included.
-	g := apitest.NewGateway(t, newMemStore(t, time.Now), tiers.DefaultPyramid(), layouts.DefaultConfig(), querytest.NewClock(time.Now()))
-	s := &testServer{Server: g.Server, t: t}
+	s := newTestServer(t)
 	now := s.Now()
 	var pts []string
 	for i := range 288 { // every 10 minutes over the last 2 days

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -14,7 +13,7 @@ import (
 
 	"github.com/tsgate/tsgate/layouts"
 	"github.com/tsgate/tsgate/params"
-	"github.com/tsgate/tsgate/query"
+	"github.com/tsgate/tsgate/problem"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -48,8 +47,7 @@ type blockJSON struct {
 
 func (s *Server) layoutAdmin(w http.ResponseWriter, r *http.Request) (LayoutAdmin, bool) {
 	if s.deps.Layouts == nil {
-		writeJSONProblem(w, &Problem{Type: problemType("not-found"), Title: "Not found", Status: http.StatusNotFound,
-			Detail: "this gateway has no layout administration"})
+		problem.Write(w, problem.New(http.StatusNotFound, "not-found", "Not found", "this gateway has no layout administration"))
 		return nil, false
 	}
 	return s.deps.Layouts, true
@@ -59,7 +57,7 @@ func (s *Server) layoutAdmin(w http.ResponseWriter, r *http.Request) (LayoutAdmi
 func (s *Server) seriesParam(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := chi.URLParam(r, "id")
 	if err := params.SeriesID(id); err != nil {
-		s.writeProblem(w, r, badParam("id", err.Error()))
+		s.writeProblem(w, r, params.Bad("id", "%s", err.Error()))
 		return "", false
 	}
 	return id, true
@@ -94,12 +92,13 @@ func (s *Server) getLayout(w http.ResponseWriter, r *http.Request) {
 	writeLayout(w, id, l)
 }
 
-// registryError maps a registry lookup's error.
+// registryError maps a registry lookup's error: an unknown series is a
+// 404, anything else the store's failure.
 func registryError(err error) error {
 	if errors.Is(err, tiers.ErrNotFound) {
-		return query.ErrSeriesNotFound
+		return err
 	}
-	return storeError{err}
+	return problem.Unavailable(err)
 }
 
 // decodeBody decodes a small JSON body strictly into v.
@@ -112,12 +111,12 @@ func (s *Server) decodeBody(r *http.Request, v any) error {
 			return err
 		}
 		if errors.Is(err, io.EOF) {
-			return badParam("body", "is empty; send a JSON object")
+			return params.Bad("body", "is empty; send a JSON object")
 		}
-		return badParam("body", "not valid JSON for this request: "+err.Error())
+		return params.Bad("body", "not valid JSON for this request: %s", err.Error())
 	}
 	if dec.More() {
-		return badParam("body", "holds more than one JSON value")
+		return params.Bad("body", "holds more than one JSON value")
 	}
 	return nil
 }
@@ -140,24 +139,23 @@ func (s *Server) putLayout(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
-	var errs []ParamError
+	var errs params.Errors
 	for _, m := range []struct {
 		name    string
 		missing bool
 	}{{"since", in.Since == nil}, {"bucket_ms", in.BucketMs == nil}, {"event_buckets", in.EventBuckets == nil}} {
 		if m.missing {
-			errs = append(errs, ParamError{Param: m.name, Message: "is required"})
+			errs.Add(m.name, "is required")
 		}
 	}
 	if len(errs) > 0 {
-		s.writeProblem(w, r, badParams(errs[0].Param+": "+errs[0].Message, errs))
+		s.writeProblem(w, r, errs)
 		return
 	}
 	l, err := a.Change(r.Context(), id, tiers.LayoutEntry{Since: *in.Since, Width: *in.BucketMs, EventBuckets: *in.EventBuckets})
-	var pe *layouts.ParamError
 	switch {
-	case errors.As(err, &pe):
-		s.writeProblem(w, r, badParam(pe.Param, pe.Message))
+	case params.List(err) != nil:
+		s.writeProblem(w, r, err)
 		return
 	case err != nil:
 		s.writeProblem(w, r, registryError(err))
@@ -175,7 +173,7 @@ func (s *Server) widePartitions(w http.ResponseWriter, r *http.Request) {
 	if l := r.URL.Query().Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > maxWideLimit {
-			s.writeProblem(w, r, badParam("limit", "must be an integer from 1 to "+strconv.Itoa(maxWideLimit)))
+			s.writeProblem(w, r, params.Bad("limit", "must be an integer from 1 to %d", maxWideLimit))
 			return
 		}
 		limit = n
@@ -215,15 +213,15 @@ func (s *Server) blockSeries(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case in.Reason == nil || *in.Reason == "":
-		s.writeProblem(w, r, badParam("reason", "is required: say why the series is blocked"))
+		s.writeProblem(w, r, params.Bad("reason", "is required: say why the series is blocked"))
 		return
 	case utf8.RuneCountInString(*in.Reason) > maxReasonLen:
-		s.writeProblem(w, r, badParam("reason", fmt.Sprintf("must be at most %d characters", maxReasonLen)))
+		s.writeProblem(w, r, params.Bad("reason", "must be at most %d characters", maxReasonLen))
 		return
 	}
 	b := tiers.BlockedSeries{Series: id, Reason: *in.Reason, Since: s.deps.Now().UnixMilli()}
 	if err := a.Block(r.Context(), b); err != nil {
-		s.writeProblem(w, r, storeError{err})
+		s.writeProblem(w, r, problem.Unavailable(err))
 		return
 	}
 	s.logger(r).Info("series blocked", "series", id, "reason", b.Reason)
@@ -241,7 +239,7 @@ func (s *Server) unblockSeries(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := a.Unblock(r.Context(), id); err != nil {
-		s.writeProblem(w, r, storeError{err})
+		s.writeProblem(w, r, problem.Unavailable(err))
 		return
 	}
 	s.logger(r).Info("series unblocked", "series", id)
@@ -256,7 +254,7 @@ func (s *Server) listBlocked(w http.ResponseWriter, r *http.Request) {
 	}
 	list, err := a.ListBlocked(r.Context())
 	if err != nil {
-		s.writeProblem(w, r, storeError{err})
+		s.writeProblem(w, r, problem.Unavailable(err))
 		return
 	}
 	out := struct {
@@ -267,15 +265,6 @@ func (s *Server) listBlocked(w http.ResponseWriter, r *http.Request) {
 	}
 	b, _ := json.Marshal(out)
 	writeJSON(w, http.StatusOK, append(b, '\n'))
-}
-
-// blockedProblem is the answer to a read or write of a blocked series.
-func blockedProblem(be *tiers.BlockedError) *Problem {
-	return &Problem{
-		Type: problemType("series-blocked"), Title: "Series blocked", Status: http.StatusForbidden,
-		Detail: be.Error() + "; an operator unblocks it with DELETE /v1/admin/series/{id}/blocked",
-		Series: be.Block.Series, Reason: be.Block.Reason,
-	}
 }
 
 // layoutRoutes are the routes of layout administration and blocked series.

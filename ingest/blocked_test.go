@@ -45,7 +45,7 @@ func TestBlockedSeriesRefuseTheBatch(t *testing.T) {
 	now := time.UnixMilli(1_800_000_000_000)
 	p := tiers.DefaultPyramid()
 	store := &recordingStore{}
-	w := NewWriter(store, noLayouts{}, &p, DefaultConfig(), func() time.Time { return now })
+	w := NewWriter(store, noLayouts{}, p, DefaultConfig(), func() time.Time { return now })
 	w.RefuseBlocked(blockedSet{"bad": "stop"})
 	n := now.UnixMilli()
 	points := []Point{{"ok", n, 1}, {"bad", n, 1}, {"ok", n - 30*tiers.Day, 1}, {"bad", n - 30*tiers.Day, 1}}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/tsgate/tsgate/ingest"
-	"github.com/tsgate/tsgate/partial"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/router"
@@ -27,7 +26,7 @@ const overrun = time.Second
 // yields exactly the unbudgeted answer.
 func TestBudgetOnCassandra(t *testing.T) {
 	store := openStore(t)
-	env := querytest.NewEnv(t, store, store)
+	env := querytest.NewEnv(t, store, querytest.Options{})
 	ctx := context.Background()
 	now := env.Clock.Now().UnixMilli()
 	span := tiers.Span{From: now - 2*tiers.Day, To: now - tiers.Minute}
@@ -45,7 +44,7 @@ func TestBudgetOnCassandra(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := router.Resolution{Kind: router.RawPoints}
-	full, _, err := env.ReadAll(ctx, query.Request{Series: "budget", Span: span, Resolution: raw, Limit: env.Config.MaxLimit}, 100)
+	full, _, err := env.ReadAll(ctx, env.Req("budget", span, raw), 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,8 +56,8 @@ func TestBudgetOnCassandra(t *testing.T) {
 	// loaded machine while still catching a cursor that does not advance.
 	const maxPages = 50000
 	for _, budget := range []time.Duration{10 * time.Millisecond, 40 * time.Millisecond} {
-		req := query.Request{Series: "budget", Span: span, Resolution: raw, Limit: env.Config.MaxLimit, SLO: budget,
-			Binding: partial.Bind("budget", budget.String())}
+		req := env.Req("budget", span, raw)
+		req.SLO = budget
 		var got []query.Item
 		pages, partials := 0, 0
 		var worst time.Duration

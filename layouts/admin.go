@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -73,13 +74,6 @@ type Invalidator interface {
 	Invalidate(id string)
 }
 
-// ParamError is a layout change refused for one parameter of the request.
-type ParamError struct {
-	Param, Message string
-}
-
-func (e *ParamError) Error() string { return e.Param + ": " + e.Message }
-
 // Admin changes series' raw layouts, by request or by auto-split.
 type Admin struct {
 	store Store
@@ -140,7 +134,7 @@ func (a *Admin) layoutOf(info tiers.SeriesInfo) tiers.Layout {
 }
 
 // Change appends entry to the series' layout. It refuses (with a
-// *ParamError) a change that would move a point already written or that
+// *params.Error) a change that would move a point already written or that
 // another instance could still write with the old layout: Since must be a
 // bucket boundary of the layout in force, a multiple of the new width
 // since the epoch (so buckets stay on clock boundaries), later than now
@@ -149,15 +143,15 @@ func (a *Admin) layoutOf(info tiers.SeriesInfo) tiers.Layout {
 // decides nothing yet, and a layout stored before it would be ignored by
 // caches that saw it missing.
 func (a *Admin) Change(ctx context.Context, id string, entry tiers.LayoutEntry) (tiers.Layout, error) {
-	var errs []*ParamError
+	var errs params.Errors
 	if entry.Width < tiers.Second || entry.Width > 3650*tiers.Day {
-		errs = append(errs, &ParamError{"bucket_ms", "must be from 1000 (1s) to 315360000000 (3650d)"})
+		errs.Add("bucket_ms", "must be from 1000 (1s) to 315360000000 (3650d)")
 	}
 	if entry.EventBuckets < 1 || entry.EventBuckets > a.cfg.MaxEventBuckets {
-		errs = append(errs, &ParamError{"event_buckets", fmt.Sprintf("must be from 1 to %d", a.cfg.MaxEventBuckets)})
+		errs.Add("event_buckets", "must be from 1 to %d", a.cfg.MaxEventBuckets)
 	}
 	if len(errs) > 0 {
-		return nil, errs[0]
+		return nil, errs
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -170,7 +164,7 @@ func (a *Admin) Change(ctx context.Context, id string, entry tiers.LayoutEntry) 
 		if next, ok := a.nextBoundary(layout, info, entry.Width); ok {
 			msg += fmt.Sprintf("; the earliest valid since for bucket_ms %d is %d", entry.Width, next)
 		}
-		return nil, &ParamError{"since", msg}
+		return nil, params.Bad("since", "%s", msg)
 	}
 	if err := a.append(ctx, id, info, entry); err != nil {
 		return nil, err

@@ -4,11 +4,11 @@ import (
 	"context"
 	"testing"
 
-	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/router"
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/embedded"
+	"github.com/tsgate/tsgate/tiers/storetest"
 )
 
 func TestEngineOnEmbeddedStore(t *testing.T) {
@@ -17,7 +17,19 @@ func TestEngineOnEmbeddedStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	querytest.Run(t, store)
+	querytest.Run(t, store, tiers.DefaultPyramid())
+}
+
+// The read path's whole suite — answers equal brute force from every tier,
+// the paging law with limits, budgets and failing partitions — holds on a
+// configured pyramid with a 10s tier under the minute tier.
+func TestEngineOnFiveTierPyramid(t *testing.T) {
+	store, err := embedded.OpenInMemory(embedded.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	querytest.Run(t, store, storetest.FiveTiers())
 }
 
 // A read of a range longer than a tier's retention only touches buckets that
@@ -28,14 +40,15 @@ func TestExpiredBucketsAreNotRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	env := querytest.NewEnv(t, store, store)
+	env := querytest.NewEnv(t, store, querytest.Options{})
 	ctx := context.Background()
 	now := env.Clock.Now().UnixMilli()
 	if err := store.NoteSeries(ctx, []tiers.SeriesInfo{{ID: "old", First: now - 400*tiers.Day, Last: now}}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := env.Read(ctx, query.Request{Series: "old", Span: tiers.Span{From: now - 365*tiers.Day, To: now},
-		Resolution: router.Resolution{Kind: router.RawPoints}, Limit: 10})
+	req := env.Req("old", tiers.Span{From: now - 365*tiers.Day, To: now}, router.Resolution{Kind: router.RawPoints})
+	req.Limit = 10
+	p, err := env.Read(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,11 @@ import (
 
 // size prints the layout the sizing rule gives for one series' write rate.
 func (m Main) size(_ context.Context, args []string) error {
+	c := defaultServeConfig()
 	rule := sizing.DefaultRule()
 	var rate, rowBytes, target string = "", "30", "50MB"
 	err := m.parseFlags("size", args, func(fs *flag.FlagSet) {
+		c.registerStoreFlags(fs) // --tiers: the pyramid to size
 		fs.StringVar(&rate, "rate", rate, "points per second of one series (10/s, 600/m, 2/h)")
 		fs.StringVar(&rowBytes, "row-bytes", rowBytes, "stored bytes of one raw row")
 		fs.StringVar(&target, "target", target, "partition size to aim at (the design aims at 10-100MB)")
@@ -37,10 +39,12 @@ func (m Main) size(_ context.Context, args []string) error {
 	if rule.Target, err = sizing.ParseBytes(target); err != nil {
 		return fmt.Errorf("--target: %w", err)
 	}
-	p := tiers.DefaultPyramid()
+	if err := c.Finish(); err != nil {
+		return err
+	}
 	var ts []sizing.Tier
-	for _, l := range p.Levels() {
-		ts = append(ts, sizing.Tier{Name: p.Tier(l).Name(), Step: p.Tier(l).Step})
+	for _, t := range c.Pyramid {
+		ts = append(ts, sizing.Tier{Name: t.Name, Step: t.Step})
 	}
 	plan, err := sizing.Plan(rule, ts)
 	if err != nil {
@@ -53,6 +57,9 @@ func (m Main) size(_ context.Context, args []string) error {
 	var flags []string
 	for i, s := range plan {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\n", s.Tier, tiers.FormatDuration(s.BucketWidth), s.EventBuckets, s.Rows, sizing.FormatBytes(s.Bytes))
+		if _, ok := tiers.DefaultPyramid().ByName(s.Tier); !ok {
+			continue // a tier without flags of its own: --tiers sets it
+		}
 		flags = append(flags, fmt.Sprintf("--%s-bucket %s", s.Tier, tiers.FormatDuration(s.BucketWidth)))
 		if ts[i].Step == 0 {
 			flags = append(flags, fmt.Sprintf("--%s-event-buckets %d", s.Tier, s.EventBuckets))

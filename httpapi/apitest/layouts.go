@@ -10,15 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/tsgate/tsgate/cache"
-	"github.com/tsgate/tsgate/ingest"
+	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/layouts"
-	"github.com/tsgate/tsgate/partial"
-	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/query/querytest"
-	"github.com/tsgate/tsgate/router"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -111,46 +105,16 @@ const (
 )
 
 // NewGateway serves one instance over store with the pyramid p, the
-// layout configuration cfg (its lateness, clock skew and layout TTL are
-// the instance's own) and clock.
+// layout configuration cfg and clock, assembled by package gateway as
+// gateway serve assembles it (the series cache, layout administration
+// with its tracker and blocked list, the guarded engine, the write path).
 func NewGateway(t *testing.T, store tiers.Store, p tiers.Pyramid, cfg layouts.Config, clock *querytest.Clock) *Gateway {
 	t.Helper()
-	env := querytest.NewEnvWith(t, store, store, p)
-	env.Clock = clock
-	ic := ingest.DefaultConfig()
-	cfg.Lateness, cfg.ClockSkew, cfg.LayoutTTL = ic.Lateness, ic.ClockSkew, suiteLayoutTTL
-	reg := prometheus.NewRegistry()
-	series := cache.NewSeries(store, 1000, suiteSeriesTTL, suiteLayoutTTL, clock.Now)
-	svc, tracked := layouts.New(store, layouts.Options{
-		Series: series, Raw: *p.Tier(tiers.LevelRaw), Config: cfg, BlockedTTL: suiteSeriesTTL,
-		Now: clock.Now, Registerer: reg,
-	})
-	signer, err := partial.NewSigner([]byte("apitest layouts cursor key, 32 b"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	engineStore := struct {
-		tiers.PartitionReader
-		tiers.LateIndex
-		layouts.Guard
-	}{tracked, tracked, svc.Guard(series)}
-	rollups := env.Rollups
-	env.Engine = query.New(engineStore, p, router.DefaultConfig(),
-		func(ctx context.Context) router.Watermarks { return rollups.Watermarks(ctx) }, signer, env.Config, clock.Now)
-	env.Writer = ingest.NewWriter(cachedNotes{tracked, series}, series, &env.Pyramid, ic, clock.Now)
-	env.Writer.RefuseBlocked(svc.ForWrites())
-	return &Gateway{Server: serve(t, env, svc, reg), Layouts: svc}
-}
-
-// cachedNotes notes series through the series cache, as gateway serve
-// does, so that a read after a write on the same instance sees the points.
-type cachedNotes struct {
-	tiers.Store
-	series *cache.Series
-}
-
-func (c cachedNotes) NoteSeries(ctx context.Context, spans []tiers.SeriesInfo) error {
-	return c.series.NoteSeries(ctx, spans)
+	env := querytest.NewEnv(t, store, querytest.Options{Pyramid: p, Clock: clock, Configure: func(c *gateway.Config) {
+		c.Layouts = cfg
+		c.SeriesTTL, c.LayoutTTL = suiteSeriesTTL, suiteLayoutTTL
+	}})
+	return &Gateway{Server: Serve(t, env), Layouts: env.Gateway.Layouts}
 }
 
 // pointsBody is a write body of the points of one series.

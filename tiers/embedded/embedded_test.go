@@ -21,7 +21,18 @@ func TestConformanceInMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeStore(t, s) })
-	storetest.Run(t, s)
+	storetest.Run(t, s, tiers.DefaultPyramid())
+}
+
+// A pyramid with a 10s tier under the minute tier keeps its rows in a
+// table of its own, which the store keys by name.
+func TestConformanceFiveTiers(t *testing.T) {
+	s, err := OpenInMemory(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeStore(t, s) })
+	storetest.Run(t, s, storetest.FiveTiers())
 }
 
 func TestConformanceOnDisk(t *testing.T) {
@@ -30,7 +41,7 @@ func TestConformanceOnDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeStore(t, s) })
-	storetest.Run(t, s)
+	storetest.Run(t, s, tiers.DefaultPyramid())
 }
 
 func closeStore(t testing.TB, s *Store) {
@@ -85,7 +96,7 @@ func TestReopenKeepsData(t *testing.T) {
 	}
 	base := tiers.AlignDown(time.Now().UnixMilli(), tiers.Hour)
 	raw := tiers.PartitionKey{Table: tiers.TableRaw, Series: "cpu.busy", Bucket: base, EventBucket: 2}
-	roll := tiers.PartitionKey{Table: tiers.TableHour, Series: "cpu.busy", Bucket: base}
+	roll := tiers.PartitionKey{Table: tiers.RollupTable(tiers.Hour), Series: "cpu.busy", Bucket: base}
 	rawRows := []tiers.Row{tiers.PointRow(base+1, 1.5), tiers.PointRow(base+2, -2)}
 	rollRows := []tiers.Row{{T: base, Min: 1, Max: 5, Sum: 9, Count: 3}}
 	if err := s.Write(ctx, []tiers.PartitionWrite{
@@ -252,7 +263,10 @@ func TestRejectsBadInput(t *testing.T) {
 		{Table: tiers.TableRaw, Series: ""},
 		{Table: tiers.TableRaw, Series: "a\x00b"},
 		{Table: tiers.TableRaw, Series: "a", EventBucket: -1},
-		{Table: tiers.TableRaw, Series: "a", EventBucket: 1 << 16},
+		{Table: tiers.TableRaw, Series: "a", EventBucket: tiers.MaxEventBuckets},
+		{Table: "rollup_", Series: "a"},
+		{Table: "rollup_1M", Series: "a"},
+		{Table: "rollup_1m", Series: "a", EventBucket: 1},
 	} {
 		if err := s.Write(ctx, []tiers.PartitionWrite{{Key: k, Rows: rows}}); err == nil {
 			t.Errorf("Write accepted key %+v", k)
@@ -263,31 +277,5 @@ func TestRejectsBadInput(t *testing.T) {
 	}
 	if _, err := s.LookupSeries(ctx, "a\x00"); !errors.Is(err, tiers.ErrNotFound) {
 		t.Errorf("LookupSeries of an impossible id: %v", err)
-	}
-}
-
-// Outside points_raw the event bucket is not part of the partition, as in
-// the Cassandra tables.
-func TestEventBucketOnlyPartitionsRaw(t *testing.T) {
-	ctx := context.Background()
-	s, err := OpenInMemory(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeStore(t, s)
-	base := tiers.AlignDown(time.Now().UnixMilli(), tiers.Hour)
-	all := tiers.Span{From: tiers.MinTime, To: tiers.MaxTime}
-	for _, table := range []tiers.Table{tiers.TableRaw, tiers.TableLate, tiers.TableMinute} {
-		key := tiers.PartitionKey{Table: table, Series: "eb", Bucket: base, EventBucket: 3}
-		row := tiers.PointRow(base+1, 7)
-		if err := s.Write(ctx, []tiers.PartitionWrite{{Key: key, Retention: tiers.Day, Rows: []tiers.Row{row}}}); err != nil {
-			t.Fatal(err)
-		}
-		zero := key
-		zero.EventBucket = 0
-		got := readAll(t, s, tiers.ReadRequest{Key: zero, Span: all, PageSize: 10})
-		if want := table != tiers.TableRaw; (len(got) == 1) != want {
-			t.Errorf("%s: a row written to event bucket 3 read from event bucket 0: %v", table, got)
-		}
 	}
 }

@@ -1,13 +1,10 @@
-package main
+package gateway
 
 import (
 	"flag"
-	"log/slog"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/tsgate/tsgate/cache"
 	"github.com/tsgate/tsgate/layouts"
 	"github.com/tsgate/tsgate/tiers"
 )
@@ -22,11 +19,13 @@ func registerLayoutFlags(fs *flag.FlagSet, c *layouts.Config) {
 // newLayouts wires layout administration, the wide-partition tracker and
 // the blocked list over store, and returns the store the read and write
 // paths use (their raw partitions counted).
-func newLayouts(store tiers.Store, series *cache.Series, c *serveConfig, now func() time.Time, log *slog.Logger, reg prometheus.Registerer) (*layouts.Service, tiers.Store) {
-	cfg := c.layouts
-	cfg.Lateness, cfg.ClockSkew, cfg.LayoutTTL = c.ingest.Lateness, c.ingest.ClockSkew, c.layoutTTL
-	return layouts.New(store, layouts.Options{
-		Series: series, Raw: *c.pyramid.Tier(tiers.LevelRaw), Config: cfg,
-		BlockedTTL: c.seriesTTL, Now: now, Logger: log, Registerer: reg,
+func (g *Gateway) newLayouts(store tiers.Store, cfg Config, reg prometheus.Registerer) tiers.Store {
+	lc := cfg.Layouts
+	lc.Lateness, lc.ClockSkew, lc.LayoutTTL = cfg.Ingest.Lateness, cfg.Ingest.ClockSkew, cfg.LayoutTTL
+	svc, tracked := layouts.New(store, layouts.Options{
+		Series: g.Series, Raw: *cfg.Pyramid.Raw(), Config: lc,
+		BlockedTTL: cfg.SeriesTTL, Now: g.Now, Logger: g.Logger, Registerer: reg,
 	})
+	g.Layouts = svc
+	return tracked
 }

@@ -246,7 +246,19 @@ func (e *engine) Query(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := partial.WithBudget(ctx, req.Start, p.slo)
+	// Two budgets: the page's own (soft), after which it stops wherever it
+	// is, and the server's maximum (hard), up to which it goes on when it
+	// has not made progress yet — so that following cursors always ends,
+	// however slow the store (see finish). Under partial=deny any cut is an
+	// error, so there the page's budget is all there is.
+	hardSLO := max(p.slo, e.cfg.MaxSLO)
+	if req.Deny {
+		hardSLO = p.slo
+	}
+	hard, cancelHard := partial.WithBudget(ctx, req.Start, hardSLO)
+	soft, cancelSoft := partial.WithBudget(hard, req.Start, p.slo)
+	cancel := func() { cancelSoft(); cancelHard() }
+	ctx = hard
 	plan, err := e.plan(ctx, &p, cur, now)
 	if err != nil {
 		cancel()
@@ -263,7 +275,7 @@ func (e *engine) Query(ctx context.Context, req Request) (Result, error) {
 	}
 	r := &result{
 		head: Head{Series: req.Series, Span: span, Plan: plan, Aggs: p.Aggs, Desc: req.Desc, Warnings: plan.Warnings, Limit: p.limit},
-		e:    e, req: p, ctx: ctx, cancel: cancel, limit: p.limit,
+		e:    e, req: p, ctx: ctx, soft: soft, cancel: cancel, limit: p.limit,
 	}
 	r.page = plan.Read
 	if req.Desc {
@@ -271,29 +283,24 @@ func (e *engine) Query(ctx context.Context, req Request) (Result, error) {
 	} else {
 		r.page.From = max(r.page.From, pos)
 	}
-	r.last = pos
+	r.last, r.start = pos, pos
 
+	// Before the first row nothing has moved: a failure here can only be
+	// answered with an error, never with a page that resumes where it
+	// started.
 	info, err := e.lookup(ctx, req.Series)
 	if err != nil {
-		if errors.Is(err, ErrBudget) && !req.Deny {
-			r.early = err // an empty partial page that resumes where it started
-			return r, nil
-		}
 		cancel()
 		return nil, err
 	}
 	segs := e.scan.Segments(info, plan.Segments, r.page, req.Desc)
-	r.stream, err = e.scan.Read(ctx, req.Series, segs, r.page, req.Desc, &r.stats)
+	r.stream, err = e.scan.Read(ctx, req.Series, segs, r.page, req.Desc, scan.Progress{Soft: soft, Must: r.must()}, &r.stats)
 	if err != nil {
-		if req.Deny || !errors.Is(context.Cause(ctx), partial.ErrBudgetExceeded) {
-			cancel()
-			if errors.Is(context.Cause(ctx), partial.ErrBudgetExceeded) {
-				return nil, fmt.Errorf("%w: %w", ErrBudget, err)
-			}
-			return nil, fmt.Errorf("%w: late index: %w", ErrUnavailable, err)
+		cancel()
+		if errors.Is(context.Cause(ctx), partial.ErrBudgetExceeded) {
+			return nil, fmt.Errorf("%w: %w", ErrBudget, err)
 		}
-		r.early = err
-		return r, nil
+		return nil, fmt.Errorf("%w: late index: %w", ErrUnavailable, err)
 	}
 	if plan.Step > 0 {
 		r.windows = merge.NewWindower(merge.Iterator[tiers.Row](r.stream), plan.Step,
@@ -357,10 +364,11 @@ func (e *engine) Explain(ctx context.Context, req Request) (Explanation, error) 
 type result struct {
 	head Head
 
-	e        *engine
-	req      prepared
-	ctx      context.Context
-	cancel   context.CancelFunc
+	e   *engine
+	req prepared
+	// ctx bounds the page by the server's maximum budget, soft by its own.
+	ctx, soft context.Context
+	cancel    context.CancelFunc
 	stream   *partial.Stream
 	stats    partial.Stats
 	windows  *merge.Windower[tiers.Row, tiers.Row]
@@ -369,11 +377,22 @@ type result struct {
 	n        int
 	item     Item
 	last     int64 // position right after the last delivered item
+	start    int64 // the position the page started from
 	hasPeek  bool
 	peek     Item
 	finished bool
 	trailer  Trailer
-	early    error // a budget or store failure before the fan-out started
+}
+
+// must is the part of the page that it completes whatever its budget: the
+// first window (or, for raw points, the first group of partitions) after
+// the start, so that a page always delivers a point or moves covered.
+func (r *result) must() tiers.Span {
+	width := max(r.head.Plan.Step, 1)
+	if r.head.Desc {
+		return tiers.Span{From: r.start - width, To: r.start}.Intersect(r.page)
+	}
+	return tiers.Span{From: r.start, To: r.start + width}.Intersect(r.page)
 }
 
 // Head returns what is known before the first item.
@@ -467,12 +486,17 @@ func (r *result) finish(limited bool) {
 		pos = end
 	}
 	if stopErr != nil {
-		if errors.Is(context.Cause(r.ctx), partial.ErrBudgetExceeded) {
+		if errors.Is(context.Cause(r.soft), partial.ErrBudgetExceeded) {
 			// Once the budget is gone every read fails, whatever the error
 			// says.
 			stopErr = fmt.Errorf("%w: %w", partial.ErrBudgetExceeded, stopErr)
 		}
-		if r.req.Deny {
+		// A page that neither delivered a point nor moved covered would
+		// be sent again by its own cursor, forever: it is an error,
+		// whatever partial says — the budget, when even the maximum one
+		// ran out, or the store.
+		progressed := r.n > 0 || pos != r.start
+		if r.req.Deny || !progressed {
 			if partial.Reason(stopErr) == "slo" {
 				t.Err = fmt.Errorf("%w: %w", ErrBudget, stopErr)
 			} else {
@@ -505,9 +529,6 @@ func (r *result) finish(limited bool) {
 }
 
 func (r *result) streamErr() error {
-	if r.early != nil {
-		return r.early
-	}
 	if r.stream == nil {
 		return nil
 	}

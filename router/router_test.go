@@ -8,6 +8,7 @@ import (
 
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/tiers"
+	"github.com/tsgate/tsgate/tiers/storetest"
 )
 
 const now = int64(1768487842123) // 2026-01-15T14:37:22.123Z
@@ -209,7 +210,7 @@ func TestRoundStep(t *testing.T) {
 // among those that keep the range start.
 func TestMaxPointsProperty(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
-	for _, p := range []tiers.Pyramid{tiers.DefaultPyramid(), fiveTiers()} {
+	for _, p := range []tiers.Pyramid{tiers.DefaultPyramid(), storetest.FiveTiers()} {
 		for range 20000 {
 			length := 1 + r.Int64N(400*tiers.Day)
 			to := now - r.Int64N(tiers.Day)
@@ -239,19 +240,10 @@ func TestMaxPointsProperty(t *testing.T) {
 	}
 }
 
-// fiveTiers is the default pyramid with a 10s tier under the minute tier.
-func fiveTiers() tiers.Pyramid {
-	d := tiers.DefaultPyramid()
-	p := tiers.Pyramid{d[0], tiers.NewRollupTier("10s", 10*tiers.Second, 6*tiers.Hour, 14*tiers.Day, tiers.Day), d[1], d[2], d[3]}
-	p[0].AutoMax = tiers.Hour
-	p.Renumber()
-	return p
-}
-
 // On a configured pyramid the same rules pick the configured tiers: auto
 // by each tier's threshold, windows by the coarsest step that divides them.
 func TestFiveTierPyramid(t *testing.T) {
-	p := fiveTiers()
+	p := storetest.FiveTiers()
 	if err := p.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -160,14 +160,25 @@ func (s *Scanner) Groups(ctx context.Context, series string, segs []Segment, des
 	}, maxGroup, nil
 }
 
+// Progress says which part of a read must complete whatever its budget
+// (see partial.FetchOptions): the reads of the rest stop when Soft is done.
+// The zero value reads everything under the read's own context.
+type Progress struct {
+	Soft context.Context
+	Must tiers.Span
+}
+
 // Read streams the rows of the segments over span (the range the segments
 // tile), in order. The caller closes the stream.
-func (s *Scanner) Read(ctx context.Context, series string, segs []Segment, span tiers.Span, desc bool, stats *partial.Stats) (*partial.Stream, error) {
+func (s *Scanner) Read(ctx context.Context, series string, segs []Segment, span tiers.Span, desc bool, progress Progress, stats *partial.Stats) (*partial.Stream, error) {
 	groups, maxGroup, err := s.Groups(ctx, series, segs, desc)
 	if err != nil {
 		return nil, err
 	}
-	opts := partial.FetchOptions{Parallelism: max(s.cfg.Parallelism, maxGroup), Lookahead: s.cfg.Lookahead}
+	opts := partial.FetchOptions{
+		Parallelism: max(s.cfg.Parallelism, maxGroup), Lookahead: s.cfg.Lookahead,
+		Soft: progress.Soft, Must: progress.Must,
+	}
 	return partial.Fetch(ctx, s.store, span, groups, desc, opts, stats), nil
 }
 
@@ -176,5 +187,5 @@ func (s *Scanner) Read(ctx context.Context, series string, segs []Segment, span 
 // worker reads with it; the caller closes the stream.
 func (s *Scanner) ReadTier(ctx context.Context, info tiers.SeriesInfo, level tiers.Level, span tiers.Span, stats *partial.Stats) (*partial.Stream, error) {
 	segs := s.Segments(info, []router.Segment{{Span: span, Tier: level}}, span, false)
-	return s.Read(ctx, info.ID, segs, span, false, stats)
+	return s.Read(ctx, info.ID, segs, span, false, Progress{}, stats)
 }

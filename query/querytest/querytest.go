@@ -208,6 +208,7 @@ func Run(t *testing.T, store tiers.Store, p tiers.Pyramid) {
 	t.Run("PagingLaw", func(t *testing.T) { env.pagingLaw(t, series, truth) })
 	t.Run("PagingLawUnderBudget", func(t *testing.T) { pagingLawUnderBudget(t, store, series, truth, env, false) })
 	t.Run("PagingLawUnderStoreFailures", func(t *testing.T) { pagingLawUnderBudget(t, store, series, truth, env, true) })
+	t.Run("PagesProgressWhenEveryReadIsSlowerThanTheBudget", func(t *testing.T) { pagesProgress(t, store, series, env) })
 	t.Run("UnknownSeries", func(t *testing.T) {
 		_, err := env.Read(context.Background(), env.Req(series+"x", tiers.Span{From: 0, To: 1}, router.Resolution{Kind: router.RawPoints}))
 		if !errors.Is(err, query.ErrSeriesNotFound) {
@@ -550,5 +551,71 @@ func pagingLawUnderBudget(t *testing.T, store tiers.Store, series string, truth 
 	}
 	if partials == 0 {
 		t.Fatal("no page was ever cut short: the budget test tested nothing")
+	}
+}
+
+// slowerReader delays the first page of every partition read by delay.
+type slowerReader struct {
+	tiers.PartitionReader
+	delay time.Duration
+}
+
+func (s slowerReader) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPages {
+	return &slowPages{RowPages: s.PartitionReader.Read(ctx, req), ctx: ctx, delay: s.delay}
+}
+
+// pagesProgress: when every partition read takes longer than the budget,
+// following cursors still ends — each page completes at least the part of
+// the range it needs to move (a bucket, a window), so there are at most as
+// many pages as buckets, plus one — and yields exactly the unpaged answer,
+// for any budget, resolution and order.
+func pagesProgress(t *testing.T, store tiers.Store, series string, base *Env) {
+	slow := NewEnv(t, store, Options{Pyramid: base.Pyramid, Clock: base.Clock, Wrap: func(r tiers.PartitionReader) tiers.PartitionReader {
+		return slowerReader{PartitionReader: r, delay: 4 * time.Millisecond}
+	}})
+	r := rand.New(rand.NewPCG(51, 52))
+	ctx := context.Background()
+	for i := range 8 {
+		span := base.randomSpan(r)
+		res := resolutions[i%len(resolutions)]
+		req := base.Req(series, span, res.res)
+		req.Desc = r.IntN(2) == 0
+		full, err := base.Read(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SLO = time.Duration(1+r.IntN(3)) * time.Millisecond
+		var got []query.Item
+		pages := 0
+		covered := tiers.Span{From: span.From, To: span.From}
+		if req.Desc {
+			covered = tiers.Span{From: span.To, To: span.To}
+		}
+		for {
+			pages++
+			if bound := full.Trailer.Stats.Buckets + 2; int64(pages) > bound {
+				t.Fatalf("%s %+v slo %s: %d pages for %d buckets: a page made no progress", res.name, span, req.SLO, pages, full.Trailer.Stats.Buckets)
+			}
+			p, err := slow.Read(ctx, req)
+			if err != nil {
+				t.Fatalf("%s: %v", res.name, err)
+			}
+			if p.Trailer.Err != nil {
+				t.Fatalf("%s: a page under the maximum budget failed: %v", res.name, p.Trailer.Err)
+			}
+			got = append(got, p.Items...)
+			if p.Trailer.NextCursor == "" {
+				break
+			}
+			moved := p.Trailer.Covered.To > covered.To || p.Trailer.Covered.From < covered.From
+			if len(p.Items) == 0 && !moved {
+				t.Fatalf("%s: page %d holds no point and covers %+v as the page before it did", res.name, pages, covered)
+			}
+			covered = p.Trailer.Covered
+			req.Cursor = p.Trailer.NextCursor
+		}
+		if d := diff(got, full.Items); d != "" {
+			t.Fatalf("%s span %+v desc %v slo %s, %d pages: %s", res.name, span, req.Desc, req.SLO, pages, d)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/layouts"
 	"github.com/tsgate/tsgate/params"
+	"github.com/tsgate/tsgate/promapi"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/rollup"
 	"github.com/tsgate/tsgate/tiers"
@@ -29,13 +30,14 @@ type Config struct {
 	LayoutTTL       time.Duration
 
 	// Pyramid is the tiers; Finish builds it from the flags.
-	Pyramid   tiers.Pyramid
-	Query     query.Config
-	Ingest    ingest.Config
-	Rollup    rollup.Config
-	HTTP      httpapi.Config
-	Cassandra cassandra.Config
-	Layouts   layouts.Config
+	Pyramid    tiers.Pyramid
+	Query      query.Config
+	Ingest     ingest.Config
+	Rollup     rollup.Config
+	HTTP       httpapi.Config
+	Prometheus promapi.Config
+	Cassandra  cassandra.Config
+	Layouts    layouts.Config
 
 	tierFlags *pyramidFlags
 }
@@ -47,7 +49,7 @@ func DefaultConfig() Config {
 		CacheBytes: 256 << 20, SeriesCacheSize: 100000, SeriesTTL: 2 * time.Second, LayoutTTL: time.Minute,
 		Pyramid: tiers.DefaultPyramid(), Query: query.DefaultConfig(),
 		Ingest: ingest.DefaultConfig(), Rollup: rollup.DefaultConfig(), HTTP: httpapi.DefaultConfig(),
-		Cassandra: cassandra.DefaultConfig(), Layouts: layouts.DefaultConfig(),
+		Prometheus: promapi.DefaultConfig(), Cassandra: cassandra.DefaultConfig(), Layouts: layouts.DefaultConfig(),
 	}
 }
 
@@ -75,12 +77,14 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	DurationVar(fs, &c.Query.MaxSLO, "slo-max", "the largest latency budget a read may ask for")
 	fs.IntVar(&c.Query.DefaultLimit, "limit-default", c.Query.DefaultLimit, "points per page when a read names no limit")
 	fs.IntVar(&c.Query.MaxLimit, "limit-max", c.Query.MaxLimit, "the largest page a read may ask for")
+	fs.IntVar(&c.Query.MaxPartitions, "max-partitions", c.Query.MaxPartitions, "the most partitions one page may plan to read (larger: 400 naming the resolution to use; 0: no bound)")
 	DurationVar(fs, &c.Ingest.Lateness, "lateness", "points older than this on arrival go to the late table; rollups wait this long")
 	DurationVar(fs, &c.Ingest.ClockSkew, "clock-skew", "how far in the future a point may be")
 	DurationVar(fs, &c.Rollup.Interval, "rollup-interval", "how often the rollup worker runs (0: only on demand)")
 	fs.IntVar(&c.Rollup.Parallelism, "rollup-parallelism", c.Rollup.Parallelism, "series recomputed at once")
 	fs.Int64Var(&c.HTTP.MaxBodyBytes, "max-body-bytes", c.HTTP.MaxBodyBytes, "largest write body accepted (larger: 413)")
 	fs.IntVar(&c.HTTP.MaxQueries, "max-queries", c.HTTP.MaxQueries, "most queries in one POST /v1/query, and series in one Grafana query")
+	c.Prometheus.RegisterFlags(fs)
 	registerLayoutFlags(fs, &c.Layouts)
 }
 
@@ -100,7 +104,7 @@ func (c *Config) Finish() error {
 
 // Validate reports every setting that cannot work.
 func (c Config) Validate() error {
-	errs := []error{c.Pyramid.Validate(), c.Query.Validate(), c.Ingest.Validate(), c.Rollup.Validate(), c.HTTP.Validate(), c.Layouts.Validate()}
+	errs := []error{c.Pyramid.Validate(), c.Query.Validate(), c.Ingest.Validate(), c.Rollup.Validate(), c.HTTP.Validate(), c.Prometheus.Validate(), c.Layouts.Validate()}
 	switch c.Store {
 	case "embedded":
 		if c.DataDir == "" {

@@ -93,4 +93,29 @@ func TestBudgetOnCassandra(t *testing.T) {
 		}
 		t.Logf("budget %s: %d pages (%d partial), slowest %s", budget, pages, partials, worst.Round(time.Millisecond))
 	}
+
+	// Budgets below one round trip: every page still makes progress, so
+	// following cursors ends within the buckets of the range (48) and a
+	// couple more pages, raw and aggregated, in both orders.
+	for _, budget := range []time.Duration{time.Millisecond, 2 * time.Millisecond} {
+		for _, res := range []router.Resolution{raw, {Kind: router.Window, Window: 5 * tiers.Minute}} {
+			for _, desc := range []bool{false, true} {
+				req := env.Req("budget", span, res)
+				req.Desc = desc
+				want, _, err := env.ReadAll(ctx, req, 100)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.SLO = budget
+				got, pages, err := env.ReadAll(ctx, req, 48+2)
+				if err != nil {
+					t.Fatalf("budget %s resolution %+v desc %v: %v after %d pages", budget, res, desc, err, pages)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("budget %s resolution %+v desc %v: %d pages gave %d items, want %d", budget, res, desc, pages, len(got), len(want))
+				}
+				t.Logf("budget %s resolution %+v desc %v: %d pages", budget, res, desc, pages)
+			}
+		}
+	}
 }

@@ -83,6 +83,9 @@ type Config struct {
 	// Scan tunes the partition reads of one request.
 	Scan scan.Config
 	Limits
+	// MaxPartitions bounds the partitions one page may plan to read; 0
+	// means no bound.
+	MaxPartitions int
 }
 
 // DefaultConfig returns the engine's defaults.
@@ -93,6 +96,7 @@ func DefaultConfig() Config {
 			DefaultSLO: 10 * time.Second, MaxSLO: 60 * time.Second,
 			DefaultLimit: 10000, MaxLimit: 100000,
 		},
+		MaxPartitions: 20000,
 	}
 }
 
@@ -101,6 +105,9 @@ func (c Config) Validate() error {
 	errs := []error{c.Scan.Validate()}
 	if c.DefaultSLO <= 0 || c.MaxSLO < c.DefaultSLO {
 		errs = append(errs, errors.New("the default SLO must be positive and at most the maximum SLO"))
+	}
+	if c.MaxPartitions < 0 {
+		errs = append(errs, errors.New("the partition bound must not be negative"))
 	}
 	if c.DefaultLimit < 1 || c.MaxLimit < c.DefaultLimit {
 		errs = append(errs, errors.New("the default limit must be positive and at most the maximum limit"))
@@ -294,6 +301,10 @@ func (e *engine) Query(ctx context.Context, req Request) (Result, error) {
 		return nil, err
 	}
 	segs := e.scan.Segments(info, plan.Segments, r.page, req.Desc)
+	if err := e.checkPartitions(ctx, info, &p, plan, segs, r.page, now); err != nil {
+		cancel()
+		return nil, err
+	}
 	r.stream, err = e.scan.Read(ctx, req.Series, segs, r.page, req.Desc, scan.Progress{Soft: soft, Must: r.must()}, &r.stats)
 	if err != nil {
 		cancel()
@@ -308,6 +319,47 @@ func (e *engine) Query(ctx context.Context, req Request) (Result, error) {
 			func(acc *tiers.Row, row tiers.Row) { acc.Add(row) })
 	}
 	return r, nil
+}
+
+// countPartitions is how many partitions the segments span.
+func countPartitions(segs []scan.Segment) int {
+	n := 0
+	for _, s := range segs {
+		_, p := s.Layout.CountBuckets(s.Span)
+		n += p
+	}
+	return n
+}
+
+// checkPartitions refuses a page that would read more partitions than the
+// configured bound, naming the parameter to change and the finest coarser
+// tier whose step would fit.
+func (e *engine) checkPartitions(ctx context.Context, info tiers.SeriesInfo, p *prepared, plan router.Plan, segs []scan.Segment, page tiers.Span, now int64) error {
+	limit := e.cfg.MaxPartitions
+	n := countPartitions(segs)
+	if limit <= 0 || n <= limit {
+		return nil
+	}
+	param := "resolution"
+	if p.Resolution.Kind == router.Auto && p.MaxPoints == 0 {
+		param = "from"
+	}
+	hint := "narrow the range"
+	wm := e.watermarks(ctx)
+	for l := plan.Tier + 1; int(l) < len(e.Pyramid); l++ {
+		// As the router would read it: recent windows from finer tiers.
+		alt := p.routerRequest(page)
+		alt.Resolution, alt.MaxPoints = router.Resolution{Kind: router.Window, Window: e.Pyramid[l].Step}, 0
+		altPlan, err := router.Route(alt, now, e.Pyramid, wm)
+		if err != nil {
+			continue
+		}
+		if m := countPartitions(e.scan.Segments(info, altPlan.Segments, altPlan.Read, p.Desc)); m <= limit {
+			hint = fmt.Sprintf("resolution=%s (the %s tier) reads %d; or narrow the range", tiers.FormatDuration(e.Pyramid[l].Step), e.Pyramid[l].Name, m)
+			break
+		}
+	}
+	return params.Bad(param, "this read would plan %d partitions of the %s tier, more than the limit of %d (--max-partitions); %s", n, plan.TierName, limit, hint)
 }
 
 // PlannedBucket is one bucket a read would touch.
@@ -369,19 +421,31 @@ type result struct {
 	// ctx bounds the page by the server's maximum budget, soft by its own.
 	ctx, soft context.Context
 	cancel    context.CancelFunc
-	stream   *partial.Stream
-	stats    partial.Stats
-	windows  *merge.Windower[tiers.Row, tiers.Row]
-	page     tiers.Span // the part of the read range this page covers
-	limit    int
-	n        int
-	item     Item
-	last     int64 // position right after the last delivered item
-	start    int64 // the position the page started from
-	hasPeek  bool
-	peek     Item
-	finished bool
-	trailer  Trailer
+	stream    *partial.Stream
+	stats     partial.Stats
+	windows   *merge.Windower[tiers.Row, tiers.Row]
+	page      tiers.Span // the part of the read range this page covers
+	limit     int
+	n         int
+	item      Item
+	last      int64 // position right after the last delivered item
+	start     int64 // the position the page started from
+	hasPeek   bool
+	peek      Item
+	// droppedDone: the window the stream stopped in was delivered whole.
+	droppedDone bool
+	finished    bool
+	trailer     Trailer
+}
+
+// windowComplete reports whether the stream has delivered every row of the
+// window starting at start.
+func (r *result) windowComplete(start int64) bool {
+	wm := r.stream.Watermark()
+	if r.head.Desc {
+		return wm <= start
+	}
+	return wm >= start+r.head.Plan.Step
 }
 
 // must is the part of the page that it completes whatever its budget: the
@@ -438,6 +502,14 @@ func (r *result) pull() (Item, bool) {
 	}
 	if r.windows != nil {
 		if !r.windows.Next() {
+			// The input stopped early. The window it was filling is whole
+			// when the stream's watermark is past its end (the stream
+			// stopped at a group boundary that is also a window's):
+			// deliver it, or a page could end without moving.
+			if w, ok := r.windows.DroppedWindow(); ok && !r.droppedDone && r.windowComplete(w.Start) {
+				r.droppedDone = true
+				return Item{T: w.Start, Row: w.Acc}, true
+			}
 			return Item{}, false
 		}
 		w := r.windows.At()
@@ -545,7 +617,7 @@ func (r *result) watermark() int64 {
 	if r.head.Plan.Step > 0 {
 		// The window being filled when the stream stopped is not delivered,
 		// even if all its rows were read: resume at it.
-		if start, ok := r.windows.Dropped(); ok {
+		if start, ok := r.windows.Dropped(); ok && !r.droppedDone {
 			if r.head.Desc {
 				return start + r.head.Plan.Step
 			}

@@ -2,8 +2,13 @@ package query_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
+	"github.com/tsgate/tsgate/gateway"
+	"github.com/tsgate/tsgate/ingest"
+	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/router"
 	"github.com/tsgate/tsgate/tiers"
@@ -58,5 +63,50 @@ func TestExpiredBucketsAreNotRead(t *testing.T) {
 	}
 	if len(p.Plan.Warnings) != 1 {
 		t.Fatalf("warnings %v, want the retention warning", p.Plan.Warnings)
+	}
+}
+
+// A page that would plan more partitions than the bound is refused before
+// any read, naming the parameter and a resolution that fits; /plan still
+// shows the count.
+func TestMaxPartitions(t *testing.T) {
+	store, err := embedded.OpenInMemory(embedded.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	env := querytest.NewEnv(t, store, querytest.Options{Configure: func(c *gateway.Config) { c.Query.MaxPartitions = 100 }})
+	ctx := context.Background()
+	now := env.Clock.Now().UnixMilli()
+	var pts []ingest.Point
+	for ts := now - 6*tiers.Day; ts < now; ts += tiers.Hour {
+		pts = append(pts, ingest.Point{Series: "wide", T: ts, V: 1})
+	}
+	if _, err := env.Writer.Backfill(ctx, pts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Rollups.RunOnce(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	req := env.Req("wide", tiers.Span{From: now - 6*tiers.Day, To: now}, router.Resolution{Kind: router.RawPoints})
+	_, err = env.Read(ctx, req)
+	var pe *params.Error
+	if !errors.As(err, &pe) || pe.Param != "resolution" || !strings.Contains(pe.Message, "limit of 100") || !strings.Contains(pe.Message, "resolution=1m") {
+		t.Fatalf("6 days raw (576 partitions) with a bound of 100: %v", err)
+	}
+	ex, err := env.Engine.Explain(ctx, req)
+	if err != nil {
+		t.Fatalf("plan of the same read: %v", err)
+	}
+	n := 0
+	for b := range ex.Buckets {
+		n += b.Partitions
+	}
+	if n != 6*24*4 && n != 6*24*4+4 {
+		t.Fatalf("the plan counts %d partitions", n)
+	}
+	req.Resolution = router.Resolution{Kind: router.Window, Window: tiers.Minute}
+	if _, err := env.Read(ctx, req); err != nil {
+		t.Fatalf("the suggested resolution: %v", err)
 	}
 }

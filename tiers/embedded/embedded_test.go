@@ -1,10 +1,16 @@
 package embedded
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -277,5 +283,66 @@ func TestRejectsBadInput(t *testing.T) {
 	}
 	if _, err := s.LookupSeries(ctx, "a\x00"); !errors.Is(err, tiers.ErrNotFound) {
 		t.Errorf("LookupSeries of an impossible id: %v", err)
+	}
+}
+
+// A second store on a directory in use is refused with a message that says
+// so, not the lock's system error.
+func TestOpenRefusesADirectoryInUse(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore(t, s)
+	_, err = Open(dir, Options{})
+	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "in use by another gateway") {
+		t.Fatalf("second Open: %v", err)
+	}
+}
+
+// TestMain lets the test binary hold a store open in a child process, for
+// the test of a directory locked by another process.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv("TSGATE_TEST_HOLD_DIR"); dir != "" {
+		s, err := Open(dir, Options{})
+		if err != nil {
+			fmt.Println("open:", err)
+			os.Exit(1)
+		}
+		fmt.Println("holding")
+		_, _ = io.ReadAll(os.Stdin) // until the parent closes stdin
+		_ = s.Close()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// Another process holding the directory gets the same message as another
+// store of this one (the system's lock error is "resource temporarily
+// unavailable").
+func TestOpenRefusesADirectoryHeldByAnotherProcess(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "TSGATE_TEST_HOLD_DIR="+dir)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); _ = cmd.Wait() }()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "holding\n" {
+		t.Fatalf("child: %q %v", line, err)
+	}
+	_, err = Open(dir, Options{})
+	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "in use by another gateway") {
+		t.Fatalf("Open while another process holds the directory: %v", err)
 	}
 }

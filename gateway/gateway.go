@@ -29,6 +29,7 @@ import (
 	"github.com/tsgate/tsgate/grafana"
 	"github.com/tsgate/tsgate/httpapi"
 	"github.com/tsgate/tsgate/ingest"
+	"github.com/tsgate/tsgate/layouts"
 	"github.com/tsgate/tsgate/partial"
 	"github.com/tsgate/tsgate/problem"
 	"github.com/tsgate/tsgate/promapi"
@@ -68,6 +69,9 @@ type Gateway struct {
 	Engine  query.Engine
 	Writer  *ingest.Writer
 	Rollups *rollup.Worker
+	// Layouts is layout administration, the wide-partition tracker and
+	// the blocked list.
+	Layouts *layouts.Service
 	Metrics *httpapi.Metrics
 	// PromMetrics are the Prometheus API's.
 	PromMetrics *promapi.Metrics
@@ -144,6 +148,8 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 	g := &Gateway{Config: cfg, Store: store, Registry: reg, Logger: log, Now: now, opts: opts}
 
 	g.Series = cache.NewSeries(store, cfg.SeriesCacheSize, cfg.SeriesTTL, cfg.LayoutTTL, now)
+	// From here on the read and write paths count their raw partitions.
+	store = g.newLayouts(store, cfg, reg)
 	rc := cfg.Rollup
 	rc.Lateness = cfg.Ingest.Lateness
 	g.Rollups = rollup.New(store, cfg.Pyramid, cfg.Query.Scan, rc, now, log, rollup.NewMetrics(reg))
@@ -166,20 +172,22 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 	g.Metrics = httpapi.NewMetrics(reg)
 	g.PromMetrics = promapi.NewMetrics(reg)
 	engine := query.New(query.Deps{
-		Store: engineStore{reader, store, g.Series}, Pyramid: cfg.Pyramid,
+		Store: engineStore{reader, store, g.Layouts.Guard(g.Series)}, Pyramid: cfg.Pyramid,
 		Watermarks: g.Rollups, Signer: signer, Now: now,
 	}, cfg.Query)
 	g.Engine = query.Observe(engine, g.Metrics.ObserveRead)
 	g.Writer = ingest.NewWriter(writerStore{timedWriter{store, sm}, g.Series}, g.Series, cfg.Pyramid, cfg.Ingest, now)
+	g.Writer.RefuseBlocked(g.Layouts.ForWrites())
 	return g, nil
 }
 
 // engineStore is what the engine reads: partitions through the caches, the
-// late index from the store, series through the series cache.
+// late index from the store, series through the series cache, refusing
+// blocked series before anything of theirs is read.
 type engineStore struct {
 	tiers.PartitionReader
 	tiers.LateIndex
-	*cache.Series
+	layouts.Guard
 }
 
 // writerStore writes through the series cache, so that local reads see new
@@ -221,7 +229,7 @@ func (g *Gateway) Handler() http.Handler {
 		Engine: g.Engine, Limits: g.Config.Query.Limits, Pyramid: g.Config.Pyramid,
 		Writer: g.Writer, Registry: registry, Rollups: g.Rollups,
 		Ready: g.Store.Ping, Logger: g.Logger, Now: g.Now,
-		Metrics: g.Metrics, Gatherer: g.Registry, Home: g.opts.Home,
+		Metrics: g.Metrics, Gatherer: g.Registry, Home: g.opts.Home, Layouts: g.Layouts,
 		Mounts:      map[string]http.Handler{"/grafana": gf.Handler(), "/prometheus": prom.Handler()},
 		MountBodies: map[string][]string{"/prometheus": {"application/x-www-form-urlencoded"}},
 		MountErrors: map[string]func(http.ResponseWriter, *problem.Problem){"/prometheus": promapi.WriteRefusal},

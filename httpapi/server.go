@@ -105,6 +105,9 @@ type Deps struct {
 	// /metrics need the read role.
 	Tokens      *auth.Tokens
 	AuthMetrics bool
+	// Layouts serves the layout administration and the blocked list; its
+	// routes answer 404 when nil.
+	Layouts LayoutAdmin
 }
 
 // Server serves the API.
@@ -165,6 +168,7 @@ func (s *Server) Handler() http.Handler {
 		r.Post("/v1/query", s.batchQuery)
 		r.Get("/v1/series", s.listSeries)
 		r.Get("/v1/series/{id}", s.getSeries)
+		r.Get("/v1/series/{id}/layout", s.getLayout)
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(s.need(auth.Write), validate)
@@ -174,6 +178,7 @@ func (s *Server) Handler() http.Handler {
 		r.Use(s.need(auth.Admin), validate, jsonBodyOnly(s.refuseProblem))
 		r.Post("/v1/admin/rollups/run", s.runRollups)
 		r.Get("/v1/admin/rollups/runs/{run}", s.rollupRun)
+		s.layoutAdminRoutes(r)
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(s.need(s.metricsRole()), validate)

@@ -24,11 +24,11 @@ var layers = [][]string{
 	// The syntaxes of the API and the one error type for bad input.
 	{"params"},
 	// Pure domain logic, and the store adapters.
-	{"router", "partial", "tiers/cassandra", "tiers/embedded"},
+	{"router", "partial", "sizing", "tiers/cassandra", "tiers/embedded"},
 	// Reading tiers, caching, writing.
 	{"scan", "cache", "ingest"},
 	// Answering reads, keeping rollups, demo data.
-	{"query", "rollup", "demo"},
+	{"query", "rollup", "demo", "layouts"},
 	// The one table from errors to HTTP answers.
 	{"problem"},
 	// Front ends.

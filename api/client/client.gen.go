@@ -268,6 +268,7 @@ const (
 	ProblemTypeNewSeriesRate        ProblemType = "/docs#problem-new-series-rate"
 	ProblemTypeNotFound             ProblemType = "/docs#problem-not-found"
 	ProblemTypeOverloaded           ProblemType = "/docs#problem-overloaded"
+	ProblemTypeSeriesBlocked        ProblemType = "/docs#problem-series-blocked"
 	ProblemTypeSeriesNotFound       ProblemType = "/docs#problem-series-not-found"
 	ProblemTypeStoreUnavailable     ProblemType = "/docs#problem-store-unavailable"
 	ProblemTypeTooManyNewSeries     ProblemType = "/docs#problem-too-many-new-series"
@@ -299,6 +300,8 @@ func (e ProblemType) Valid() bool {
 	case ProblemTypeNotFound:
 		return true
 	case ProblemTypeOverloaded:
+		return true
+	case ProblemTypeSeriesBlocked:
 		return true
 	case ProblemTypeSeriesNotFound:
 		return true
@@ -457,6 +460,30 @@ type BatchRequest struct {
 // BatchResult A query's answer, or its error.
 type BatchResult = BatchItem
 
+// BlockRequest defines model for BlockRequest.
+type BlockRequest struct {
+	// Reason Why the series is blocked; shown to its clients.
+	Reason string `json:"reason"`
+}
+
+// BlockedList defines model for BlockedList.
+type BlockedList struct {
+	Blocked []BlockedSeries `json:"blocked"`
+}
+
+// BlockedSeries defines model for BlockedSeries.
+type BlockedSeries struct {
+	Reason string `json:"reason"`
+
+	// Series 1 to 200 characters of letters, digits and `_ . : -`.
+	//
+	// Example: sensor-1
+	Series SeriesID `json:"series"`
+
+	// Since When the block was set (Unix ms).
+	Since int64 `json:"since"`
+}
+
 // Column `t`, then `v` for raw points or the requested aggregates.
 type Column string
 
@@ -597,6 +624,29 @@ type GrafanaTimeSeries struct {
 type GrafanaVariableOption struct {
 	UnderscoreUnderscoreText  string `json:"__text"`
 	UnderscoreUnderscoreValue string `json:"__value"`
+}
+
+// LayoutEntry From `since` on, buckets of `bucket_ms` split into `event_buckets` partitions.
+type LayoutEntry struct {
+	// BucketMs Width of a bucket in ms.
+	BucketMs int64 `json:"bucket_ms"`
+
+	// EventBuckets Partitions per bucket.
+	EventBuckets int `json:"event_buckets"`
+
+	// Since Unix ms where the entry takes effect.
+	Since int64 `json:"since"`
+}
+
+// LayoutHistory defines model for LayoutHistory.
+type LayoutHistory struct {
+	// ID 1 to 200 characters of letters, digits and `_ . : -`.
+	//
+	// Example: sensor-1
+	ID SeriesID `json:"id"`
+
+	// Layouts Oldest first.
+	Layouts []LayoutEntry `json:"layouts"`
 }
 
 // LimitValue `limit`: an integer, or a string holding one.
@@ -780,6 +830,12 @@ type Problem struct {
 
 	// Errors For invalid input, one entry per invalid parameter or point.
 	Errors *[]ParamError `json:"errors,omitempty"`
+
+	// Reason With `series-blocked`, why it is blocked.
+	Reason *string `json:"reason,omitempty"`
+
+	// Series With `series-blocked`, the blocked series.
+	Series *string `json:"series,omitempty"`
 
 	// Status The HTTP status.
 	Status int `json:"status"`
@@ -971,6 +1027,30 @@ type TierInfo struct {
 // Unix milliseconds or `now-<duration>`.
 type TimeValue = string
 
+// WidePartition defines model for WidePartition.
+type WidePartition struct {
+	// Bucket Start of the partition's bucket (Unix ms).
+	Bucket int64 `json:"bucket"`
+
+	// BytesEstimate rows × 30 bytes.
+	BytesEstimate int64 `json:"bytes_estimate"`
+	EventBucket   int   `json:"event_bucket"`
+
+	// Rows Estimated rows.
+	Rows int64 `json:"rows"`
+
+	// Series 1 to 200 characters of letters, digits and `_ . : -`.
+	//
+	// Example: sensor-1
+	Series SeriesID `json:"series"`
+}
+
+// WidePartitions defines model for WidePartitions.
+type WidePartitions struct {
+	// Partitions Widest first.
+	Partitions []WidePartition `json:"partitions"`
+}
+
 // WriteAnswer defines model for WriteAnswer.
 type WriteAnswer struct {
 	// Accepted Points written (all of the batch).
@@ -1033,6 +1113,9 @@ type BudgetExceeded = Problem
 // Forbidden An RFC 9457 problem detail; every error the API returns is one.
 type Forbidden = Problem
 
+// ForbiddenOrBlocked An RFC 9457 problem detail; every error the API returns is one.
+type ForbiddenOrBlocked = Problem
+
 // HostNotAllowed An RFC 9457 problem detail; every error the API returns is one.
 type HostNotAllowed = Problem
 
@@ -1053,6 +1136,12 @@ type Unauthorized = Problem
 
 // UnsupportedMediaType An RFC 9457 problem detail; every error the API returns is one.
 type UnsupportedMediaType = Problem
+
+// ListWidePartitionsParams defines parameters for ListWidePartitions.
+type ListWidePartitionsParams struct {
+	// Limit How many partitions to list.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
 
 // RunRollupsParams defines parameters for RunRollups.
 type RunRollupsParams struct {
@@ -1194,6 +1283,12 @@ type GrafanaTagValuesJSONRequestBody = GrafanaEnvelope
 
 // GrafanaVariableJSONRequestBody defines body for GrafanaVariable for application/json ContentType.
 type GrafanaVariableJSONRequestBody = GrafanaEnvelope
+
+// BlockSeriesJSONRequestBody defines body for BlockSeries for application/json ContentType.
+type BlockSeriesJSONRequestBody = BlockRequest
+
+// ChangeSeriesLayoutJSONRequestBody defines body for ChangeSeriesLayout for application/json ContentType.
+type ChangeSeriesLayoutJSONRequestBody = LayoutEntry
 
 // WritePointsJSONRequestBody defines body for WritePoints for application/json ContentType.
 type WritePointsJSONRequestBody = WriteRequest
@@ -1561,6 +1656,29 @@ type ClientInterface interface {
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListBlockedSeries List the blocked series
+	//
+	// Every blocked series in id order, read from the store. Admin-only when authentication is on.
+	//
+	// Corresponds with GET /v1/admin/blocked (the `ListBlockedSeries` operationId).
+	ListBlockedSeries(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListWidePartitions The widest raw partitions this instance has seen
+	//
+	// The raw partitions with the most rows among those this gateway
+	// instance wrote or read since it started, widest first. A partition's
+	// rows are the larger of the rows this instance wrote to it (an
+	// overwrite counts again) and the most rows one read of it returned
+	// (all of them when the read covered the whole partition);
+	// `bytes_estimate` is rows × 30 bytes. The tracker is per instance and
+	// bounded (`--wide-partitions-tracked`). A partition over
+	// `--wide-partition-rows` is counted in `/metrics`
+	// (`tsgate_wide_partitions_total`) and logged once. Admin-only when
+	// authentication is on.
+	//
+	// Corresponds with GET /v1/admin/partitions/wide (the `ListWidePartitions` operationId).
+	ListWidePartitions(ctx context.Context, params *ListWidePartitionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// RunRollups Run pending rollups now
 	//
 	// Recomputes every pending rollup window now, including those still
@@ -1585,6 +1703,100 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/admin/rollups/runs/{run} (the `GetRollupRun` operationId).
 	GetRollupRun(ctx context.Context, run string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UnblockSeries Unblock a series
+	//
+	// Removes the block (unblocking a series that is not blocked is not an
+	// error). Admin-only when authentication is on.
+	//
+	// Corresponds with DELETE /v1/admin/series/{id}/blocked (the `UnblockSeries` operationId).
+	UnblockSeries(ctx context.Context, id PathSeriesID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BlockSeriesWithBody Block a series
+	//
+	// Reads and writes of a blocked series are refused without touching its
+	// partitions: reads answer 403 (`series-blocked`), a write batch holding
+	// any of its points is refused whole (400, one entry per point of the
+	// series). The block is kept in the store and honoured by every instance
+	// within the series cache TTL (`--series-cache-ttl`), by this one at
+	// once. A series may be blocked before it exists. Blocking again
+	// replaces the reason. Its description (`GET /v1/series/{id}`) and
+	// layout stay visible, and rollups of points written before the block
+	// still run. Admin-only when authentication is on.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/admin/series/{id}/blocked (the `BlockSeries` operationId).
+	BlockSeriesWithBody(ctx context.Context, id PathSeriesID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BlockSeries Block a series
+	//
+	// Reads and writes of a blocked series are refused without touching its
+	// partitions: reads answer 403 (`series-blocked`), a write batch holding
+	// any of its points is refused whole (400, one entry per point of the
+	// series). The block is kept in the store and honoured by every instance
+	// within the series cache TTL (`--series-cache-ttl`), by this one at
+	// once. A series may be blocked before it exists. Blocking again
+	// replaces the reason. Its description (`GET /v1/series/{id}`) and
+	// layout stay visible, and rollups of points written before the block
+	// still run. Admin-only when authentication is on.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/admin/series/{id}/blocked (the `BlockSeries` operationId).
+	BlockSeries(ctx context.Context, id PathSeriesID, body BlockSeriesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ChangeSeriesLayoutWithBody Append a raw layout to a series
+	//
+	// From `since` on, the series' raw points are partitioned into buckets
+	// of `bucket_ms` (at least 1 s), each split into `event_buckets`
+	// partitions (1 to the configured maximum, default 64). So that no
+	// point already written moves, `since` must be:
+	//
+	// - later than now plus the larger of the lateness and the layout
+	//   cache TTL plus the clock-skew allowance (15 m by default),
+	// - later than the series' last point and than its latest entry,
+	// - a bucket boundary of the layout in force and a multiple of
+	//   `bucket_ms` since the epoch;
+	//
+	// else the answer is 400 naming `since`, with the earliest valid
+	// value. The series must exist (404 otherwise): write its first point
+	// before giving it a layout of its own. The instance that takes the
+	// change uses it at once, every other within the layout cache TTL;
+	// reads enumerate each part of a range with the layout in force there,
+	// so a read across the change returns exactly the points written.
+	// Answers the whole new history. Admin-only when authentication is on.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/admin/series/{id}/layout (the `ChangeSeriesLayout` operationId).
+	ChangeSeriesLayoutWithBody(ctx context.Context, id PathSeriesID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ChangeSeriesLayout Append a raw layout to a series
+	//
+	// From `since` on, the series' raw points are partitioned into buckets
+	// of `bucket_ms` (at least 1 s), each split into `event_buckets`
+	// partitions (1 to the configured maximum, default 64). So that no
+	// point already written moves, `since` must be:
+	//
+	// - later than now plus the larger of the lateness and the layout
+	//   cache TTL plus the clock-skew allowance (15 m by default),
+	// - later than the series' last point and than its latest entry,
+	// - a bucket boundary of the layout in force and a multiple of
+	//   `bucket_ms` since the epoch;
+	//
+	// else the answer is 400 naming `since`, with the earliest valid
+	// value. The series must exist (404 otherwise): write its first point
+	// before giving it a layout of its own. The instance that takes the
+	// change uses it at once, every other within the layout cache TTL;
+	// reads enumerate each part of a range with the layout in force there,
+	// so a read across the change returns exactly the points written.
+	// Answers the whole new history. Admin-only when authentication is on.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/admin/series/{id}/layout (the `ChangeSeriesLayout` operationId).
+	ChangeSeriesLayout(ctx context.Context, id PathSeriesID, body ChangeSeriesLayoutJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// WritePointsWithBody Write points
 	//
@@ -1707,6 +1919,18 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/series/{id} (the `GetSeries` operationId).
 	GetSeries(ctx context.Context, id PathSeriesID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSeriesLayout A series' raw partition layout history
+	//
+	// How the series' raw points are partitioned over time, oldest entry
+	// first: from `since` on, buckets of `bucket_ms` split into
+	// `event_buckets` partitions. The first entry also governs everything
+	// before its `since`. A series that never had a layout of its own
+	// shows the raw tier's configured default as one entry with
+	// `since: 0`.
+	//
+	// Corresponds with GET /v1/series/{id}/layout (the `GetSeriesLayout` operationId).
+	GetSeriesLayout(ctx context.Context, id PathSeriesID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ExplainRead Explain a read
 	//
@@ -2210,6 +2434,49 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 	return c.Client.Do(req)
 }
 
+// ListBlockedSeries List the blocked series
+//
+// Every blocked series in id order, read from the store. Admin-only when authentication is on.
+//
+// Corresponds with GET /v1/admin/blocked (the `ListBlockedSeries` operationId).
+func (c *Client) ListBlockedSeries(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListBlockedSeriesRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListWidePartitions The widest raw partitions this instance has seen
+//
+// The raw partitions with the most rows among those this gateway
+// instance wrote or read since it started, widest first. A partition's
+// rows are the larger of the rows this instance wrote to it (an
+// overwrite counts again) and the most rows one read of it returned
+// (all of them when the read covered the whole partition);
+// `bytes_estimate` is rows × 30 bytes. The tracker is per instance and
+// bounded (`--wide-partitions-tracked`). A partition over
+// `--wide-partition-rows` is counted in `/metrics`
+// (`tsgate_wide_partitions_total`) and logged once. Admin-only when
+// authentication is on.
+//
+// Corresponds with GET /v1/admin/partitions/wide (the `ListWidePartitions` operationId).
+func (c *Client) ListWidePartitions(ctx context.Context, params *ListWidePartitionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWidePartitionsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // RunRollups Run pending rollups now
 //
 // Recomputes every pending rollup window now, including those still
@@ -2245,6 +2512,150 @@ func (c *Client) RunRollups(ctx context.Context, params *RunRollupsParams, reqEd
 // Corresponds with GET /v1/admin/rollups/runs/{run} (the `GetRollupRun` operationId).
 func (c *Client) GetRollupRun(ctx context.Context, run string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetRollupRunRequest(c.Server, run)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UnblockSeries Unblock a series
+//
+// Removes the block (unblocking a series that is not blocked is not an
+// error). Admin-only when authentication is on.
+//
+// Corresponds with DELETE /v1/admin/series/{id}/blocked (the `UnblockSeries` operationId).
+func (c *Client) UnblockSeries(ctx context.Context, id PathSeriesID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUnblockSeriesRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BlockSeriesWithBody Block a series
+//
+// Reads and writes of a blocked series are refused without touching its
+// partitions: reads answer 403 (`series-blocked`), a write batch holding
+// any of its points is refused whole (400, one entry per point of the
+// series). The block is kept in the store and honoured by every instance
+// within the series cache TTL (`--series-cache-ttl`), by this one at
+// once. A series may be blocked before it exists. Blocking again
+// replaces the reason. Its description (`GET /v1/series/{id}`) and
+// layout stay visible, and rollups of points written before the block
+// still run. Admin-only when authentication is on.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/admin/series/{id}/blocked (the `BlockSeries` operationId).
+func (c *Client) BlockSeriesWithBody(ctx context.Context, id PathSeriesID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBlockSeriesRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BlockSeries Block a series
+//
+// Reads and writes of a blocked series are refused without touching its
+// partitions: reads answer 403 (`series-blocked`), a write batch holding
+// any of its points is refused whole (400, one entry per point of the
+// series). The block is kept in the store and honoured by every instance
+// within the series cache TTL (`--series-cache-ttl`), by this one at
+// once. A series may be blocked before it exists. Blocking again
+// replaces the reason. Its description (`GET /v1/series/{id}`) and
+// layout stay visible, and rollups of points written before the block
+// still run. Admin-only when authentication is on.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/admin/series/{id}/blocked (the `BlockSeries` operationId).
+func (c *Client) BlockSeries(ctx context.Context, id PathSeriesID, body BlockSeriesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBlockSeriesRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ChangeSeriesLayoutWithBody Append a raw layout to a series
+//
+// From `since` on, the series' raw points are partitioned into buckets
+// of `bucket_ms` (at least 1 s), each split into `event_buckets`
+// partitions (1 to the configured maximum, default 64). So that no
+// point already written moves, `since` must be:
+//
+//   - later than now plus the larger of the lateness and the layout
+//     cache TTL plus the clock-skew allowance (15 m by default),
+//   - later than the series' last point and than its latest entry,
+//   - a bucket boundary of the layout in force and a multiple of
+//     `bucket_ms` since the epoch;
+//
+// else the answer is 400 naming `since`, with the earliest valid
+// value. The series must exist (404 otherwise): write its first point
+// before giving it a layout of its own. The instance that takes the
+// change uses it at once, every other within the layout cache TTL;
+// reads enumerate each part of a range with the layout in force there,
+// so a read across the change returns exactly the points written.
+// Answers the whole new history. Admin-only when authentication is on.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/admin/series/{id}/layout (the `ChangeSeriesLayout` operationId).
+func (c *Client) ChangeSeriesLayoutWithBody(ctx context.Context, id PathSeriesID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewChangeSeriesLayoutRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ChangeSeriesLayout Append a raw layout to a series
+//
+// From `since` on, the series' raw points are partitioned into buckets
+// of `bucket_ms` (at least 1 s), each split into `event_buckets`
+// partitions (1 to the configured maximum, default 64). So that no
+// point already written moves, `since` must be:
+//
+//   - later than now plus the larger of the lateness and the layout
+//     cache TTL plus the clock-skew allowance (15 m by default),
+//   - later than the series' last point and than its latest entry,
+//   - a bucket boundary of the layout in force and a multiple of
+//     `bucket_ms` since the epoch;
+//
+// else the answer is 400 naming `since`, with the earliest valid
+// value. The series must exist (404 otherwise): write its first point
+// before giving it a layout of its own. The instance that takes the
+// change uses it at once, every other within the layout cache TTL;
+// reads enumerate each part of a range with the layout in force there,
+// so a read across the change returns exactly the points written.
+// Answers the whole new history. Admin-only when authentication is on.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/admin/series/{id}/layout (the `ChangeSeriesLayout` operationId).
+func (c *Client) ChangeSeriesLayout(ctx context.Context, id PathSeriesID, body ChangeSeriesLayoutJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewChangeSeriesLayoutRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2427,6 +2838,28 @@ func (c *Client) ListSeries(ctx context.Context, params *ListSeriesParams, reqEd
 // Corresponds with GET /v1/series/{id} (the `GetSeries` operationId).
 func (c *Client) GetSeries(ctx context.Context, id PathSeriesID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetSeriesRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSeriesLayout A series' raw partition layout history
+//
+// How the series' raw points are partitioned over time, oldest entry
+// first: from `since` on, buckets of `bucket_ms` split into
+// `event_buckets` partitions. The first entry also governs everything
+// before its `since`. A series that never had a layout of its own
+// shows the raw tier's configured default as one entry with
+// `since: 0`.
+//
+// Corresponds with GET /v1/series/{id}/layout (the `GetSeriesLayout` operationId).
+func (c *Client) GetSeriesLayout(ctx context.Context, id PathSeriesID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSeriesLayoutRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -3013,6 +3446,87 @@ func NewReadyzRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListBlockedSeriesRequest constructs an http.Request for the ListBlockedSeries method
+func NewListBlockedSeriesRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/blocked")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListWidePartitionsRequest constructs an http.Request for the ListWidePartitions method
+func NewListWidePartitionsRequest(server string, params *ListWidePartitionsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/partitions/wide")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewRunRollupsRequest constructs an http.Request for the RunRollups method
 func NewRunRollupsRequest(server string, params *RunRollupsParams) (*http.Request, error) {
 	var err error
@@ -3097,6 +3611,134 @@ func NewGetRollupRunRequest(server string, run string) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewUnblockSeriesRequest constructs an http.Request for the UnblockSeries method
+func NewUnblockSeriesRequest(server string, id PathSeriesID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/series/%s/blocked", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewBlockSeriesRequest calls the generic BlockSeries builder with application/json body
+func NewBlockSeriesRequest(server string, id PathSeriesID, body BlockSeriesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewBlockSeriesRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewBlockSeriesRequestWithBody constructs an http.Request for the BlockSeries method, with any body, and a specified content type
+func NewBlockSeriesRequestWithBody(server string, id PathSeriesID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/series/%s/blocked", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewChangeSeriesLayoutRequest calls the generic ChangeSeriesLayout builder with application/json body
+func NewChangeSeriesLayoutRequest(server string, id PathSeriesID, body ChangeSeriesLayoutJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewChangeSeriesLayoutRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewChangeSeriesLayoutRequestWithBody constructs an http.Request for the ChangeSeriesLayout method, with any body, and a specified content type
+func NewChangeSeriesLayoutRequestWithBody(server string, id PathSeriesID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/series/%s/layout", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -3276,6 +3918,40 @@ func NewGetSeriesRequest(server string, id PathSeriesID) (*http.Request, error) 
 	}
 
 	operationPath := fmt.Sprintf("/v1/series/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetSeriesLayoutRequest constructs an http.Request for the GetSeriesLayout method
+func NewGetSeriesLayoutRequest(server string, id PathSeriesID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/series/%s/layout", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -3905,6 +4581,33 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	ReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadyzResponse, error)
 
+	// ListBlockedSeriesWithResponse List the blocked series
+	//
+	// Every blocked series in id order, read from the store. Admin-only when authentication is on.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/admin/blocked (the `ListBlockedSeries` operationId).
+	ListBlockedSeriesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListBlockedSeriesResponse, error)
+
+	// ListWidePartitionsWithResponse The widest raw partitions this instance has seen
+	//
+	// The raw partitions with the most rows among those this gateway
+	// instance wrote or read since it started, widest first. A partition's
+	// rows are the larger of the rows this instance wrote to it (an
+	// overwrite counts again) and the most rows one read of it returned
+	// (all of them when the read covered the whole partition);
+	// `bytes_estimate` is rows × 30 bytes. The tracker is per instance and
+	// bounded (`--wide-partitions-tracked`). A partition over
+	// `--wide-partition-rows` is counted in `/metrics`
+	// (`tsgate_wide_partitions_total`) and logged once. Admin-only when
+	// authentication is on.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/admin/partitions/wide (the `ListWidePartitions` operationId).
+	ListWidePartitionsWithResponse(ctx context.Context, params *ListWidePartitionsParams, reqEditors ...RequestEditorFn) (*ListWidePartitionsResponse, error)
+
 	// RunRollupsWithResponse Run pending rollups now
 	//
 	// Recomputes every pending rollup window now, including those still
@@ -3933,6 +4636,102 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/admin/rollups/runs/{run} (the `GetRollupRun` operationId).
 	GetRollupRunWithResponse(ctx context.Context, run string, reqEditors ...RequestEditorFn) (*GetRollupRunResponse, error)
+
+	// UnblockSeriesWithResponse Unblock a series
+	//
+	// Removes the block (unblocking a series that is not blocked is not an
+	// error). Admin-only when authentication is on.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/admin/series/{id}/blocked (the `UnblockSeries` operationId).
+	UnblockSeriesWithResponse(ctx context.Context, id PathSeriesID, reqEditors ...RequestEditorFn) (*UnblockSeriesResponse, error)
+
+	// BlockSeriesWithBodyWithResponse Block a series
+	//
+	// Reads and writes of a blocked series are refused without touching its
+	// partitions: reads answer 403 (`series-blocked`), a write batch holding
+	// any of its points is refused whole (400, one entry per point of the
+	// series). The block is kept in the store and honoured by every instance
+	// within the series cache TTL (`--series-cache-ttl`), by this one at
+	// once. A series may be blocked before it exists. Blocking again
+	// replaces the reason. Its description (`GET /v1/series/{id}`) and
+	// layout stay visible, and rollups of points written before the block
+	// still run. Admin-only when authentication is on.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/admin/series/{id}/blocked (the `BlockSeries` operationId).
+	BlockSeriesWithBodyWithResponse(ctx context.Context, id PathSeriesID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BlockSeriesResponse, error)
+
+	// BlockSeriesWithResponse Block a series
+	//
+	// Reads and writes of a blocked series are refused without touching its
+	// partitions: reads answer 403 (`series-blocked`), a write batch holding
+	// any of its points is refused whole (400, one entry per point of the
+	// series). The block is kept in the store and honoured by every instance
+	// within the series cache TTL (`--series-cache-ttl`), by this one at
+	// once. A series may be blocked before it exists. Blocking again
+	// replaces the reason. Its description (`GET /v1/series/{id}`) and
+	// layout stay visible, and rollups of points written before the block
+	// still run. Admin-only when authentication is on.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/admin/series/{id}/blocked (the `BlockSeries` operationId).
+	BlockSeriesWithResponse(ctx context.Context, id PathSeriesID, body BlockSeriesJSONRequestBody, reqEditors ...RequestEditorFn) (*BlockSeriesResponse, error)
+
+	// ChangeSeriesLayoutWithBodyWithResponse Append a raw layout to a series
+	//
+	// From `since` on, the series' raw points are partitioned into buckets
+	// of `bucket_ms` (at least 1 s), each split into `event_buckets`
+	// partitions (1 to the configured maximum, default 64). So that no
+	// point already written moves, `since` must be:
+	//
+	// - later than now plus the larger of the lateness and the layout
+	//   cache TTL plus the clock-skew allowance (15 m by default),
+	// - later than the series' last point and than its latest entry,
+	// - a bucket boundary of the layout in force and a multiple of
+	//   `bucket_ms` since the epoch;
+	//
+	// else the answer is 400 naming `since`, with the earliest valid
+	// value. The series must exist (404 otherwise): write its first point
+	// before giving it a layout of its own. The instance that takes the
+	// change uses it at once, every other within the layout cache TTL;
+	// reads enumerate each part of a range with the layout in force there,
+	// so a read across the change returns exactly the points written.
+	// Answers the whole new history. Admin-only when authentication is on.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/admin/series/{id}/layout (the `ChangeSeriesLayout` operationId).
+	ChangeSeriesLayoutWithBodyWithResponse(ctx context.Context, id PathSeriesID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ChangeSeriesLayoutResponse, error)
+
+	// ChangeSeriesLayoutWithResponse Append a raw layout to a series
+	//
+	// From `since` on, the series' raw points are partitioned into buckets
+	// of `bucket_ms` (at least 1 s), each split into `event_buckets`
+	// partitions (1 to the configured maximum, default 64). So that no
+	// point already written moves, `since` must be:
+	//
+	// - later than now plus the larger of the lateness and the layout
+	//   cache TTL plus the clock-skew allowance (15 m by default),
+	// - later than the series' last point and than its latest entry,
+	// - a bucket boundary of the layout in force and a multiple of
+	//   `bucket_ms` since the epoch;
+	//
+	// else the answer is 400 naming `since`, with the earliest valid
+	// value. The series must exist (404 otherwise): write its first point
+	// before giving it a layout of its own. The instance that takes the
+	// change uses it at once, every other within the layout cache TTL;
+	// reads enumerate each part of a range with the layout in force there,
+	// so a read across the change returns exactly the points written.
+	// Answers the whole new history. Admin-only when authentication is on.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/admin/series/{id}/layout (the `ChangeSeriesLayout` operationId).
+	ChangeSeriesLayoutWithResponse(ctx context.Context, id PathSeriesID, body ChangeSeriesLayoutJSONRequestBody, reqEditors ...RequestEditorFn) (*ChangeSeriesLayoutResponse, error)
 
 	// WritePointsWithBodyWithResponse Write points
 	//
@@ -4059,6 +4858,20 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/series/{id} (the `GetSeries` operationId).
 	GetSeriesWithResponse(ctx context.Context, id PathSeriesID, reqEditors ...RequestEditorFn) (*GetSeriesResponse, error)
+
+	// GetSeriesLayoutWithResponse A series' raw partition layout history
+	//
+	// How the series' raw points are partitioned over time, oldest entry
+	// first: from `since` on, buckets of `bucket_ms` split into
+	// `event_buckets` partitions. The first entry also governs everything
+	// before its `since`. A series that never had a layout of its own
+	// shows the raw tier's configured default as one entry with
+	// `since: 0`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/series/{id}/layout (the `GetSeriesLayout` operationId).
+	GetSeriesLayoutWithResponse(ctx context.Context, id PathSeriesID, reqEditors ...RequestEditorFn) (*GetSeriesLayoutResponse, error)
 
 	// ExplainReadWithResponse Explain a read
 	//
@@ -4986,6 +5799,172 @@ func (r ReadyzResponse) ContentType() string {
 	return ""
 }
 
+// ListBlockedSeriesResponse401Headers the declared response headers of an HTTP 401 response for ListBlockedSeries
+type ListBlockedSeriesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListBlockedSeriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BlockedList
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *StoreUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListBlockedSeriesResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListBlockedSeriesResponse) GetJSON200() *BlockedList {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListBlockedSeriesResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListBlockedSeriesResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ListBlockedSeriesResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListBlockedSeriesResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListBlockedSeriesResponse) GetApplicationProblemJSON503() *StoreUnavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListBlockedSeriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListBlockedSeriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListBlockedSeriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListBlockedSeriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListWidePartitionsResponse401Headers the declared response headers of an HTTP 401 response for ListWidePartitions
+type ListWidePartitionsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListWidePartitionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WidePartitions
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListWidePartitionsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListWidePartitionsResponse) GetJSON200() *WidePartitions {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListWidePartitionsResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListWidePartitionsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListWidePartitionsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ListWidePartitionsResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListWidePartitionsResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListWidePartitionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListWidePartitionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListWidePartitionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListWidePartitionsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // RunRollupsResponse202Headers the declared response headers of an HTTP 202 response for RunRollups
 type RunRollupsResponse202Headers struct {
 	Location *string
@@ -5181,6 +6160,276 @@ func (r GetRollupRunResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetRollupRunResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UnblockSeriesResponse401Headers the declared response headers of an HTTP 401 response for UnblockSeries
+type UnblockSeriesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type UnblockSeriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *StoreUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UnblockSeriesResponse401Headers
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UnblockSeriesResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r UnblockSeriesResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r UnblockSeriesResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r UnblockSeriesResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r UnblockSeriesResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r UnblockSeriesResponse) GetApplicationProblemJSON503() *StoreUnavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UnblockSeriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UnblockSeriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UnblockSeriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UnblockSeriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// BlockSeriesResponse401Headers the declared response headers of an HTTP 401 response for BlockSeries
+type BlockSeriesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type BlockSeriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BlockedSeries
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *StoreUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *BlockSeriesResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r BlockSeriesResponse) GetJSON200() *BlockedSeries {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r BlockSeriesResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r BlockSeriesResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r BlockSeriesResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r BlockSeriesResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r BlockSeriesResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r BlockSeriesResponse) GetApplicationProblemJSON503() *StoreUnavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r BlockSeriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r BlockSeriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r BlockSeriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r BlockSeriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ChangeSeriesLayoutResponse401Headers the declared response headers of an HTTP 401 response for ChangeSeriesLayout
+type ChangeSeriesLayoutResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ChangeSeriesLayoutResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LayoutHistory
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *SeriesNotFound
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *StoreUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ChangeSeriesLayoutResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ChangeSeriesLayoutResponse) GetJSON200() *LayoutHistory {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ChangeSeriesLayoutResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ChangeSeriesLayoutResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ChangeSeriesLayoutResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ChangeSeriesLayoutResponse) GetApplicationProblemJSON404() *SeriesNotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ChangeSeriesLayoutResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ChangeSeriesLayoutResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ChangeSeriesLayoutResponse) GetApplicationProblemJSON503() *StoreUnavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ChangeSeriesLayoutResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ChangeSeriesLayoutResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ChangeSeriesLayoutResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ChangeSeriesLayoutResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -5603,6 +6852,103 @@ func (r GetSeriesResponse) ContentType() string {
 	return ""
 }
 
+// GetSeriesLayoutResponse401Headers the declared response headers of an HTTP 401 response for GetSeriesLayout
+type GetSeriesLayoutResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetSeriesLayoutResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LayoutHistory
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *SeriesNotFound
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *StoreUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetSeriesLayoutResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSeriesLayoutResponse) GetJSON200() *LayoutHistory {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetSeriesLayoutResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetSeriesLayoutResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetSeriesLayoutResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetSeriesLayoutResponse) GetApplicationProblemJSON404() *SeriesNotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GetSeriesLayoutResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetSeriesLayoutResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetSeriesLayoutResponse) GetApplicationProblemJSON503() *StoreUnavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSeriesLayoutResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSeriesLayoutResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSeriesLayoutResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSeriesLayoutResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ExplainReadResponse401Headers the declared response headers of an HTTP 401 response for ExplainRead
 type ExplainReadResponse401Headers struct {
 	WWWAuthenticate *string
@@ -5618,7 +6964,7 @@ type ExplainReadResponse struct {
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
 	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
-	ApplicationProblemJSON403 *Forbidden
+	ApplicationProblemJSON403 *ForbiddenOrBlocked
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *SeriesNotFound
 	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
@@ -5647,7 +6993,7 @@ func (r ExplainReadResponse) GetApplicationProblemJSON401() *Unauthorized {
 }
 
 // GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
-func (r ExplainReadResponse) GetApplicationProblemJSON403() *Forbidden {
+func (r ExplainReadResponse) GetApplicationProblemJSON403() *ForbiddenOrBlocked {
 	return r.ApplicationProblemJSON403
 }
 
@@ -5715,7 +7061,7 @@ type ReadPointsResponse struct {
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
 	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
-	ApplicationProblemJSON403 *Forbidden
+	ApplicationProblemJSON403 *ForbiddenOrBlocked
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *SeriesNotFound
 	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
@@ -5746,7 +7092,7 @@ func (r ReadPointsResponse) GetApplicationProblemJSON401() *Unauthorized {
 }
 
 // GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
-func (r ReadPointsResponse) GetApplicationProblemJSON403() *Forbidden {
+func (r ReadPointsResponse) GetApplicationProblemJSON403() *ForbiddenOrBlocked {
 	return r.ApplicationProblemJSON403
 }
 
@@ -6180,6 +7526,45 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 	return ParseReadyzResponse(rsp)
 }
 
+// ListBlockedSeriesWithResponse List the blocked series
+//
+// Every blocked series in id order, read from the store. Admin-only when authentication is on.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/admin/blocked (the `ListBlockedSeries` operationId).
+func (c *ClientWithResponses) ListBlockedSeriesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListBlockedSeriesResponse, error) {
+	rsp, err := c.ListBlockedSeries(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListBlockedSeriesResponse(rsp)
+}
+
+// ListWidePartitionsWithResponse The widest raw partitions this instance has seen
+//
+// The raw partitions with the most rows among those this gateway
+// instance wrote or read since it started, widest first. A partition's
+// rows are the larger of the rows this instance wrote to it (an
+// overwrite counts again) and the most rows one read of it returned
+// (all of them when the read covered the whole partition);
+// `bytes_estimate` is rows × 30 bytes. The tracker is per instance and
+// bounded (`--wide-partitions-tracked`). A partition over
+// `--wide-partition-rows` is counted in `/metrics`
+// (`tsgate_wide_partitions_total`) and logged once. Admin-only when
+// authentication is on.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/admin/partitions/wide (the `ListWidePartitions` operationId).
+func (c *ClientWithResponses) ListWidePartitionsWithResponse(ctx context.Context, params *ListWidePartitionsParams, reqEditors ...RequestEditorFn) (*ListWidePartitionsResponse, error) {
+	rsp, err := c.ListWidePartitions(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListWidePartitionsResponse(rsp)
+}
+
 // RunRollupsWithResponse Run pending rollups now
 //
 // Recomputes every pending rollup window now, including those still
@@ -6219,6 +7604,132 @@ func (c *ClientWithResponses) GetRollupRunWithResponse(ctx context.Context, run 
 		return nil, err
 	}
 	return ParseGetRollupRunResponse(rsp)
+}
+
+// UnblockSeriesWithResponse Unblock a series
+//
+// Removes the block (unblocking a series that is not blocked is not an
+// error). Admin-only when authentication is on.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/admin/series/{id}/blocked (the `UnblockSeries` operationId).
+func (c *ClientWithResponses) UnblockSeriesWithResponse(ctx context.Context, id PathSeriesID, reqEditors ...RequestEditorFn) (*UnblockSeriesResponse, error) {
+	rsp, err := c.UnblockSeries(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUnblockSeriesResponse(rsp)
+}
+
+// BlockSeriesWithBodyWithResponse Block a series
+//
+// Reads and writes of a blocked series are refused without touching its
+// partitions: reads answer 403 (`series-blocked`), a write batch holding
+// any of its points is refused whole (400, one entry per point of the
+// series). The block is kept in the store and honoured by every instance
+// within the series cache TTL (`--series-cache-ttl`), by this one at
+// once. A series may be blocked before it exists. Blocking again
+// replaces the reason. Its description (`GET /v1/series/{id}`) and
+// layout stay visible, and rollups of points written before the block
+// still run. Admin-only when authentication is on.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/admin/series/{id}/blocked (the `BlockSeries` operationId).
+func (c *ClientWithResponses) BlockSeriesWithBodyWithResponse(ctx context.Context, id PathSeriesID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BlockSeriesResponse, error) {
+	rsp, err := c.BlockSeriesWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBlockSeriesResponse(rsp)
+}
+
+// BlockSeriesWithResponse Block a series
+//
+// Reads and writes of a blocked series are refused without touching its
+// partitions: reads answer 403 (`series-blocked`), a write batch holding
+// any of its points is refused whole (400, one entry per point of the
+// series). The block is kept in the store and honoured by every instance
+// within the series cache TTL (`--series-cache-ttl`), by this one at
+// once. A series may be blocked before it exists. Blocking again
+// replaces the reason. Its description (`GET /v1/series/{id}`) and
+// layout stay visible, and rollups of points written before the block
+// still run. Admin-only when authentication is on.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/admin/series/{id}/blocked (the `BlockSeries` operationId).
+func (c *ClientWithResponses) BlockSeriesWithResponse(ctx context.Context, id PathSeriesID, body BlockSeriesJSONRequestBody, reqEditors ...RequestEditorFn) (*BlockSeriesResponse, error) {
+	rsp, err := c.BlockSeries(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBlockSeriesResponse(rsp)
+}
+
+// ChangeSeriesLayoutWithBodyWithResponse Append a raw layout to a series
+//
+// From `since` on, the series' raw points are partitioned into buckets
+// of `bucket_ms` (at least 1 s), each split into `event_buckets`
+// partitions (1 to the configured maximum, default 64). So that no
+// point already written moves, `since` must be:
+//
+//   - later than now plus the larger of the lateness and the layout
+//     cache TTL plus the clock-skew allowance (15 m by default),
+//   - later than the series' last point and than its latest entry,
+//   - a bucket boundary of the layout in force and a multiple of
+//     `bucket_ms` since the epoch;
+//
+// else the answer is 400 naming `since`, with the earliest valid
+// value. The series must exist (404 otherwise): write its first point
+// before giving it a layout of its own. The instance that takes the
+// change uses it at once, every other within the layout cache TTL;
+// reads enumerate each part of a range with the layout in force there,
+// so a read across the change returns exactly the points written.
+// Answers the whole new history. Admin-only when authentication is on.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/admin/series/{id}/layout (the `ChangeSeriesLayout` operationId).
+func (c *ClientWithResponses) ChangeSeriesLayoutWithBodyWithResponse(ctx context.Context, id PathSeriesID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ChangeSeriesLayoutResponse, error) {
+	rsp, err := c.ChangeSeriesLayoutWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseChangeSeriesLayoutResponse(rsp)
+}
+
+// ChangeSeriesLayoutWithResponse Append a raw layout to a series
+//
+// From `since` on, the series' raw points are partitioned into buckets
+// of `bucket_ms` (at least 1 s), each split into `event_buckets`
+// partitions (1 to the configured maximum, default 64). So that no
+// point already written moves, `since` must be:
+//
+//   - later than now plus the larger of the lateness and the layout
+//     cache TTL plus the clock-skew allowance (15 m by default),
+//   - later than the series' last point and than its latest entry,
+//   - a bucket boundary of the layout in force and a multiple of
+//     `bucket_ms` since the epoch;
+//
+// else the answer is 400 naming `since`, with the earliest valid
+// value. The series must exist (404 otherwise): write its first point
+// before giving it a layout of its own. The instance that takes the
+// change uses it at once, every other within the layout cache TTL;
+// reads enumerate each part of a range with the layout in force there,
+// so a read across the change returns exactly the points written.
+// Answers the whole new history. Admin-only when authentication is on.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/admin/series/{id}/layout (the `ChangeSeriesLayout` operationId).
+func (c *ClientWithResponses) ChangeSeriesLayoutWithResponse(ctx context.Context, id PathSeriesID, body ChangeSeriesLayoutJSONRequestBody, reqEditors ...RequestEditorFn) (*ChangeSeriesLayoutResponse, error) {
+	rsp, err := c.ChangeSeriesLayout(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseChangeSeriesLayoutResponse(rsp)
 }
 
 // WritePointsWithBodyWithResponse Write points
@@ -6381,6 +7892,26 @@ func (c *ClientWithResponses) GetSeriesWithResponse(ctx context.Context, id Path
 		return nil, err
 	}
 	return ParseGetSeriesResponse(rsp)
+}
+
+// GetSeriesLayoutWithResponse A series' raw partition layout history
+//
+// How the series' raw points are partitioned over time, oldest entry
+// first: from `since` on, buckets of `bucket_ms` split into
+// `event_buckets` partitions. The first entry also governs everything
+// before its `since`. A series that never had a layout of its own
+// shows the raw tier's configured default as one entry with
+// `since: 0`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/series/{id}/layout (the `GetSeriesLayout` operationId).
+func (c *ClientWithResponses) GetSeriesLayoutWithResponse(ctx context.Context, id PathSeriesID, reqEditors ...RequestEditorFn) (*GetSeriesLayoutResponse, error) {
+	rsp, err := c.GetSeriesLayout(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSeriesLayoutResponse(rsp)
 }
 
 // ExplainReadWithResponse Explain a read
@@ -7119,6 +8650,154 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 	return response, nil
 }
 
+// ParseListBlockedSeriesResponse parses an HTTP response from a ListBlockedSeriesWithResponse call
+func ParseListBlockedSeriesResponse(rsp *http.Response) (*ListBlockedSeriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListBlockedSeriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BlockedList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest StoreUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListBlockedSeriesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListWidePartitionsResponse parses an HTTP response from a ListWidePartitionsWithResponse call
+func ParseListWidePartitionsResponse(rsp *http.Response) (*ListWidePartitionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListWidePartitionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WidePartitions
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListWidePartitionsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseRunRollupsResponse parses an HTTP response from a RunRollupsWithResponse call
 func ParseRunRollupsResponse(rsp *http.Response) (*RunRollupsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -7303,6 +8982,252 @@ func ParseGetRollupRunResponse(rsp *http.Response) (*GetRollupRunResponse, error
 			headers.RetryAfter = &value
 		}
 		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUnblockSeriesResponse parses an HTTP response from a UnblockSeriesWithResponse call
+func ParseUnblockSeriesResponse(rsp *http.Response) (*UnblockSeriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UnblockSeriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest StoreUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UnblockSeriesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseBlockSeriesResponse parses an HTTP response from a BlockSeriesWithResponse call
+func ParseBlockSeriesResponse(rsp *http.Response) (*BlockSeriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &BlockSeriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BlockedSeries
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest StoreUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers BlockSeriesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseChangeSeriesLayoutResponse parses an HTTP response from a ChangeSeriesLayoutWithResponse call
+func ParseChangeSeriesLayoutResponse(rsp *http.Response) (*ChangeSeriesLayoutResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ChangeSeriesLayoutResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LayoutHistory
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SeriesNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest StoreUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ChangeSeriesLayoutResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -7694,6 +9619,94 @@ func ParseGetSeriesResponse(rsp *http.Response) (*GetSeriesResponse, error) {
 	return response, nil
 }
 
+// ParseGetSeriesLayoutResponse parses an HTTP response from a GetSeriesLayoutWithResponse call
+func ParseGetSeriesLayoutResponse(rsp *http.Response) (*GetSeriesLayoutResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSeriesLayoutResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LayoutHistory
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SeriesNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest StoreUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetSeriesLayoutResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseExplainReadResponse parses an HTTP response from a ExplainReadWithResponse call
 func ParseExplainReadResponse(rsp *http.Response) (*ExplainReadResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -7730,7 +9743,7 @@ func ParseExplainReadResponse(rsp *http.Response) (*ExplainReadResponse, error) 
 		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest Forbidden
+		var dest ForbiddenOrBlocked
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -7818,7 +9831,7 @@ func ParseReadPointsResponse(rsp *http.Response) (*ReadPointsResponse, error) {
 		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest Forbidden
+		var dest ForbiddenOrBlocked
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -38,6 +38,9 @@ type Clock struct {
 	t  time.Time
 }
 
+// NewClock returns a clock set to t.
+func NewClock(t time.Time) *Clock { return &Clock{t: t} }
+
 // Now returns the clock's time.
 func (c *Clock) Now() time.Time {
 	c.mu.Lock()

@@ -121,3 +121,12 @@ func (s *Series) NoteSeries(ctx context.Context, spans []tiers.SeriesInfo) error
 	}
 	return nil
 }
+
+// Invalidate drops the cached entry of a series, so that the next lookup
+// reads the registry: an instance that changes a series' layout uses the
+// new layout at once, while other instances pick it up within their TTL.
+func (s *Series) Invalidate(id string) {
+	s.mu.Lock()
+	s.lru.Remove(id)
+	s.mu.Unlock()
+}

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tsgate/tsgate/auth"
 	"github.com/tsgate/tsgate/httpapi"
 	"github.com/tsgate/tsgate/ingest"
+	"github.com/tsgate/tsgate/layouts"
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/promapi"
 	"github.com/tsgate/tsgate/query"
@@ -39,6 +41,8 @@ type Config struct {
 	HTTP       httpapi.Config
 	Prometheus promapi.Config
 	Cassandra  cassandra.Config
+	Auth       auth.Config
+	Layouts    layouts.Config
 
 	tierFlags *pyramidFlags
 }
@@ -50,7 +54,7 @@ func DefaultConfig() Config {
 		CacheBytes: 256 << 20, SeriesCacheSize: 100000, SeriesTTL: 2 * time.Second, LayoutTTL: time.Minute,
 		Pyramid: tiers.DefaultPyramid(), Query: query.DefaultConfig(),
 		Ingest: ingest.DefaultConfig(), Rollup: rollup.DefaultConfig(), HTTP: httpapi.DefaultConfig(),
-		Prometheus: promapi.DefaultConfig(), Cassandra: cassandra.DefaultConfig(),
+		Prometheus: promapi.DefaultConfig(), Cassandra: cassandra.DefaultConfig(), Layouts: layouts.DefaultConfig(),
 	}
 }
 
@@ -87,6 +91,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.HTTP.MaxBodyBytes, "max-body-bytes", c.HTTP.MaxBodyBytes, "largest write body accepted (larger: 413)")
 	fs.IntVar(&c.HTTP.MaxQueries, "max-queries", c.HTTP.MaxQueries, "most queries in one POST /v1/query, and series in one Grafana query")
 	c.Prometheus.RegisterFlags(fs)
+	c.HTTP.Limits.RegisterFlags(fs) // limits, timeouts, CORS and hosts
+	c.Auth.RegisterFlags(fs)        // bearer tokens
+	registerLayoutFlags(fs, &c.Layouts)
 }
 
 // Finish completes the configuration once the flags are parsed: it builds
@@ -105,7 +112,7 @@ func (c *Config) Finish() error {
 
 // Validate reports every setting that cannot work.
 func (c Config) Validate() error {
-	errs := []error{c.Pyramid.Validate(), c.Query.Validate(), c.Ingest.Validate(), c.Rollup.Validate(), c.HTTP.Validate(), c.Prometheus.Validate()}
+	errs := []error{c.Pyramid.Validate(), c.Query.Validate(), c.Ingest.Validate(), c.Rollup.Validate(), c.HTTP.Validate(), c.Prometheus.Validate(), c.Auth.Validate(), c.Layouts.Validate()}
 	switch c.Store {
 	case "embedded":
 		if c.DataDir == "" {

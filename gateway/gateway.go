@@ -24,11 +24,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/tsgate/tsgate/auth"
 	"github.com/tsgate/tsgate/cache"
 	"github.com/tsgate/tsgate/grafana"
 	"github.com/tsgate/tsgate/httpapi"
 	"github.com/tsgate/tsgate/ingest"
+	"github.com/tsgate/tsgate/layouts"
 	"github.com/tsgate/tsgate/partial"
+	"github.com/tsgate/tsgate/problem"
 	"github.com/tsgate/tsgate/promapi"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/rollup"
@@ -51,6 +54,9 @@ type Options struct {
 	WrapReader func(tiers.PartitionReader) tiers.PartitionReader
 	// Home serves GET /; the dashboard when nil.
 	Home http.Handler
+	// Tokens turn authentication on (Config.Auth says where they come
+	// from); nil leaves every route open.
+	Tokens *auth.Tokens
 	// Version is the gateway's version, for tsgate_build_info.
 	Version string
 }
@@ -63,6 +69,9 @@ type Gateway struct {
 	Engine  query.Engine
 	Writer  *ingest.Writer
 	Rollups *rollup.Worker
+	// Layouts is layout administration, the wide-partition tracker and
+	// the blocked list.
+	Layouts *layouts.Service
 	Metrics *httpapi.Metrics
 	// PromMetrics are the Prometheus API's.
 	PromMetrics *promapi.Metrics
@@ -139,6 +148,8 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 	g := &Gateway{Config: cfg, Store: store, Registry: reg, Logger: log, Now: now, opts: opts}
 
 	g.Series = cache.NewSeries(store, cfg.SeriesCacheSize, cfg.SeriesTTL, cfg.LayoutTTL, now)
+	// From here on the read and write paths count their raw partitions.
+	store = g.newLayouts(store, cfg, reg)
 	rc := cfg.Rollup
 	rc.Lateness = cfg.Ingest.Lateness
 	g.Rollups = rollup.New(store, cfg.Pyramid, cfg.Query.Scan, rc, now, log, rollup.NewMetrics(reg))
@@ -163,20 +174,22 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 	g.Metrics = httpapi.NewMetrics(reg)
 	g.PromMetrics = promapi.NewMetrics(reg)
 	engine := query.New(query.Deps{
-		Store: newEngineStore(reader, store, g.Series, buckets), Pyramid: cfg.Pyramid,
+		Store: newEngineStore(reader, store, g.Layouts.Guard(g.Series), buckets), Pyramid: cfg.Pyramid,
 		Watermarks: g.Rollups, Signer: signer, Now: now,
 	}, cfg.Query)
 	g.Engine = query.Observe(engine, g.Metrics.ObserveRead)
 	g.Writer = ingest.NewWriter(writerStore{timedWriter{store, sm}, g.Series}, g.Series, cfg.Pyramid, cfg.Ingest, now)
+	g.Writer.RefuseBlocked(g.Layouts.ForWrites())
 	return g, nil
 }
 
 // engineStore is what the engine reads: partitions from the store, the
-// late index from the store, series through the series cache.
+// late index from the store, series through the series cache, refusing
+// blocked series before anything of theirs is read.
 type engineStore struct {
 	tiers.PartitionReader
 	tiers.LateIndex
-	*cache.Series
+	layouts.Guard
 }
 
 // cachedStore is an engineStore whose final buckets are served from
@@ -186,7 +199,7 @@ type cachedStore struct {
 	*cache.Buckets
 }
 
-func newEngineStore(r tiers.PartitionReader, late tiers.LateIndex, series *cache.Series, buckets *cache.Buckets) query.Store {
+func newEngineStore(r tiers.PartitionReader, late tiers.LateIndex, series layouts.Guard, buckets *cache.Buckets) query.Store {
 	s := engineStore{r, late, series}
 	if buckets == nil {
 		return s
@@ -222,7 +235,8 @@ func (g *Gateway) Handler() http.Handler {
 	gf := grafana.New(grafana.Deps{
 		Engine: g.Engine, Series: registry, MaxLimit: g.Config.Query.MaxLimit,
 		MaxSeries: g.Config.HTTP.MaxQueries, Logger: g.Logger, Now: g.Now,
-		ForEach: httpapi.ForEachParallel,
+		ForEach: httpapi.ForEachParallel, CORSOrigins: g.Config.HTTP.Limits.CORSOrigins,
+		MaxResponsePoints: g.Config.HTTP.Limits.MaxResponsePoints,
 	})
 	prom := promapi.New(promapi.Deps{
 		Engine: g.Engine, Registry: registry, Pyramid: g.Config.Pyramid, MaxLimit: g.Config.Query.MaxLimit,
@@ -232,8 +246,12 @@ func (g *Gateway) Handler() http.Handler {
 		Engine: g.Engine, Limits: g.Config.Query.Limits, Pyramid: g.Config.Pyramid,
 		Writer: g.Writer, Registry: registry, Rollups: g.Rollups,
 		Ready: g.Store.Ping, Logger: g.Logger, Now: g.Now,
-		Metrics: g.Metrics, Gatherer: g.Registry, Home: g.opts.Home,
-		Mounts: g.mounts(map[string]http.Handler{"/grafana": gf.Handler(), "/prometheus": prom.Handler()}),
+		Metrics: g.Metrics, Gatherer: g.Registry, Home: g.opts.Home, Layouts: g.Layouts,
+		Mounts:      g.mounts(map[string]http.Handler{"/grafana": gf.Handler(), "/prometheus": prom.Handler()}),
+		MountBodies: map[string][]string{"/prometheus": {"application/x-www-form-urlencoded"}},
+		MountErrors: map[string]func(http.ResponseWriter, *problem.Problem){"/prometheus": promapi.WriteRefusal},
+		MountRoles:  map[string]auth.Role{"/debug/pprof": auth.Admin},
+		Tokens:      g.opts.Tokens, AuthMetrics: g.Config.Auth.Metrics,
 	}, g.Config.HTTP)
 	return srv.Handler()
 }

@@ -8,8 +8,7 @@ import (
 // pprofHandler serves Go's runtime profiles under /debug/pprof/ for
 // operators who turn them on (--pprof): a CPU profile costs the process
 // while it runs, and the profiles show what the process holds, so they
-// are off by default. (When authentication exists, this route is for
-// administrators.)
+// are off by default; with tokens configured they need the admin role.
 func pprofHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tsgate/tsgate/auth"
 	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/tiers/embedded"
@@ -35,6 +36,41 @@ func TestPprofOnlyWhenTurnedOn(t *testing.T) {
 			if !strings.Contains(w.Body.String(), "heap profile") {
 				t.Fatalf("the heap profile reads %.200q", w.Body.String())
 			}
+		}
+	}
+}
+
+// With tokens configured, the profiles need the admin role.
+func TestPprofNeedsAdmin(t *testing.T) {
+	tokens := map[auth.Role]string{}
+	file := "tokens:\n"
+	for _, r := range []auth.Role{auth.Read, auth.Write, auth.Admin} {
+		tokens[r] = auth.NewToken()
+		file += auth.FileLine("t-"+r.String(), r, tokens[r]) + "\n"
+	}
+	set, err := auth.Parse([]byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := embedded.OpenInMemory(embedded.Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	env := querytest.NewEnv(t, store, querytest.Options{Tokens: auth.Static(set), Configure: func(c *gateway.Config) { c.Pprof = true }})
+	h := env.Gateway.Handler()
+	for _, c := range []struct {
+		token string
+		want  int
+	}{{"", 401}, {tokens[auth.Read], 403}, {tokens[auth.Write], 403}, {tokens[auth.Admin], 200}} {
+		req := httptest.NewRequest("GET", "/debug/pprof/cmdline", nil)
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != c.want {
+			t.Fatalf("GET /debug/pprof/cmdline with token %q: %d %s, want %d", c.token, w.Code, w.Body, c.want)
 		}
 	}
 }

@@ -51,6 +51,12 @@ func (r RegistryLayouts) Layout(ctx context.Context, id string) (tiers.Layout, e
 	return info.Layout, err
 }
 
+// BlockSource tells whether a series is blocked; a batch holding points of
+// a blocked series is refused whole.
+type BlockSource interface {
+	IsBlocked(ctx context.Context, series string) (tiers.BlockedSeries, bool, error)
+}
+
 // Config tunes the write path.
 type Config struct {
 	// Lateness is how old a point may be on arrival and still go to the
@@ -87,7 +93,12 @@ type Writer struct {
 	dirtyStep int64
 	cfg       Config
 	now       func() time.Time
+	blocks    BlockSource
 }
+
+// RefuseBlocked makes the writer refuse batches holding points of a series
+// that b says is blocked.
+func (w *Writer) RefuseBlocked(b BlockSource) { w.blocks = b }
 
 // NewWriter returns a writer into the raw tier of p.
 func NewWriter(store Store, layouts LayoutSource, p tiers.Pyramid, cfg Config, now func() time.Time) *Writer {
@@ -170,11 +181,25 @@ func pointIndex(param string) int {
 
 func (w *Writer) write(ctx context.Context, points []Point, onTime bool) (Result, error) {
 	now := w.now().UnixMilli()
+	// A blocked series refuses the whole batch, so its partitions are
+	// never touched, nor its registry entry.
+	blocked, err := w.blockedIn(ctx, points)
+	if err != nil {
+		return Result{}, err
+	}
 	verr := &ValidationError{}
 	for i, p := range points {
-		if msg, bad := w.timeError(p.T, now); bad {
-			verr.Invalid++
+		bad := false
+		if msg, late := w.timeError(p.T, now); late {
+			bad = true
 			verr.add(fmt.Sprintf("points[%d].t", i), msg)
+		}
+		if b, ok := blocked[p.Series]; ok {
+			bad = true
+			verr.add(fmt.Sprintf("points[%d].series", i), fmt.Sprintf("series %s is blocked: %s", b.Series, b.Reason))
+		}
+		if bad {
+			verr.Invalid++
 		}
 	}
 	if verr.Invalid > 0 {
@@ -276,6 +301,32 @@ func (w *Writer) write(ctx context.Context, points []Point, onTime bool) (Result
 		return Result{}, err
 	}
 	return res, nil
+}
+
+// blockedIn returns the blocks of the batch's blocked series, by id.
+func (w *Writer) blockedIn(ctx context.Context, points []Point) (map[string]tiers.BlockedSeries, error) {
+	if w.blocks == nil {
+		return nil, nil
+	}
+	checked := map[string]bool{}
+	var out map[string]tiers.BlockedSeries
+	for _, p := range points {
+		if checked[p.Series] {
+			continue
+		}
+		checked[p.Series] = true
+		b, ok, err := w.blocks.IsBlocked(ctx, p.Series)
+		if err != nil {
+			return nil, fmt.Errorf("blocked series: %w", err)
+		}
+		if ok {
+			if out == nil {
+				out = map[string]tiers.BlockedSeries{}
+			}
+			out[p.Series] = b
+		}
+	}
+	return out, nil
 }
 
 type seriesT struct {

@@ -12,6 +12,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -99,8 +100,8 @@ func newKeyspace(t testing.TB, s *gocql.Session) string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	ks := "it_" + hex.EncodeToString(b)
-	stmt := fmt.Sprintf("CREATE KEYSPACE %s WITH replication = {'class': 'NetworkTopologyStrategy', '%s': 1}", ks, dc)
-	if err := s.Query(stmt).ExecContext(ctx); err != nil {
+	stmt := fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'NetworkTopologyStrategy', '%s': 1}", ks, dc)
+	if err := schemaChange(ctx, s, stmt); err != nil {
 		t.Fatalf("create keyspace: %v", err)
 	}
 	t.Cleanup(func() {
@@ -119,6 +120,20 @@ func newKeyspace(t testing.TB, s *gocql.Session) string {
 		t.Logf("drop keyspace %s: %v (left behind)", ks, err)
 	})
 	return ks
+}
+
+// schemaChange runs an idempotent schema statement (the keyspace's
+// creation), again when the driver times out: on a loaded node a keyspace
+// change can take longer than the driver's timeout while still being
+// applied.
+func schemaChange(ctx context.Context, s *gocql.Session, stmt string) error {
+	var err error
+	for range 4 {
+		if err = s.Query(stmt).ExecContext(ctx); err == nil || !errors.Is(err, gocql.ErrTimeoutNoResponse) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
 }
 
 // testContext returns a context that ends with the test or after two minutes.

@@ -32,6 +32,9 @@ type Problem struct {
 	Status int          `json:"status"`
 	Detail string       `json:"detail"`
 	Errors []ParamError `json:"errors,omitempty"`
+	// Series and Reason name a blocked series and why it is blocked.
+	Series string `json:"series,omitempty"`
+	Reason string `json:"reason,omitempty"`
 	// Header holds headers the answer carries besides its body, such as
 	// Retry-After or WWW-Authenticate.
 	Header http.Header `json:"-"`
@@ -88,9 +91,16 @@ func From(err error) *Problem {
 	var ve *ingest.ValidationError
 	var mbe *http.MaxBytesError
 	var se storeError
+	var be *tiers.BlockedError
 	switch {
 	case errors.As(err, &p):
 		return p
+	case errors.As(err, &be):
+		return &Problem{
+			Type: Type("series-blocked"), Title: "Series blocked", Status: http.StatusForbidden,
+			Detail: be.Error() + "; an operator unblocks it with DELETE /v1/admin/series/{id}/blocked",
+			Series: be.Block.Series, Reason: be.Block.Reason,
+		}
 	case errors.As(err, &ve):
 		errs := make([]ParamError, len(ve.Errors))
 		for i, e := range ve.Errors {

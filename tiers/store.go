@@ -192,6 +192,7 @@ type Store interface {
 	LateIndex
 	RollupLog
 	Secrets
+	Blocks
 	// Ping reports whether the store answers.
 	Ping(ctx context.Context) error
 	// Close flushes and releases the store.

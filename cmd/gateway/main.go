@@ -2,6 +2,8 @@
 //
 //	gateway serve    serve the HTTP API (see -help for flags)
 //	gateway schema   print the CQL of the configured tiers; --apply creates it
+//	gateway token    print a new bearer token and its token-file line
+//	gateway size     print the layout the sizing rule gives for a write rate
 //	gateway version  print the version
 //
 // Every flag can also be set as GATEWAY_<FLAG> in the environment or as a
@@ -48,6 +50,10 @@ func (m Main) Run(ctx context.Context, args []string) int {
 		err = m.serve(ctx, args[1:])
 	case "schema":
 		err = m.schema(ctx, args[1:])
+	case "token":
+		err = m.token(args[1:])
+	case "size":
+		err = m.size(ctx, args[1:])
 	case "version", "--version", "-version":
 		fmt.Fprintf(m.Stdout, "gateway %s\n", version)
 		return 0
@@ -78,6 +84,9 @@ func (m Main) usage(w io.Writer) {
 commands:
   serve    serve the HTTP API (gateway serve -help lists the flags)
   schema   print the CQL for the configured tiers; --apply creates it
+  token    print a new bearer token and its line of the token file (--name, --role)
+  size     the bucket widths and event buckets the sizing rule gives for
+           a write rate (gateway size --rate 10/s --row-bytes 30 --target 50MB)
   version  print the version
 
 Every flag can also be set as GATEWAY_<FLAG> in the environment

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tsgate/tsgate/auth"
 	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/params"
@@ -36,6 +37,9 @@ type Clock struct {
 	mu sync.Mutex
 	t  time.Time
 }
+
+// NewClock returns a clock set to t.
+func NewClock(t time.Time) *Clock { return &Clock{t: t} }
 
 // Now returns the clock's time.
 func (c *Clock) Now() time.Time {
@@ -77,6 +81,8 @@ type Options struct {
 	Clock *Clock
 	// Configure adjusts the gateway's configuration (budgets, limits).
 	Configure func(*gateway.Config)
+	// Tokens turn authentication on.
+	Tokens *auth.Tokens
 }
 
 // NewEnv assembles the gateway over store.
@@ -98,7 +104,7 @@ func NewEnv(t testing.TB, store tiers.Store, opts Options) *Env {
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
 	}
-	g, err := gateway.New(context.Background(), store, cfg, gateway.Options{Now: clock.Now, WrapReader: opts.Wrap})
+	g, err := gateway.New(context.Background(), store, cfg, gateway.Options{Now: clock.Now, WrapReader: opts.Wrap, Tokens: opts.Tokens})
 	if err != nil {
 		t.Fatal(err)
 	}

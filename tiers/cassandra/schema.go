@@ -16,6 +16,7 @@ const (
 	tableRollupDirty  = "rollup_dirty"
 	tableRollupState  = "rollup_state"
 	tableMeta         = "gateway_meta"
+	tableBlocked      = "blocked_series"
 )
 
 // maxTTLSeconds is Cassandra's largest TTL, 20 years.
@@ -83,6 +84,10 @@ func Schema(cfg Config, p tiers.Pyramid) []string {
 			ks, tableRollupDirty, gcGraceSeconds(tiers.Hour)),
 		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (\n    name text PRIMARY KEY,\n    value bigint\n)", ks, tableRollupState),
 		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (\n    name text PRIMARY KEY,\n    value blob\n)", ks, tableMeta),
+		// An operator's short list, read whole by every instance once per
+		// series-cache TTL: one partition (shard is always 0), in id order.
+		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (\n    shard int,\n    series text,\n    reason text,\n    since timestamp,\n    PRIMARY KEY ((shard), series)\n) WITH CLUSTERING ORDER BY (series ASC)",
+			ks, tableBlocked),
 	)
 	return stmts
 }

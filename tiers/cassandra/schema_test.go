@@ -28,8 +28,8 @@ func tableStatement(t *testing.T, stmts []string, ks, table string) string {
 func TestSchemaOfTheDefaultPyramid(t *testing.T) {
 	cfg := DefaultConfig()
 	stmts := Schema(cfg, tiers.DefaultPyramid())
-	if len(stmts) != 12 {
-		t.Fatalf("%d statements, want a keyspace and 11 tables:\n%s", len(stmts), strings.Join(stmts, "\n\n"))
+	if len(stmts) != 13 {
+		t.Fatalf("%d statements, want a keyspace and 12 tables:\n%s", len(stmts), strings.Join(stmts, "\n\n"))
 	}
 	for _, s := range stmts {
 		if strings.HasSuffix(strings.TrimSpace(s), ";") {
@@ -75,12 +75,13 @@ func TestSchemaOfTheDefaultPyramid(t *testing.T) {
 	}
 
 	others := map[string][]string{
-		"late_buckets":  {"PRIMARY KEY ((series), bucket)", "bucket timestamp", "gc_grace_seconds = 14400"},
-		"series":        {"PRIMARY KEY ((shard), id)", "shard int", "id text", "first timestamp", "last timestamp", "CLUSTERING ORDER BY (id ASC)"},
-		"series_layout": {"PRIMARY KEY ((series), since)", "width bigint", "event_buckets int"},
-		"rollup_dirty":  {"PRIMARY KEY ((slot, shard), series, window)", "slot timestamp", "window timestamp", "TimeWindowCompactionStrategy"},
-		"rollup_state":  {"name text PRIMARY KEY", "value bigint"},
-		"gateway_meta":  {"name text PRIMARY KEY", "value blob"},
+		"late_buckets":   {"PRIMARY KEY ((series), bucket)", "bucket timestamp", "gc_grace_seconds = 14400"},
+		"series":         {"PRIMARY KEY ((shard), id)", "shard int", "id text", "first timestamp", "last timestamp", "CLUSTERING ORDER BY (id ASC)"},
+		"series_layout":  {"PRIMARY KEY ((series), since)", "width bigint", "event_buckets int"},
+		"rollup_dirty":   {"PRIMARY KEY ((slot, shard), series, window)", "slot timestamp", "window timestamp", "TimeWindowCompactionStrategy"},
+		"rollup_state":   {"name text PRIMARY KEY", "value bigint"},
+		"gateway_meta":   {"name text PRIMARY KEY", "value blob"},
+		"blocked_series": {"PRIMARY KEY ((shard), series)", "reason text", "since timestamp", "CLUSTERING ORDER BY (series ASC)"},
 	}
 	for table, wants := range others {
 		s := tableStatement(t, stmts, "tsgate", table)

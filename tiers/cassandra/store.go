@@ -58,6 +58,7 @@ type stmts struct {
 	markDirty, dirtyWindows                           string
 	setState, getState                                string
 	getMeta, putMeta                                  string
+	block, unblock, listBlocked, isBlocked            string
 }
 
 func newTableStmts(ks string, name tiers.Table, k kind) *tableStmts {
@@ -99,6 +100,10 @@ func newStmts(ks string) stmts {
 		getState:     q("SELECT value FROM %s WHERE name = ?", tableRollupState),
 		getMeta:      q("SELECT value FROM %s WHERE name = ?", tableMeta),
 		putMeta:      q("INSERT INTO %s (name, value) VALUES (?, ?) IF NOT EXISTS", tableMeta),
+		block:        q("INSERT INTO %s (shard, series, reason, since) VALUES (0, ?, ?, ?)", tableBlocked),
+		unblock:      q("DELETE FROM %s WHERE shard = 0 AND series = ?", tableBlocked),
+		listBlocked:  q("SELECT series, reason, since FROM %s WHERE shard = 0", tableBlocked),
+		isBlocked:    q("SELECT reason, since FROM %s WHERE shard = 0 AND series = ?", tableBlocked),
 	}
 }
 
@@ -182,7 +187,7 @@ func (s *Store) checkSchema(ctx context.Context, p tiers.Pyramid) error {
 			missing = append(missing, string(t))
 		}
 	}
-	for _, t := range []string{tableLateBuckets, tableSeries, tableSeriesLayout, tableRollupDirty, tableRollupState, tableMeta} {
+	for _, t := range []string{tableLateBuckets, tableSeries, tableSeriesLayout, tableRollupDirty, tableRollupState, tableMeta, tableBlocked} {
 		if _, ok := ttls[t]; !ok {
 			missing = append(missing, t)
 		}

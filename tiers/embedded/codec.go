@@ -32,6 +32,7 @@ const (
 	kindOldest     byte = 0x14
 	kindCheckpoint byte = 0x15
 	kindSecret     byte = 0x16
+	kindBlocked    byte = 0x17
 )
 
 // Widths of the fixed-width parts of keys and values.

@@ -45,6 +45,7 @@ func Run(t *testing.T, store tiers.Store, p tiers.Pyramid) {
 	t.Run("LateIndex", s.lateIndex)
 	t.Run("RollupLog", s.rollupLog)
 	t.Run("Secret", s.secret)
+	t.Run("Blocks", s.blocks)
 	t.Run("Ping", func(t *testing.T) {
 		if err := store.Ping(context.Background()); err != nil {
 			t.Fatalf("Ping: %v", err)
@@ -560,4 +561,75 @@ func (s suite) secret(t *testing.T) {
 	if err != nil || !bytes.Equal(again, got[0]) {
 		t.Fatalf("second call got %q, %v; want the stored %q", again, err, got[0])
 	}
+}
+
+// blocks checks the blocked list against a model through random blocks,
+// re-blocks and unblocks, reading it back whole and one series at a time.
+func (s suite) blocks(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	ids := make([]string, 6)
+	for i := range ids {
+		ids[i] = s.series(fmt.Sprintf("blocked%d", i))
+	}
+	model := map[string]tiers.BlockedSeries{}
+	check := func(step int) {
+		t.Helper()
+		list, err := s.store.ListBlocked(ctx(t))
+		if err != nil {
+			t.Fatalf("step %d: ListBlocked: %v", step, err)
+		}
+		var got []tiers.BlockedSeries
+		for _, b := range list {
+			if len(b.Series) >= len(s.prefix) && b.Series[:len(s.prefix)] == s.prefix {
+				got = append(got, b)
+			}
+		}
+		var want []tiers.BlockedSeries
+		for _, b := range model {
+			want = append(want, b)
+		}
+		slices.SortFunc(want, func(a, b tiers.BlockedSeries) int { return cmpString(a.Series, b.Series) })
+		if !slices.Equal(got, want) {
+			t.Fatalf("step %d: ListBlocked = %+v, want %+v", step, got, want)
+		}
+		for _, id := range ids {
+			b, ok, err := s.store.IsBlocked(ctx(t), id)
+			if err != nil {
+				t.Fatalf("step %d: IsBlocked(%s): %v", step, id, err)
+			}
+			w, wok := model[id]
+			if ok != wok || b != w {
+				t.Fatalf("step %d: IsBlocked(%s) = %+v %v, want %+v %v", step, id, b, ok, w, wok)
+			}
+		}
+	}
+	check(0)
+	for step := 1; step <= 30; step++ {
+		id := ids[r.IntN(len(ids))]
+		if r.IntN(3) == 0 {
+			if err := s.store.Unblock(ctx(t), id); err != nil {
+				t.Fatalf("Unblock: %v", err)
+			}
+			delete(model, id)
+		} else {
+			b := tiers.BlockedSeries{Series: id, Reason: fmt.Sprintf("reason %d: ünïcode, quotes ' \"", step), Since: now() + int64(step)}
+			if err := s.store.Block(ctx(t), b); err != nil {
+				t.Fatalf("Block: %v", err)
+			}
+			model[id] = b
+		}
+		if step%5 == 0 {
+			check(step)
+		}
+	}
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }

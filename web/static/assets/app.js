@@ -4,6 +4,7 @@
 
 import { ProblemError, getJSON, onUnauthorized, readPages, seriesPath, setToken, token } from "./api.js";
 import { Chart, seriesSlot } from "./chart.js";
+import { layoutRows } from "./layout.js";
 import {
   annotateTimes, columnsOf, csvName, endsAtNow, explainProblem, formatAgo, formatCount, formatDuration, formatHash,
   formatOffset, formatShort, formatTime, localOffset, mergePages, parseDuration, parseHash, partialWhy, pointsQuery,
@@ -295,6 +296,7 @@ $("prefix").addEventListener("input", () => {
 $("series-more").addEventListener("click", () => loadSeries(true));
 
 async function loadSeriesMeta() {
+  loadLayout();
   const id = state.series;
   $("series-meta").textContent = "";
   for (const other of seriesOf(state).slice(1)) {
@@ -601,6 +603,39 @@ function renderPlan(p, url) {
   }
   frag.append(el("p", { class: "request" }, el("span", { class: "muted", text: "Request " }), el("a", { href: url, target: "_blank", rel: "noopener", text: "GET " + url.replaceAll("%2C", ",") })));
   return frag;
+}
+
+// ---------------------------------------------------------------- layout
+
+/** Shows the series' raw layout history (GET /v1/series/{id}/layout) as a table. */
+async function loadLayout() {
+  const body = $("layout-body");
+  const id = state.series;
+  if (!id) {
+    body.replaceChildren(el("p", { class: "muted", text: "Select a series." }));
+    return;
+  }
+  try {
+    const l = await getJSON(`${seriesPath(id)}/layout`);
+    if (id !== state.series) return;
+    const table = el("table", { class: "buckets" });
+    table.append(el("thead", {}, el("tr", {}, ...["From", "Until", "Bucket", "Event buckets", ""].map((h) => el("th", { text: h })))));
+    const tbody = el("tbody");
+    for (const r of layoutRows(l.layouts, Date.now())) {
+      tbody.append(el("tr", {},
+        el("td", { text: r.since === null ? "the first point" : formatTime(r.since, localOffset) }),
+        el("td", { text: r.until === null ? "—" : formatTime(r.until, localOffset) }),
+        el("td", { text: r.bucket }), el("td", { class: "num", text: String(r.eventBuckets) }),
+        el("td", { class: "muted", text: { now: "in force", pending: "pending", past: "" }[r.state] })));
+    }
+    table.append(tbody);
+    body.replaceChildren(el("div", { class: "table-wrap" }, table));
+  } catch (err) {
+    if (id !== state.series) return;
+    const box = el("div", { class: "problem" });
+    showProblem(box, err);
+    body.replaceChildren(box);
+  }
 }
 
 // ---------------------------------------------------------------- errors

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/tsgate/tsgate/sizing"
+	"github.com/tsgate/tsgate/tiers"
+)
+
+// size prints the layout the sizing rule gives for one series' write rate.
+func (m Main) size(_ context.Context, args []string) error {
+	c := defaultServeConfig()
+	rule := sizing.DefaultRule()
+	var rate, rowBytes, target string = "", "30", "50MB"
+	err := m.parseFlags("size", args, func(fs *flag.FlagSet) {
+		c.registerStoreFlags(fs) // --tiers: the pyramid to size
+		fs.StringVar(&rate, "rate", rate, "points per second of one series (10/s, 600/m, 2/h)")
+		fs.StringVar(&rowBytes, "row-bytes", rowBytes, "stored bytes of one raw row")
+		fs.StringVar(&target, "target", target, "partition size to aim at (the design aims at 10-100MB)")
+		fs.Int64Var(&rule.MaxRows, "max-rows", rule.MaxRows, "rows one partition may hold whatever their size (Cassandra guidance: about 100,000)")
+		fs.IntVar(&rule.MaxEventBuckets, "max-event-buckets", rule.MaxEventBuckets, "partitions one raw bucket may be split into")
+	})
+	if err != nil {
+		return err
+	}
+	if rate == "" {
+		return fmt.Errorf("--rate is required (points per second of one series, like 10/s)")
+	}
+	if rule.Rate, err = sizing.ParseRate(rate); err != nil {
+		return fmt.Errorf("--rate: %w", err)
+	}
+	if rule.RowBytes, err = sizing.ParseBytes(rowBytes); err != nil {
+		return fmt.Errorf("--row-bytes: %w", err)
+	}
+	if rule.Target, err = sizing.ParseBytes(target); err != nil {
+		return fmt.Errorf("--target: %w", err)
+	}
+	if err := c.Finish(); err != nil {
+		return err
+	}
+	var ts []sizing.Tier
+	for _, t := range c.Pyramid {
+		ts = append(ts, sizing.Tier{Name: t.Name, Step: t.Step})
+	}
+	plan, err := sizing.Plan(rule, ts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(m.Stdout, "partition bytes = rate × bucket duration × row bytes; aim %s, at most %d rows per partition\n\n",
+		sizing.FormatBytes(float64(rule.Target)), rule.MaxRows)
+	tw := tabwriter.NewWriter(m.Stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "tier\tbucket\tevent buckets\trows/partition\tpartition size")
+	var flags []string
+	for i, s := range plan {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\n", s.Tier, tiers.FormatDuration(s.BucketWidth), s.EventBuckets, s.Rows, sizing.FormatBytes(s.Bytes))
+		if _, ok := tiers.DefaultPyramid().ByName(s.Tier); !ok {
+			continue // a tier without flags of its own: --tiers sets it
+		}
+		flags = append(flags, fmt.Sprintf("--%s-bucket %s", s.Tier, tiers.FormatDuration(s.BucketWidth)))
+		if ts[i].Step == 0 {
+			flags = append(flags, fmt.Sprintf("--%s-event-buckets %d", s.Tier, s.EventBuckets))
+		}
+	}
+	tw.Flush()
+	fmt.Fprintf(m.Stdout, "\nas flags for a new store: %s\n", strings.Join(flags, " "))
+	fmt.Fprintln(m.Stdout, "for one series of an existing store: PUT /v1/admin/series/{id}/layout with the raw tier's values")
+	return nil
+}

@@ -4,11 +4,12 @@
 //
 // Partition reads are cached only when the caller's Immutable predicate
 // says the rows of the requested span are final — a closed raw bucket past
-// the late-data window, a rollup bucket no late point can still correct —
-// so the cache never holds data that a write could change, and entries
-// never need invalidation. Keys carry a format version and the whole
-// request (table, series, bucket, event bucket, span), and an entry is
-// checked against the full key on every hit. Concurrent misses of one key
+// the late-data window, a rollup bucket no late point can still correct, a
+// late partition read under its late-index version — so the cache never
+// holds data that a write could change without changing the key, and
+// entries never need invalidation. Keys carry a format version and the
+// whole request (table, series, bucket, event bucket, span, late-index
+// version), and an entry is checked against the full key on every hit. Concurrent misses of one key
 // load once. The cache is bounded in bytes.
 package cache
 
@@ -26,7 +27,7 @@ import (
 )
 
 // keyVersion is part of every key; bump it when the cached form changes.
-const keyVersion = 1
+const keyVersion = 2
 
 // rowBytes is the memory one cached row takes.
 const rowBytes = 40
@@ -35,6 +36,7 @@ type partitionKey struct {
 	version int
 	key     tiers.PartitionKey
 	span    tiers.Span
+	rows    int64 // the late-index version the rows were read under; 0 elsewhere
 }
 
 type entry struct {
@@ -78,7 +80,7 @@ func (p *Partitions) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowP
 	if p.maxEntry < rowBytes || !p.immutable(req) {
 		return p.next.Read(ctx, req)
 	}
-	k := partitionKey{version: keyVersion, key: req.Key, span: req.Span}
+	k := partitionKey{version: keyVersion, key: req.Key, span: req.Span, rows: req.Version}
 	if e := p.get(k); e != nil {
 		p.hits.Add(1)
 		return newCachedPages(e.rows, req, true)
@@ -170,7 +172,7 @@ func keyString(k partitionKey) string {
 	b = append(b, 0)
 	b = append(b, k.key.Series...)
 	b = append(b, 0)
-	for _, n := range []int64{k.key.Bucket, int64(k.key.EventBucket), k.span.From, k.span.To} {
+	for _, n := range []int64{k.key.Bucket, int64(k.key.EventBucket), k.span.From, k.span.To, k.rows} {
 		for i := range 8 {
 			b = append(b, byte(n>>(8*i)))
 		}

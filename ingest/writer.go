@@ -220,6 +220,14 @@ func (w *Writer) write(ctx context.Context, points []Point, onTime bool) (Result
 	if err := w.store.Write(ctx, writes); err != nil {
 		return Result{}, err
 	}
+	if len(marks) > 0 {
+		// Marked again now that the late rows are durable: the new version
+		// tells readers that cached the late partition under an earlier
+		// one that it changed.
+		if err := w.store.MarkLate(ctx, marks); err != nil {
+			return Result{}, err
+		}
+	}
 	return res, nil
 }
 

@@ -369,7 +369,7 @@ func (e *Engine) segments(info tiers.SeriesInfo, plan router.Plan, page tiers.Sp
 func (e *Engine) groups(ctx context.Context, series string, info tiers.SeriesInfo, plan router.Plan, page tiers.Span, desc bool) (iter.Seq[partial.Group], int, error) {
 	segs := e.segments(info, plan, page, desc)
 	maxGroup := 1
-	var late map[int64]bool
+	var late map[int64]int64 // bucket -> version of its late mark
 	for _, s := range segs {
 		if s.tier.Level != tiers.LevelRaw {
 			continue
@@ -380,9 +380,9 @@ func (e *Engine) groups(ctx context.Context, series string, info tiers.SeriesInf
 		if err != nil {
 			return nil, 0, err
 		}
-		late = make(map[int64]bool, len(buckets))
+		late = make(map[int64]int64, len(buckets))
 		for _, b := range buckets {
-			late[b] = true
+			late[b.Bucket] = b.Version
 		}
 		for _, le := range s.layout {
 			maxGroup = max(maxGroup, le.EventBuckets+1)
@@ -400,11 +400,11 @@ func (e *Engine) groups(ctx context.Context, series string, info tiers.SeriesInf
 						Span: gs, Desc: desc, PageSize: pageSize,
 					})
 				}
-				if s.tier.Level == tiers.LevelRaw && late[b.Start] {
+				if v, ok := late[b.Start]; ok && s.tier.Level == tiers.LevelRaw {
 					// Last, so that on equal timestamps the late write wins.
 					g.Reads = append(g.Reads, tiers.ReadRequest{
 						Key:  tiers.PartitionKey{Table: tiers.TableLate, Series: series, Bucket: b.Start},
-						Span: gs, Desc: desc, PageSize: pageSize,
+						Span: gs, Desc: desc, PageSize: pageSize, Version: v,
 					})
 				}
 				if !yield(g) {

@@ -384,9 +384,10 @@ func checkLayout(ctx context.Context, store tiers.Store, p *tiers.Pyramid) error
 }
 
 // finalRead says when a partition read's rows can no longer change and may
-// be cached: raw rows once no on-time point can land in the span, rollup
-// rows once no late point can still correct their windows and the worker
-// has rolled them up.
+// be cached: raw rows once no on-time point can land in the span, late rows
+// for as long as their bucket's late-index version (part of the cache key)
+// holds, rollup rows once no late point can still correct their windows and
+// the worker has rolled them up.
 func finalRead(p *tiers.Pyramid, lateness, grace time.Duration, wm func(context.Context) router.Watermarks, now func() time.Time) func(tiers.ReadRequest) bool {
 	rawRetention := p.Tier(tiers.LevelRaw).Retention
 	return func(req tiers.ReadRequest) bool {
@@ -395,7 +396,7 @@ func finalRead(p *tiers.Pyramid, lateness, grace time.Duration, wm func(context.
 		case tiers.TableRaw:
 			return req.Span.To+lateness.Milliseconds() <= n
 		case tiers.TableLate:
-			return false
+			return req.Version != 0
 		}
 		for _, l := range p.Levels()[1:] {
 			t := p.Tier(l)

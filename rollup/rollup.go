@@ -217,7 +217,7 @@ func (w *Worker) RunOnce(ctx context.Context, all bool) (Report, error) {
 	g.SetLimit(w.cfg.Parallelism)
 	for series, windows := range dirty {
 		g.Go(func() error {
-			n, err := w.recompute(gctx, series, windows, &rowsRead)
+			n, err := w.recompute(gctx, series, windows, tiers.LevelMinute, &rowsRead)
 			for l := range n {
 				counts[l].Add(n[l])
 			}
@@ -254,9 +254,29 @@ func (w *Worker) RunOnce(ctx context.Context, all bool) (Report, error) {
 	return rep, nil
 }
 
-// recompute rebuilds the rows of one series' dirty minute windows and of
-// the hour and day windows that contain them.
-func (w *Worker) recompute(ctx context.Context, series string, minutes []int64, rowsRead *atomic.Int64) ([4]int64, error) {
+// RollUpFrom recomputes the windows of the tiers coarser than level that
+// contain the given windows of level (their starts), from level's rows up:
+// for rows written straight into a rollup tier, such as history older than
+// the finer tiers keep. It returns the rows rewritten per tier name.
+func (w *Worker) RollUpFrom(ctx context.Context, series string, level tiers.Level, windows []int64) (map[string]int64, error) {
+	out := map[string]int64{}
+	if int(level)+1 >= len(w.pyramid.Levels()) || len(windows) == 0 {
+		return out, nil
+	}
+	var rowsRead atomic.Int64
+	n, err := w.recompute(ctx, series, slices.Clone(windows), level+1, &rowsRead)
+	for _, l := range w.pyramid.Levels()[level+1:] {
+		if n[l] > 0 {
+			out[l.String()] = n[l]
+		}
+	}
+	return out, err
+}
+
+// recompute rebuilds, from tier first on, the rows of one series' windows
+// that contain the given dirty instants (minute windows for the log's
+// entries).
+func (w *Worker) recompute(ctx context.Context, series string, minutes []int64, first tiers.Level, rowsRead *atomic.Int64) ([4]int64, error) {
 	var counts [4]int64
 	info, err := w.store.LookupSeries(ctx, series)
 	if errors.Is(err, tiers.ErrNotFound) {
@@ -266,7 +286,7 @@ func (w *Worker) recompute(ctx context.Context, series string, minutes []int64, 
 		return counts, fmt.Errorf("series %s: %w", series, err)
 	}
 	dirty := minutes
-	for _, l := range []tiers.Level{tiers.LevelMinute, tiers.LevelHour, tiers.LevelDay} {
+	for _, l := range w.pyramid.Levels()[first:] {
 		t := w.pyramid.Tier(l)
 		for i, d := range dirty {
 			dirty[i] = tiers.AlignDown(d, t.Step)

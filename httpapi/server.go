@@ -64,6 +64,8 @@ func (c Config) Validate() error {
 type Deps struct {
 	Engine   *query.Engine
 	Writer   *ingest.Writer
+	// Importer writes history (POST /v1/import).
+	Importer *ingest.Importer
 	Registry Registry
 	// Rollups runs pending rollups on demand.
 	Rollups interface {
@@ -130,6 +132,7 @@ func (s *Server) Handler() http.Handler {
 		r.Use(s.validateRequests(c))
 
 		r.Post("/v1/points", s.writePoints)
+		r.Post("/v1/import", s.importPoints)
 		r.Get("/v1/series/{id}/points", s.readPoints)
 		r.Get("/v1/series/{id}/plan", s.plan)
 		r.Post("/v1/query", s.batchQuery)

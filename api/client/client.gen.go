@@ -321,6 +321,28 @@ type GrafanaError struct {
 	Message string  `json:"message"`
 }
 
+// ImportAnswer defines model for ImportAnswer.
+type ImportAnswer struct {
+	// Aggregated Per tier, the points older than the finer tiers keep that were
+	// aggregated straight into it.
+	Aggregated map[string]int `json:"aggregated"`
+
+	// Dropped Points older than every tier keeps; not written.
+	Dropped int `json:"dropped"`
+
+	// Points Points in the body.
+	Points int `json:"points"`
+
+	// Raw Points written to the raw partitions; their windows are marked
+	// for the rollup worker (they reach aggregates after its next run,
+	// or at once with `POST /v1/admin/rollups/run`).
+	Raw int `json:"raw"`
+
+	// Windows Per tier, the windows (rows) written: built from the points, or
+	// recomputed from a finer tier's rows.
+	Windows map[string]int `json:"windows"`
+}
+
 // LimitValue `limit`: an integer, or a string holding one.
 type LimitValue = int
 
@@ -1128,6 +1150,46 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/admin/rollups/run (the `RunRollups` operationId).
 	RunRollups(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ImportPointsWithBody Import history
+	//
+	// Writes a batch of points of any age — history from another system,
+	// a backfill — all or nothing, and answers where each went. The
+	// answer comes once every row is durably written.
+	//
+	// - Points the raw tier still keeps (its retention, less a margin of
+	//   one hour) go to the raw partitions themselves, not to the late
+	//   table, whatever their age, and their windows are marked for the
+	//   rollup worker (`raw`).
+	// - Older points are aggregated into the finest tier from whose rows
+	//   every coarser window can still be rolled up (a year of 1-minute
+	//   data lands in the minute, hour and day tiers), and the coarser
+	//   windows are recomputed at once (`aggregated`, `windows`).
+	// - Points older than every tier keeps are dropped and counted
+	//   (`dropped`); age alone is never an error.
+	//
+	// Raw points are idempotent by `(series, t)`: a batch may be sent
+	// again. History older than the raw tier keeps is written a window at
+	// a time — each window of a tier is rebuilt from the points this
+	// request holds for it — so the points of one window (a day, for the
+	// day tier) belong in one request; `gateway import` cuts its batches
+	// between windows of input grouped by series and ordered by time.
+	//
+	// The body is `application/x-ndjson` (one `{"series", "t", "v"}`
+	// object per line, as for `POST /v1/points`) or `text/csv` (lines
+	// `series,t,v`, `t` in Unix milliseconds or RFC 3339, with an optional
+	// header line `series,t,v`). Points are validated as for
+	// `POST /v1/points`, except that age is no error; any invalid point
+	// rejects the batch with a 400 `invalid-points` problem and nothing is
+	// written. The body limit is the same (413 beyond it).
+	//
+	// Points that arrive late in normal operation belong in
+	// `POST /v1/points`, which keeps the raw table time-ordered.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/import (the `ImportPoints` operationId).
+	ImportPointsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// WritePointsWithBody Write points
 	//
 	// Writes a batch of points, all or nothing. The answer comes once every
@@ -1716,6 +1778,56 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 // Corresponds with POST /v1/admin/rollups/run (the `RunRollups` operationId).
 func (c *Client) RunRollups(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRunRollupsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ImportPointsWithBody Import history
+//
+// Writes a batch of points of any age — history from another system,
+// a backfill — all or nothing, and answers where each went. The
+// answer comes once every row is durably written.
+//
+//   - Points the raw tier still keeps (its retention, less a margin of
+//     one hour) go to the raw partitions themselves, not to the late
+//     table, whatever their age, and their windows are marked for the
+//     rollup worker (`raw`).
+//   - Older points are aggregated into the finest tier from whose rows
+//     every coarser window can still be rolled up (a year of 1-minute
+//     data lands in the minute, hour and day tiers), and the coarser
+//     windows are recomputed at once (`aggregated`, `windows`).
+//   - Points older than every tier keeps are dropped and counted
+//     (`dropped`); age alone is never an error.
+//
+// Raw points are idempotent by `(series, t)`: a batch may be sent
+// again. History older than the raw tier keeps is written a window at
+// a time — each window of a tier is rebuilt from the points this
+// request holds for it — so the points of one window (a day, for the
+// day tier) belong in one request; `gateway import` cuts its batches
+// between windows of input grouped by series and ordered by time.
+//
+// The body is `application/x-ndjson` (one `{"series", "t", "v"}`
+// object per line, as for `POST /v1/points`) or `text/csv` (lines
+// `series,t,v`, `t` in Unix milliseconds or RFC 3339, with an optional
+// header line `series,t,v`). Points are validated as for
+// `POST /v1/points`, except that age is no error; any invalid point
+// rejects the batch with a 400 `invalid-points` problem and nothing is
+// written. The body limit is the same (413 beyond it).
+//
+// Points that arrive late in normal operation belong in
+// `POST /v1/points`, which keeps the raw table time-ordered.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/import (the `ImportPoints` operationId).
+func (c *Client) ImportPointsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewImportPointsRequestWithBody(c.Server, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2512,6 +2624,35 @@ func NewRunRollupsRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewImportPointsRequestWithBody constructs an http.Request for the ImportPoints method, with any body, and a specified content type
+func NewImportPointsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/import")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewWritePointsRequest calls the generic WritePoints builder with application/json body
 func NewWritePointsRequest(server string, body WritePointsJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -3299,6 +3440,46 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/admin/rollups/run (the `RunRollups` operationId).
 	RunRollupsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*RunRollupsResponse, error)
+
+	// ImportPointsWithBodyWithResponse Import history
+	//
+	// Writes a batch of points of any age — history from another system,
+	// a backfill — all or nothing, and answers where each went. The
+	// answer comes once every row is durably written.
+	//
+	// - Points the raw tier still keeps (its retention, less a margin of
+	//   one hour) go to the raw partitions themselves, not to the late
+	//   table, whatever their age, and their windows are marked for the
+	//   rollup worker (`raw`).
+	// - Older points are aggregated into the finest tier from whose rows
+	//   every coarser window can still be rolled up (a year of 1-minute
+	//   data lands in the minute, hour and day tiers), and the coarser
+	//   windows are recomputed at once (`aggregated`, `windows`).
+	// - Points older than every tier keeps are dropped and counted
+	//   (`dropped`); age alone is never an error.
+	//
+	// Raw points are idempotent by `(series, t)`: a batch may be sent
+	// again. History older than the raw tier keeps is written a window at
+	// a time — each window of a tier is rebuilt from the points this
+	// request holds for it — so the points of one window (a day, for the
+	// day tier) belong in one request; `gateway import` cuts its batches
+	// between windows of input grouped by series and ordered by time.
+	//
+	// The body is `application/x-ndjson` (one `{"series", "t", "v"}`
+	// object per line, as for `POST /v1/points`) or `text/csv` (lines
+	// `series,t,v`, `t` in Unix milliseconds or RFC 3339, with an optional
+	// header line `series,t,v`). Points are validated as for
+	// `POST /v1/points`, except that age is no error; any invalid point
+	// rejects the batch with a 400 `invalid-points` problem and nothing is
+	// written. The body limit is the same (413 beyond it).
+	//
+	// Points that arrive late in normal operation belong in
+	// `POST /v1/points`, which keeps the raw table time-ordered.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/import (the `ImportPoints` operationId).
+	ImportPointsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportPointsResponse, error)
 
 	// WritePointsWithBodyWithResponse Write points
 	//
@@ -4198,6 +4379,82 @@ func (r RunRollupsResponse) ContentType() string {
 	return ""
 }
 
+type ImportPointsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ImportAnswer
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *Problem
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *BodyTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *StoreUnavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ImportPointsResponse) GetJSON200() *ImportAnswer {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ImportPointsResponse) GetApplicationProblemJSON400() *Problem {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ImportPointsResponse) GetApplicationProblemJSON413() *BodyTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ImportPointsResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ImportPointsResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ImportPointsResponse) GetApplicationProblemJSON503() *StoreUnavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ImportPointsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ImportPointsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ImportPointsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ImportPointsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type WritePointsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4991,6 +5248,52 @@ func (c *ClientWithResponses) RunRollupsWithResponse(ctx context.Context, reqEdi
 	return ParseRunRollupsResponse(rsp)
 }
 
+// ImportPointsWithBodyWithResponse Import history
+//
+// Writes a batch of points of any age — history from another system,
+// a backfill — all or nothing, and answers where each went. The
+// answer comes once every row is durably written.
+//
+//   - Points the raw tier still keeps (its retention, less a margin of
+//     one hour) go to the raw partitions themselves, not to the late
+//     table, whatever their age, and their windows are marked for the
+//     rollup worker (`raw`).
+//   - Older points are aggregated into the finest tier from whose rows
+//     every coarser window can still be rolled up (a year of 1-minute
+//     data lands in the minute, hour and day tiers), and the coarser
+//     windows are recomputed at once (`aggregated`, `windows`).
+//   - Points older than every tier keeps are dropped and counted
+//     (`dropped`); age alone is never an error.
+//
+// Raw points are idempotent by `(series, t)`: a batch may be sent
+// again. History older than the raw tier keeps is written a window at
+// a time — each window of a tier is rebuilt from the points this
+// request holds for it — so the points of one window (a day, for the
+// day tier) belong in one request; `gateway import` cuts its batches
+// between windows of input grouped by series and ordered by time.
+//
+// The body is `application/x-ndjson` (one `{"series", "t", "v"}`
+// object per line, as for `POST /v1/points`) or `text/csv` (lines
+// `series,t,v`, `t` in Unix milliseconds or RFC 3339, with an optional
+// header line `series,t,v`). Points are validated as for
+// `POST /v1/points`, except that age is no error; any invalid point
+// rejects the batch with a 400 `invalid-points` problem and nothing is
+// written. The body limit is the same (413 beyond it).
+//
+// Points that arrive late in normal operation belong in
+// `POST /v1/points`, which keeps the raw table time-ordered.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/import (the `ImportPoints` operationId).
+func (c *ClientWithResponses) ImportPointsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportPointsResponse, error) {
+	rsp, err := c.ImportPointsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseImportPointsResponse(rsp)
+}
+
 // WritePointsWithBodyWithResponse Write points
 //
 // Writes a batch of points, all or nothing. The answer comes once every
@@ -5649,6 +5952,67 @@ func ParseRunRollupsResponse(rsp *http.Response) (*RunRollupsResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest StoreUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseImportPointsResponse parses an HTTP response from a ImportPointsWithResponse call
+func ParseImportPointsResponse(rsp *http.Response) (*ImportPointsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ImportPointsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ImportAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal

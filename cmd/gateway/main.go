@@ -2,6 +2,7 @@
 //
 //	gateway serve    serve the HTTP API (see -help for flags)
 //	gateway schema   print the CQL of the configured tiers; --apply creates it
+//	gateway import   import history from NDJSON or CSV files or stdin
 //	gateway version  print the version
 //
 // Every flag can also be set as GATEWAY_<FLAG> in the environment or as a
@@ -24,7 +25,9 @@ var version = "dev"
 // can run it.
 type Main struct {
 	Stdout, Stderr io.Writer
-	LookupEnv      func(string) (string, bool)
+	// Stdin is read by import; os.Stdin when nil.
+	Stdin     io.Reader
+	LookupEnv func(string) (string, bool)
 	// Ready, when set, is called with the address the server listens on.
 	Ready func(addr string)
 }
@@ -32,7 +35,7 @@ type Main struct {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	m := Main{Stdout: os.Stdout, Stderr: os.Stderr, LookupEnv: os.LookupEnv}
+	m := Main{Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin, LookupEnv: os.LookupEnv}
 	os.Exit(m.Run(ctx, os.Args[1:]))
 }
 
@@ -48,6 +51,8 @@ func (m Main) Run(ctx context.Context, args []string) int {
 		err = m.serve(ctx, args[1:])
 	case "schema":
 		err = m.schema(ctx, args[1:])
+	case "import":
+		err = m.importCmd(ctx, args[1:])
 	case "version", "--version", "-version":
 		fmt.Fprintf(m.Stdout, "gateway %s\n", version)
 		return 0
@@ -75,6 +80,8 @@ func (m Main) usage() {
 commands:
   serve    serve the HTTP API (gateway serve -help lists the flags)
   schema   print the CQL for the configured tiers; --apply creates it
+  import   import history (NDJSON or CSV, files or stdin) into the store
+           or through a gateway (gateway import -help lists the flags)
   version  print the version
 
 Every flag can also be set as GATEWAY_<FLAG> in the environment

@@ -55,6 +55,7 @@ type serveConfig struct {
 	router    router.Config
 	query     query.Config
 	ingest    ingest.Config
+	importer  ingest.ImportConfig
 	rollup    rollup.Config
 	http      httpapi.Config
 	cassandra cassandra.Config
@@ -66,7 +67,7 @@ func defaultServeConfig() serveConfig {
 		cacheBytes: 256 << 20, seriesCacheSize: 100000, seriesTTL: 2 * time.Second, layoutTTL: time.Minute,
 		shutdownTimeout: 30 * time.Second,
 		pyramid:         tiers.DefaultPyramid(), router: router.DefaultConfig(), query: query.DefaultConfig(),
-		ingest: ingest.DefaultConfig(), rollup: rollup.DefaultConfig(), http: httpapi.DefaultConfig(),
+		ingest: ingest.DefaultConfig(), importer: ingest.DefaultImportConfig(), rollup: rollup.DefaultConfig(), http: httpapi.DefaultConfig(),
 		cassandra: cassandra.DefaultConfig(),
 	}
 }
@@ -103,13 +104,14 @@ func (c *serveConfig) registerFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.query.MaxLimit, "limit-max", c.query.MaxLimit, "the largest page a read may ask for")
 	durVar(fs, &c.ingest.Lateness, "lateness", "points older than this on arrival go to the late table; rollups wait this long")
 	durVar(fs, &c.ingest.ClockSkew, "clock-skew", "how far in the future a point may be")
+	c.registerImportFlags(fs)
 	durVar(fs, &c.rollup.Interval, "rollup-interval", "how often the rollup worker runs (0: only on demand)")
 	fs.IntVar(&c.rollup.Parallelism, "rollup-parallelism", c.rollup.Parallelism, "series recomputed at once")
 	fs.Int64Var(&c.http.MaxBodyBytes, "max-body-bytes", c.http.MaxBodyBytes, "largest write body accepted (larger: 413)")
 }
 
 func (c *serveConfig) validate() error {
-	errs := []error{c.pyramid.Validate(), c.router.Validate(), c.query.Validate(), c.ingest.Validate(), c.rollup.Validate(), c.http.Validate()}
+	errs := []error{c.pyramid.Validate(), c.router.Validate(), c.query.Validate(), c.ingest.Validate(), c.importer.Validate(), c.rollup.Validate(), c.http.Validate()}
 	switch c.store {
 	case "embedded":
 		if c.dataDir == "" {
@@ -210,6 +212,7 @@ func (m Main) serve(ctx context.Context, args []string) error {
 	var worker *rollup.Worker
 	watermarks := func(ctx context.Context) router.Watermarks { return worker.Watermarks(ctx) }
 	var reader tiers.PartitionReader = store
+	var invalidate func(...string)
 	if c.cacheBytes > 0 {
 		pc := cache.NewPartitions(store, finalRead(&c.pyramid, c.ingest.Lateness, c.rollup.Grace, watermarks, now), c.cacheBytes)
 		reg.MustRegister(
@@ -218,7 +221,7 @@ func (m Main) serve(ctx context.Context, args []string) error {
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tsgate_cache_misses_total", Help: "Cacheable partition reads that went to the store."},
 				func() float64 { _, m := pc.Stats(); return float64(m) }),
 		)
-		reader = pc
+		reader, invalidate = pc, pc.Invalidate
 	}
 	engineStore := struct {
 		tiers.PartitionReader
@@ -228,6 +231,7 @@ func (m Main) serve(ctx context.Context, args []string) error {
 	engine := query.New(engineStore, c.pyramid, c.router, watermarks, signer, c.query, now)
 	worker = rollup.New(store, engine, c.rollup, now, log, rollup.NewMetrics(reg))
 	writer := ingest.NewWriter(writerStore{store, series}, series, &c.pyramid, c.ingest, now)
+	importer := ingest.NewImporter(writer, &c.pyramid, worker, c.importer, invalidate)
 
 	if c.demo {
 		if err := loadDemo(ctx, m, store, writer, worker, log); err != nil {
@@ -236,7 +240,7 @@ func (m Main) serve(ctx context.Context, args []string) error {
 	}
 
 	srv := httpapi.New(httpapi.Deps{
-		Engine: engine, Writer: writer, Registry: registryView{series, store}, Rollups: worker,
+		Engine: engine, Writer: writer, Importer: importer, Registry: registryView{series, store}, Rollups: worker,
 		Ready: store.Ping, Logger: log, Now: now, Metrics: httpapi.NewMetrics(reg), Gatherer: reg,
 	}, c.http)
 	return m.listenAndServe(ctx, c, srv.Handler(), worker, log)

@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tsgate/tsgate/httpapi"
+	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/tiers"
 )
@@ -56,6 +57,7 @@ func Serve(t *testing.T, env *querytest.Env) *Server {
 	reg := prometheus.NewRegistry()
 	srv := httpapi.New(httpapi.Deps{
 		Engine: env.Engine, Writer: env.Writer, Registry: env.Store, Rollups: env.Rollups,
+		Importer: ingest.NewImporter(env.Writer, &env.Pyramid, env.Rollups, ingest.DefaultImportConfig(), nil),
 		Ready: env.Store.Ping, Now: env.Clock.Now, Metrics: httpapi.NewMetrics(reg), Gatherer: reg,
 	}, httpapi.DefaultConfig())
 	checker := newContractChecker(t)

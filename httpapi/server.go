@@ -62,8 +62,8 @@ func (c Config) Validate() error {
 
 // Deps are the parts the HTTP layer serves.
 type Deps struct {
-	Engine   *query.Engine
-	Writer   *ingest.Writer
+	Engine *query.Engine
+	Writer *ingest.Writer
 	// Importer writes history (POST /v1/import).
 	Importer *ingest.Importer
 	Registry Registry

@@ -58,7 +58,7 @@ func Serve(t *testing.T, env *querytest.Env) *Server {
 	srv := httpapi.New(httpapi.Deps{
 		Engine: env.Engine, Writer: env.Writer, Registry: env.Store, Rollups: env.Rollups,
 		Importer: ingest.NewImporter(env.Writer, &env.Pyramid, env.Rollups, ingest.DefaultImportConfig(), nil),
-		Ready: env.Store.Ping, Now: env.Clock.Now, Metrics: httpapi.NewMetrics(reg), Gatherer: reg,
+		Ready:    env.Store.Ping, Now: env.Clock.Now, Metrics: httpapi.NewMetrics(reg), Gatherer: reg,
 	}, httpapi.DefaultConfig())
 	checker := newContractChecker(t)
 	ts := httptest.NewServer(checker.wrap(srv.Handler()))

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tsgate/tsgate/cache"
 	"github.com/tsgate/tsgate/flagconf"
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/partial"
@@ -77,7 +78,7 @@ type importInput struct {
 // so that --resume continues there.
 func (m Main) importCmd(ctx context.Context, args []string) error {
 	c := defaultServeConfig()
-	ic := importConfig{format: "auto", batch: 5000, parallel: 4, rollups: true, progress: time.Second}
+	ic := importConfig{format: "auto", batch: 5000, parallel: 8, rollups: true, progress: time.Second}
 	fs := flag.NewFlagSet("gateway import", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	fs.Usage = func() {
@@ -147,7 +148,8 @@ flags:
 	}
 	run := &importRun{
 		sink: sink, cfg: ic, inputs: inputs, stderr: m.Stderr, now: time.Now,
-		window: c.pyramid.Tier(c.pyramid.Levels()[len(c.pyramid.Levels())-1]).Step,
+		window:   c.pyramid.Tier(c.pyramid.Levels()[len(c.pyramid.Levels())-1]).Step,
+		rawKeeps: max(0, c.pyramid.Tier(tiers.LevelRaw).Retention-c.importer.Margin.Milliseconds()-tiers.Day),
 	}
 	if err := run.run(ctx); err != nil {
 		return err
@@ -232,7 +234,10 @@ func (m Main) storeImportSink(ctx context.Context, c *serveConfig, runRollups bo
 	}{store, store, store}
 	engine := query.New(engineStore, c.pyramid, c.router, wm, signer, c.query, time.Now)
 	worker = rollup.New(store, engine, c.rollup, time.Now, log, nil)
-	writer := ingest.NewWriter(store, ingest.RegistryLayouts{Registry: store}, &c.pyramid, c.ingest, time.Now)
+	// Layouts through the series cache, as serve has them: a batch then
+	// starts writing without a registry read.
+	series := cache.NewSeries(store, c.seriesCacheSize, c.seriesTTL, c.layoutTTL, time.Now)
+	writer := ingest.NewWriter(writerStore{store, series}, series, &c.pyramid, c.ingest, time.Now)
 	s := &storeSink{Importer: ingest.NewImporter(writer, &c.pyramid, worker, c.importer, nil), worker: worker, rollups: runRollups, stderr: m.Stderr}
 	return s, closeStore, nil
 }
@@ -269,8 +274,8 @@ type httpImportSink struct {
 	client *http.Client
 }
 
-// Import posts the batch as NDJSON, retrying a few times when the gateway
-// or its store is unavailable: a batch is safe to send again.
+// Import posts the batch as NDJSON; answers other than 5xx and 429 will
+// not change on a retry.
 func (h *httpImportSink) Import(ctx context.Context, points []ingest.Point) (ingest.ImportResult, error) {
 	var body bytes.Buffer
 	body.Grow(len(points) * 64)
@@ -283,54 +288,38 @@ func (h *httpImportSink) Import(ctx context.Context, points []ingest.Point) (ing
 		body.WriteString(strconv.FormatFloat(p.V, 'g', -1, 64))
 		body.WriteString("}\n")
 	}
-	var last error
-	for attempt := range 4 {
-		if attempt > 0 {
-			select {
-			case <-ctx.Done():
-				return ingest.ImportResult{}, ctx.Err()
-			case <-time.After(time.Duration(attempt*attempt) * 500 * time.Millisecond):
-			}
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.base+"/v1/import", bytes.NewReader(body.Bytes()))
-		if err != nil {
-			return ingest.ImportResult{}, err
-		}
-		req.Header.Set("Content-Type", "application/x-ndjson")
-		resp, err := h.client.Do(req)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ingest.ImportResult{}, ctx.Err()
-			}
-			last = err
-			continue
-		}
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			last = err
-			continue
-		}
-		switch {
-		case resp.StatusCode == http.StatusOK:
-			var a struct {
-				Points     int              `json:"points"`
-				Raw        int              `json:"raw"`
-				Aggregated map[string]int   `json:"aggregated"`
-				Windows    map[string]int64 `json:"windows"`
-				Dropped    int              `json:"dropped"`
-			}
-			if err := json.Unmarshal(b, &a); err != nil {
-				return ingest.ImportResult{}, fmt.Errorf("%s/v1/import answered %s", h.base, b)
-			}
-			return ingest.ImportResult{Points: a.Points, Raw: a.Raw, Aggregated: a.Aggregated, Windows: a.Windows, Dropped: a.Dropped}, nil
-		case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
-			last = fmt.Errorf("%s/v1/import: %s: %s", h.base, resp.Status, bytes.TrimSpace(b))
-		default:
-			return ingest.ImportResult{}, fmt.Errorf("%s/v1/import: %s: %s", h.base, resp.Status, bytes.TrimSpace(b))
-		}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.base+"/v1/import", bytes.NewReader(body.Bytes()))
+	if err != nil {
+		return ingest.ImportResult{}, permanentError{err}
 	}
-	return ingest.ImportResult{}, last
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return ingest.ImportResult{}, err
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return ingest.ImportResult{}, err
+	}
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		var a struct {
+			Points     int              `json:"points"`
+			Raw        int              `json:"raw"`
+			Aggregated map[string]int   `json:"aggregated"`
+			Windows    map[string]int64 `json:"windows"`
+			Dropped    int              `json:"dropped"`
+		}
+		if err := json.Unmarshal(b, &a); err != nil {
+			return ingest.ImportResult{}, permanentError{fmt.Errorf("%s/v1/import answered %s", h.base, b)}
+		}
+		return ingest.ImportResult{Points: a.Points, Raw: a.Raw, Aggregated: a.Aggregated, Windows: a.Windows, Dropped: a.Dropped}, nil
+	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
+		return ingest.ImportResult{}, fmt.Errorf("%s/v1/import: %s: %s", h.base, resp.Status, bytes.TrimSpace(b))
+	default:
+		return ingest.ImportResult{}, permanentError{fmt.Errorf("%s/v1/import: %s: %s", h.base, resp.Status, bytes.TrimSpace(b))}
+	}
 }
 
 // importRun is one run of gateway import over its inputs.
@@ -344,6 +333,11 @@ type importRun struct {
 	// its windows of a series, so that every window of history is written
 	// whole by one batch.
 	window int64
+	// rawKeeps is how far back points surely go to the raw partitions,
+	// where batches may be cut anywhere: the raw retention less the import
+	// margin and a day, for the edge moving on while the import runs; 0
+	// when unknown.
+	rawKeeps int64
 
 	mu         sync.Mutex
 	seq        int
@@ -428,7 +422,7 @@ func (r *importRun) run(ctx context.Context) error {
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				res, err := r.sink.Import(ctx, b.points)
+				res, err := r.importBatch(ctx, b.points)
 				results <- result{b, res, err}
 			}()
 		}
@@ -490,6 +484,35 @@ func (r *importRun) run(ctx context.Context) error {
 	}
 	r.summary()
 	return nil
+}
+
+// permanentError is a failure that the same batch would meet again.
+type permanentError struct{ error }
+
+func (p permanentError) Unwrap() error { return p.error }
+
+// importBatch writes one batch, retrying a few times on failures that may
+// pass (a store timeout, a gateway restarting): a batch is safe to write
+// again.
+func (r *importRun) importBatch(ctx context.Context, points []ingest.Point) (ingest.ImportResult, error) {
+	var err error
+	for attempt := range 4 {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return ingest.ImportResult{}, ctx.Err()
+			case <-time.After(time.Duration(attempt*attempt) * 500 * time.Millisecond):
+			}
+		}
+		var res ingest.ImportResult
+		res, err = r.sink.Import(ctx, points)
+		var ve *ingest.ValidationError
+		var pe permanentError
+		if err == nil || ctx.Err() != nil || errors.As(err, &ve) || errors.As(err, &pe) {
+			return res, err
+		}
+	}
+	return ingest.ImportResult{}, err
 }
 
 func writeCheckpoint(path string, cp importCheckpoint) error {
@@ -616,13 +639,17 @@ func (r *importRun) read(ctx context.Context, i int, start int64, out chan<- bat
 	}
 }
 
-// cutAt returns the largest k with 0 < k <= len(points) such that points
-// k-1 and k lie in different (series, window), k = len(points) excluded
-// since the next line may continue the last window; 0 when there is none.
+// cutAt returns the largest k with 0 < k < len(points) at which a batch
+// may end: points k-1 and k lie in different (series, window), or both go
+// to the raw partitions, where every point stands alone. The last point
+// is no cut, since the next line may continue its window; 0 when there is
+// none.
 func (r *importRun) cutAt(points []ingest.Point) int {
+	rawFrom := r.now().UnixMilli() - r.rawKeeps
 	for k := len(points) - 1; k > 0; k-- {
 		a, b := points[k-1], points[k]
-		if a.Series != b.Series || tiers.AlignDown(a.T, r.window) != tiers.AlignDown(b.T, r.window) {
+		if a.Series != b.Series || tiers.AlignDown(a.T, r.window) != tiers.AlignDown(b.T, r.window) ||
+			r.rawKeeps > 0 && a.T >= rawFrom && b.T >= rawFrom {
 			return k
 		}
 	}

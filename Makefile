@@ -3,7 +3,10 @@
 #   make build           bin/gateway
 #   make generate        regenerate the Go client from api/openapi.yaml
 #   make run             the gateway on the embedded store (./data) with demo series
-#   make test            vet, unit tests, then integration tests against Cassandra
+#   make test            vet, unit tests, browser tests of the dashboard, then
+#                        integration tests against Cassandra
+#   make browser-test    the dashboard in Debian's Chromium against a real gateway
+#                        (UPDATE_SCREENSHOTS=1 refreshes the screenshot baselines)
 #   make bench           benchmarks: embedded-store and encoding ones, then the ones
 #                        against Cassandra (docs/benchmarks.md; BENCH_ARGS passes
 #                        flags such as -bench.rounds=9 to the latter)
@@ -26,7 +29,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 BENCH_ARGS ?=
 
-.PHONY: build generate run test vet unit-test integration-test bench cassandra-up cassandra-down
+.PHONY: build generate run test vet unit-test browser-test integration-test bench cassandra-up cassandra-down
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/gateway ./cmd/gateway
@@ -39,7 +42,7 @@ generate:
 run:
 	$(GO) run -ldflags "-X main.version=$(VERSION)" ./cmd/gateway serve --demo --data-dir data
 
-test: vet unit-test integration-test
+test: vet unit-test browser-test integration-test
 
 vet:
 	$(GO) vet ./...
@@ -49,6 +52,13 @@ unit-test:
 	@scripts/install-test-tools.sh
 	$(GO) test ./...
 	node --test web/
+
+# playwright-core drives /usr/bin/chromium (Debian's package; it downloads
+# no browser), at the versions pinned by web/e2e/package-lock.json.
+browser-test:
+	@scripts/install-test-tools.sh
+	cd web/e2e && npm ci --no-audit --no-fund --loglevel=error
+	cd web/e2e && node --test --test-concurrency=1 dashboard.e2e.mjs
 
 integration-test:
 	scripts/cassandra.sh run $(GO) test -tags integration -count=1 ./integration/...

@@ -2,15 +2,16 @@
 // (read-through, for a short time, widened in place by local writes) and
 // the rows of partition reads that can no longer change.
 //
-// Partition reads are cached only when the caller's Immutable predicate
-// says the rows of the requested span are final — a closed raw bucket past
-// the late-data window, a rollup bucket no late point can still correct, a
+// Partition reads are cached only when a predicate (Finality.Final) says
+// the rows of the requested span are final — a closed raw bucket past the
+// late-data window, a rollup bucket no late point can still correct, a
 // late partition read under its late-index version — so the cache never
-// holds data that a write could change without changing the key, and
-// entries need no invalidation — except after bulk imports of history into
-// buckets that were final, which invalidate the series' entries. Keys carry a format version and the
-// whole request (table, series, bucket, event bucket, span, late-index
-// version), and an entry is checked against the full key on every hit. Concurrent misses of one key
+// holds data that a write could change without changing the key. Entries
+// need no invalidation, except after imports of history into buckets that
+// were final, which invalidate the series' entries. Keys carry a format
+// version and the whole request (table, series, bucket, event bucket,
+// span, late-index version), and an entry is checked against the full key
+// on every hit. Concurrent misses of one key
 // load once. The cache is bounded in bytes.
 package cache
 

@@ -4,30 +4,23 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"mime"
 	"net/http"
 
 	"github.com/tsgate/tsgate/ingest"
+	"github.com/tsgate/tsgate/problem"
 )
 
 // importPoints writes history through the importer: raw partitions for
 // what the raw tier keeps, rollup rows for what only coarser tiers keep.
 func (s *Server) importPoints(w http.ResponseWriter, r *http.Request) {
-	ct := r.Header.Get("Content-Type")
-	mediaType, _, err := mime.ParseMediaType(ct)
 	var decode func(io.Reader, int64) ([]ingest.Point, error)
-	switch {
-	case err != nil: // missing or malformed: no decoder
-	case mediaType == "application/x-ndjson":
+	switch mediaType(r) {
+	case "application/x-ndjson":
 		decode = ingest.DecodeNDJSON
-	case mediaType == "text/csv":
+	case "text/csv":
 		decode = ingest.DecodeCSV
-	}
-	if decode == nil {
-		writeJSONProblem(w, &Problem{
-			Type: problemType("unsupported-media-type"), Title: "Unsupported media type", Status: http.StatusUnsupportedMediaType,
-			Detail: "send history as application/x-ndjson or text/csv (Content-Type was " + quoteOrMissing(ct) + ")",
-		})
+	default:
+		s.writeProblem(w, r, unsupportedMedia("send history as application/x-ndjson or text/csv", r.Header.Get("Content-Type")))
 		return
 	}
 	if s.deps.Importer == nil {
@@ -44,7 +37,7 @@ func (s *Server) importPoints(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var ve *ingest.ValidationError
 		if !errors.As(err, &ve) {
-			err = storeError{err}
+			err = problem.Unavailable(err)
 		}
 		s.writeProblem(w, r, err)
 		return

@@ -47,7 +47,7 @@ func DecodeCSV(r io.Reader, now int64) ([]Point, error) {
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, &ValidationError{Errors: []FieldError{{Param: fmt.Sprintf("points[%d]", i), Message: "line longer than 1 MiB"}}}
+			return nil, &ValidationError{Errors: []params.Error{{Param: fmt.Sprintf("points[%d]", i), Message: "line longer than 1 MiB"}}}
 		}
 		return nil, err // the body's reader failed (too large, or the client went away)
 	}

@@ -57,7 +57,7 @@ func (c ImportConfig) Validate() error {
 // windows for input grouped by series and ordered by time.
 type Importer struct {
 	writer  *Writer
-	pyramid *tiers.Pyramid
+	pyramid tiers.Pyramid
 	rollups Rollups
 	cfg     ImportConfig
 	// invalidate, when set, is told the series whose stored rows an import
@@ -69,7 +69,7 @@ type Importer struct {
 // clock and clock-skew allowance) into the tiers of p. invalidate may be
 // nil; gateway serve passes the partition cache's, because imports change
 // buckets the cache takes as final.
-func NewImporter(w *Writer, p *tiers.Pyramid, rollups Rollups, cfg ImportConfig, invalidate func(series ...string)) *Importer {
+func NewImporter(w *Writer, p tiers.Pyramid, rollups Rollups, cfg ImportConfig, invalidate func(series ...string)) *Importer {
 	return &Importer{writer: w, pyramid: p, rollups: rollups, cfg: cfg, invalidate: invalidate}
 }
 
@@ -138,12 +138,13 @@ func (im *Importer) Import(ctx context.Context, points []Point) (ImportResult, e
 		if len(pts) == 0 {
 			continue
 		}
-		res.Aggregated[l.String()] = len(pts)
+		name := im.pyramid.Tier(l).Name
+		res.Aggregated[name] = len(pts)
 		windows, err := im.writeWindows(ctx, l, pts)
 		if err != nil {
 			return ImportResult{}, err
 		}
-		res.Windows[l.String()] += int64(countWindows(windows))
+		res.Windows[name] += int64(countWindows(windows))
 		series := slices.Sorted(maps.Keys(windows))
 		touched = append(touched, series...)
 		// Coarser windows are recomputed from this tier's rows, which the

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/tsgate/tsgate/ingest"
-	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/router"
 	"github.com/tsgate/tsgate/tiers"
@@ -22,15 +21,15 @@ func importEnv(t *testing.T, p tiers.Pyramid) (*querytest.Env, *ingest.Importer)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	env := querytest.NewEnvWith(t, store, store, p)
-	return env, ingest.NewImporter(env.Writer, &env.Pyramid, env.Rollups, ingest.DefaultImportConfig(), nil)
+	env := querytest.NewEnv(t, store, querytest.Options{Pyramid: p})
+	return env, env.Gateway.Importer
 }
 
 // expectedLevel is where a point at t belongs, stated the other way round
 // from the importer: the finest tier from which every coarser window that
 // contains t can be rolled up while its rows are kept (a margin inside the
 // retention), or -1 when the coarsest tier does not keep t's window.
-func expectedLevel(p *tiers.Pyramid, t, now, margin int64) tiers.Level {
+func expectedLevel(p tiers.Pyramid, t, now, margin int64) tiers.Level {
 	kept := func(l tiers.Level, from int64) bool {
 		r := p.Tier(l).Retention
 		return r == 0 || from >= now-r+margin
@@ -78,7 +77,7 @@ func tierRows(t *testing.T, env *querytest.Env, l tiers.Level, series string, sp
 // the worker afterwards; points no tier keeps are dropped and counted.
 func TestImportLandsHistoryInTheTiersThatKeepIt(t *testing.T) {
 	finite := tiers.DefaultPyramid()
-	finite[tiers.LevelDay].Retention = 2 * 365 * tiers.Day
+	finite[finite.Coarsest()].Retention = 2 * 365 * tiers.Day
 	for name, p := range map[string]tiers.Pyramid{"default": tiers.DefaultPyramid(), "finite": finite} {
 		t.Run(name, func(t *testing.T) {
 			env, im := importEnv(t, p)
@@ -121,7 +120,7 @@ func TestImportLandsHistoryInTheTiersThatKeepIt(t *testing.T) {
 			level := map[int64]tiers.Level{}
 			wantRaw, wantDropped, wantAgg := 0, 0, map[string]int{}
 			for _, pt := range pts {
-				l := expectedLevel(&env.Pyramid, pt.T, now, margin)
+				l := expectedLevel(env.Pyramid, pt.T, now, margin)
 				switch {
 				case l < 0:
 					wantDropped++
@@ -129,7 +128,7 @@ func TestImportLandsHistoryInTheTiersThatKeepIt(t *testing.T) {
 				case l == tiers.LevelRaw:
 					wantRaw++
 				default:
-					wantAgg[l.String()]++
+					wantAgg[env.Pyramid.Tier(l).Name]++
 				}
 				truth[pt.T] = pt.V
 				level[pt.T] = l
@@ -148,7 +147,8 @@ func TestImportLandsHistoryInTheTiersThatKeepIt(t *testing.T) {
 
 			// Raw points, through the engine.
 			rawSpan := tiers.Span{From: now - p.Tier(tiers.LevelRaw).Retention, To: now + 1}
-			got, _, err := env.ReadAll(ctx, query.Request{Series: series, Span: rawSpan, Resolution: router.Resolution{Kind: router.RawPoints}, Limit: 100000}, 10)
+			req := env.Req(series, rawSpan, router.Resolution{Kind: router.RawPoints})
+			got, _, err := env.ReadAll(ctx, req, 10)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -186,15 +186,15 @@ func TestImportLandsHistoryInTheTiersThatKeepIt(t *testing.T) {
 				}
 				gotRows := tierRows(t, env, l, series, span)
 				if len(gotRows) != len(wantRows) {
-					t.Fatalf("%s tier: %d windows, want %d", l, len(gotRows), len(wantRows))
+					t.Fatalf("%s tier: %d windows, want %d", tier.Name, len(gotRows), len(wantRows))
 				}
 				for w, want := range wantRows {
 					if got := gotRows[w]; got != want {
-						t.Fatalf("%s window %d = %+v, want %+v", l, w, got, want)
+						t.Fatalf("%s window %d = %+v, want %+v", tier.Name, w, got, want)
 					}
 				}
 				if len(wantRows) == 0 {
-					t.Fatalf("%s tier: the test expects no rows at all", l)
+					t.Fatalf("%s tier: the test expects no rows at all", tier.Name)
 				}
 			}
 		})

@@ -27,7 +27,7 @@ import (
 // clients, each the store's write parallelism).
 const (
 	importSeries = 4
-	importPoints = 50000  // per series and round
+	importPoints = 50000 // per series and round
 	importStep   = time.Second
 )
 

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -21,21 +20,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tsgate/tsgate/cache"
 	"github.com/tsgate/tsgate/flagconf"
+	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/ingest"
-	"github.com/tsgate/tsgate/partial"
-	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/rollup"
-	"github.com/tsgate/tsgate/router"
 	"github.com/tsgate/tsgate/tiers"
 )
-
-// registerImportFlags adds the flags of the import path that `serve` (for
-// POST /v1/import) and `import` share.
-func (c *serveConfig) registerImportFlags(fs *flag.FlagSet) {
-	durVar(fs, &c.importer.Margin, "import-margin", "imported points go to a tier only this far inside the retention of the tier their coarser windows are rolled up from")
-}
 
 // importConfig is what `gateway import` is told besides the store.
 type importConfig struct {
@@ -95,8 +85,8 @@ flags:
 		fs.PrintDefaults()
 	}
 	c.registerStoreFlags(fs)
-	c.registerImportFlags(fs)
-	durVar(fs, &c.ingest.ClockSkew, "clock-skew", "how far in the future a point may be")
+	c.RegisterImportFlags(fs)
+	gateway.DurationVar(fs, &c.Ingest.ClockSkew, "clock-skew", "how far in the future a point may be")
 	fs.StringVar(&ic.url, "url", "", "base URL of a running gateway to import through (default: write to the configured store)")
 	fs.StringVar(&ic.format, "format", ic.format, "input format: ndjson, csv, or auto (csv for files named *.csv, else ndjson)")
 	fs.IntVar(&ic.batch, "batch", ic.batch, "points per batch (a batch grows to the end of the window it reaches)")
@@ -104,11 +94,14 @@ flags:
 	fs.StringVar(&ic.checkpoint, "checkpoint", "", "file recording how far the input is written (default: FIRST-FILE.import-checkpoint; required to resume stdin)")
 	fs.BoolVar(&ic.resume, "resume", false, "continue after the last acknowledged batch of the checkpoint")
 	fs.BoolVar(&ic.rollups, "rollups", ic.rollups, "with the store: run the pending rollups at the end")
-	durVar(fs, &ic.progress, "progress-interval", "how often the progress line is updated")
+	gateway.DurationVar(fs, &ic.progress, "progress-interval", "how often the progress line is updated")
 	if err := flagconf.Parse(fs, args, "GATEWAY_", "config", m.LookupEnv); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return errUsage
+			return errHelp
 		}
+		return errUsage
+	}
+	if err := c.Finish(); err != nil {
 		return err
 	}
 	if ic.batch < 1 || ic.parallel < 1 {
@@ -117,7 +110,7 @@ flags:
 	if ic.format != "auto" && ic.format != "ndjson" && ic.format != "csv" {
 		return fmt.Errorf("--format must be ndjson, csv or auto, not %q", ic.format)
 	}
-	if err := errors.Join(c.pyramid.Validate(), c.importer.Validate()); err != nil {
+	if err := errors.Join(c.Pyramid.Validate(), c.Import.Validate()); err != nil {
 		return err
 	}
 	inputs, err := m.importInputs(fs.Args(), ic.format)
@@ -136,10 +129,10 @@ flags:
 	if ic.url != "" {
 		sink = &httpImportSink{base: strings.TrimSuffix(ic.url, "/"), client: &http.Client{Timeout: 5 * time.Minute}}
 	} else {
-		if err := c.validate(); err != nil {
+		if err := c.Validate(); err != nil {
 			return err
 		}
-		s, done, err := m.storeImportSink(ctx, &c, ic.rollups)
+		s, done, err := m.storeImportSink(ctx, c.Config, ic.rollups)
 		if err != nil {
 			return err
 		}
@@ -148,8 +141,8 @@ flags:
 	}
 	run := &importRun{
 		sink: sink, cfg: ic, inputs: inputs, stderr: m.Stderr, now: time.Now,
-		window:   c.pyramid.Tier(c.pyramid.Levels()[len(c.pyramid.Levels())-1]).Step,
-		rawKeeps: max(0, c.pyramid.Tier(tiers.LevelRaw).Retention-c.importer.Margin.Milliseconds()-tiers.Day),
+		window:   c.Pyramid.Tier(c.Pyramid.Coarsest()).Step,
+		rawKeeps: max(0, c.Pyramid.Raw().Retention-c.Import.Margin.Milliseconds()-tiers.Day),
 	}
 	if err := run.run(ctx); err != nil {
 		return err
@@ -199,47 +192,22 @@ func (m Main) importInputs(names []string, format string) ([]importInput, error)
 	return out, nil
 }
 
-// storeImportSink opens the configured store as serve does and imports
-// into it directly.
-func (m Main) storeImportSink(ctx context.Context, c *serveConfig, runRollups bool) (*storeSink, func(), error) {
+// storeImportSink assembles the gateway over the configured store, as
+// serve does, and imports through its importer.
+func (m Main) storeImportSink(ctx context.Context, c gateway.Config, runRollups bool) (*storeSink, func(), error) {
 	log := slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	store, err := openStore(ctx, c, log)
+	// Nothing reads through the partition cache here.
+	c.CacheBytes = 0
+	g, err := gateway.Open(ctx, c, gateway.Options{Logger: log})
 	if err != nil {
-		return nil, nil, fmt.Errorf("open %s store: %w", c.store, err)
+		return nil, nil, err
 	}
 	closeStore := func() {
-		if err := store.Close(); err != nil {
+		if err := g.Close(); err != nil {
 			fmt.Fprintf(m.Stderr, "gateway import: closing the store: %v\n", err)
 		}
 	}
-	if err := checkLayout(ctx, store, &c.pyramid); err != nil {
-		closeStore()
-		return nil, nil, err
-	}
-	// The engine only serves the rollups' reads; cursors are never made.
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	signer, err := partial.NewSigner(key)
-	if err != nil {
-		closeStore()
-		return nil, nil, err
-	}
-	c.rollup.Lateness = c.ingest.Lateness
-	var worker *rollup.Worker
-	wm := func(ctx context.Context) router.Watermarks { return worker.Watermarks(ctx) }
-	engineStore := struct {
-		tiers.PartitionReader
-		tiers.LateIndex
-		tiers.Registry
-	}{store, store, store}
-	engine := query.New(engineStore, c.pyramid, c.router, wm, signer, c.query, time.Now)
-	worker = rollup.New(store, engine, c.rollup, time.Now, log, nil)
-	// Layouts through the series cache, as serve has them: a batch then
-	// starts writing without a registry read.
-	series := cache.NewSeries(store, c.seriesCacheSize, c.seriesTTL, c.layoutTTL, time.Now)
-	writer := ingest.NewWriter(writerStore{store, series}, series, &c.pyramid, c.ingest, time.Now)
-	s := &storeSink{Importer: ingest.NewImporter(writer, &c.pyramid, worker, c.importer, nil), worker: worker, rollups: runRollups, stderr: m.Stderr}
-	return s, closeStore, nil
+	return &storeSink{Importer: g.Importer, worker: g.Rollups, rollups: runRollups, stderr: m.Stderr}, closeStore, nil
 }
 
 type storeSink struct {

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/tsgate/tsgate/ingest"
-	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/router"
 	"github.com/tsgate/tsgate/tiers"
@@ -45,9 +44,9 @@ func newHistory(now int64) history {
 	}
 	return history{series: []histSeries{
 		mk("imp.recent", tiers.LevelRaw, now-3*tiers.Day, now-2*tiers.Day, 30*tiers.Second),
-		mk("imp.mid", tiers.LevelMinute, now-20*tiers.Day, now-19*tiers.Day, 2*tiers.Minute),
-		mk("imp.old", tiers.LevelHour, now-60*tiers.Day, now-55*tiers.Day, 5*tiers.Minute),
-		mk("imp.ancient", tiers.LevelDay, now-500*tiers.Day, now-490*tiers.Day, tiers.Hour),
+		mk("imp.mid", tiers.Level(1), now-20*tiers.Day, now-19*tiers.Day, 2*tiers.Minute),
+		mk("imp.old", tiers.Level(2), now-60*tiers.Day, now-55*tiers.Day, 5*tiers.Minute),
+		mk("imp.ancient", tiers.Level(3), now-500*tiers.Day, now-490*tiers.Day, tiers.Hour),
 	}}
 }
 
@@ -84,12 +83,13 @@ func (h history) csv(series ...int) string {
 // exactly the aggregates of its windows.
 func (h history) verify(t *testing.T, store tiers.Store) {
 	t.Helper()
-	env := querytest.NewEnv(t, store, store)
+	env := querytest.NewEnv(t, store, querytest.Options{})
 	ctx := context.Background()
 	for _, s := range h.series {
 		span := tiers.Span{From: s.points[0].T, To: s.points[len(s.points)-1].T + 1}
 		if s.level == tiers.LevelRaw {
-			got, _, err := env.ReadAll(ctx, query.Request{Series: s.id, Span: span, Resolution: router.Resolution{Kind: router.RawPoints}, Limit: 100000}, 10)
+			req := env.Req(s.id, span, router.Resolution{Kind: router.RawPoints})
+			got, _, err := env.ReadAll(ctx, req, 10)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,16 +126,16 @@ func (h history) verify(t *testing.T, store tiers.Store) {
 			}
 			if l < s.level {
 				if len(got) != 0 {
-					t.Fatalf("%s: %d %s rows, want none (the tier does not keep them)", s.id, len(got), l)
+					t.Fatalf("%s: %d %s rows, want none (the tier does not keep them)", s.id, len(got), tier.Name)
 				}
 				continue
 			}
 			if len(got) != len(want) {
-				t.Fatalf("%s: %d %s windows, want %d", s.id, len(got), l, len(want))
+				t.Fatalf("%s: %d %s windows, want %d", s.id, len(got), tier.Name, len(want))
 			}
 			for w, r := range want {
 				if got[w] != r {
-					t.Fatalf("%s: %s window %d = %+v, want %+v", s.id, l, w, got[w], r)
+					t.Fatalf("%s: %s window %d = %+v, want %+v", s.id, tier.Name, w, got[w], r)
 				}
 			}
 		}
@@ -290,8 +290,8 @@ func (c *countingSink) Import(ctx context.Context, points []ingest.Point) (inges
 // storeSinkFor imports into store as gateway import does.
 func storeSinkFor(t *testing.T, store tiers.Store) importSink {
 	t.Helper()
-	env := querytest.NewEnv(t, store, store)
-	return &storeSink{Importer: ingest.NewImporter(env.Writer, &env.Pyramid, env.Rollups, ingest.DefaultImportConfig(), nil), worker: env.Rollups, rollups: true, stderr: io.Discard}
+	env := querytest.NewEnv(t, store, querytest.Options{})
+	return &storeSink{Importer: env.Gateway.Importer, worker: env.Rollups, rollups: true, stderr: io.Discard}
 }
 
 // gateway import --url sends batches to a running gateway's

@@ -47,6 +47,10 @@ type Config struct {
 	Username, Password string
 	// NumConns is the number of connections per host.
 	NumConns int
+	// Now is the clock that decides expiry (rows already past their
+	// retention are not written, TTLs count from it); time.Now when nil.
+	// The gateway passes its own clock, as it does to the embedded store.
+	Now func() time.Time
 }
 
 // DefaultConfig returns the settings of a local single-node cluster: the

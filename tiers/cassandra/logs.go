@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"golang.org/x/sync/errgroup"
@@ -21,7 +20,7 @@ import (
 // unless its writer's clock lags the other writers' by more than the time
 // between the two.
 func (s *Store) MarkLate(ctx context.Context, marks []tiers.LateMark) error {
-	now := time.Now().UnixMilli()
+	now := s.now().UnixMilli()
 	version := tiers.NewVersion()
 	bySeries := map[string][]stmt{}
 	for _, m := range marks {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
@@ -23,6 +24,7 @@ type Store struct {
 	tables  map[tiers.Table]*tableStmts
 	stmts   stmts
 	serial  gocql.Consistency // the read level of the secrets
+	now     func() time.Time
 	// oldestNoted is the smallest slot this process has recorded as the
 	// oldest dirty slot; MarkDirty skips the write for later slots, which
 	// could not lower the stored minimum anyway.
@@ -111,7 +113,7 @@ func Open(ctx context.Context, cfg Config, p tiers.Pyramid, log *slog.Logger) (*
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if err := checkPyramid(&p); err != nil {
+	if err := checkPyramid(p); err != nil {
 		return nil, err
 	}
 	if log == nil {
@@ -125,20 +127,25 @@ func Open(ctx context.Context, cfg Config, p tiers.Pyramid, log *slog.Logger) (*
 		cfg: cfg, session: session, log: log,
 		tables: map[tiers.Table]*tableStmts{},
 		stmts:  newStmts(cfg.Keyspace),
+		now:    cfg.Now,
+	}
+	if s.now == nil {
+		s.now = time.Now
 	}
 	cons, _ := parseConsistency(cfg.Consistency) // validated above
 	s.serial = serialFor(cons)
 	s.oldestNoted.Store(maxInt64)
-	for _, l := range p.Levels() {
+	for _, t := range p.Tables() {
 		k := kindRollup
-		if l == tiers.LevelRaw {
+		switch t {
+		case tiers.TableRaw:
 			k = kindRaw
+		case tiers.TableLate:
+			k = kindLate
 		}
-		t := p.Tier(l).Table
 		s.tables[t] = newTableStmts(cfg.Keyspace, t, k)
 	}
-	s.tables[tiers.TableLate] = newTableStmts(cfg.Keyspace, tiers.TableLate, kindLate)
-	if err := s.checkSchema(ctx, &p); err != nil {
+	if err := s.checkSchema(ctx, p); err != nil {
 		session.Close()
 		return nil, err
 	}
@@ -148,7 +155,7 @@ func Open(ctx context.Context, cfg Config, p tiers.Pyramid, log *slog.Logger) (*
 // checkSchema fails when the keyspace or a table is missing, and warns when
 // a tier table's default TTL no longer matches the configured retention
 // (the tables are created once; later retention changes need ALTER TABLE).
-func (s *Store) checkSchema(ctx context.Context, p *tiers.Pyramid) error {
+func (s *Store) checkSchema(ctx context.Context, p tiers.Pyramid) error {
 	ks := s.cfg.Keyspace
 	hint := fmt.Sprintf("run `gateway schema --apply --keyspace %s` with the same --cassandra-* flags first", ks)
 	var name string
@@ -193,7 +200,7 @@ func (s *Store) checkSchema(ctx context.Context, p *tiers.Pyramid) error {
 	if err != nil {
 		return fmt.Errorf("cassandra: read the columns of %s.%s: %w", ks, tableLateBuckets, err)
 	}
-	want := map[tiers.Table]int64{tiers.TableLate: retentionTTL(p.Tier(tiers.LevelRaw).Retention)}
+	want := map[tiers.Table]int64{tiers.TableLate: retentionTTL(p.Raw().Retention)}
 	for _, l := range p.Levels() {
 		want[p.Tier(l).Table] = retentionTTL(p.Tier(l).Retention)
 	}

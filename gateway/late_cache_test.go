@@ -1,17 +1,15 @@
-package main
+package gateway_test
 
 import (
 	"context"
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/tsgate/tsgate/cache"
+	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/query/querytest"
-	"github.com/tsgate/tsgate/rollup"
 	"github.com/tsgate/tsgate/router"
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/embedded"
@@ -19,7 +17,7 @@ import (
 
 // lateReads counts the late-partition reads that reach the store.
 type lateReads struct {
-	tiers.PartitionReader
+	tiers.Store
 	n atomic.Int64
 }
 
@@ -27,7 +25,7 @@ func (r *lateReads) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPa
 	if req.Key.Table == tiers.TableLate {
 		r.n.Add(1)
 	}
-	return r.PartitionReader.Read(ctx, req)
+	return r.Store.Read(ctx, req)
 }
 
 // Late partitions are cached like final raw buckets, yet a late write
@@ -40,13 +38,10 @@ func TestLateWritesAfterCachedReadsAreSeen(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
-	counted := &lateReads{PartitionReader: store}
-	var env *querytest.Env
-	p := tiers.DefaultPyramid()
-	wm := func(ctx context.Context) router.Watermarks { return env.Rollups.Watermarks(ctx) }
-	lateness := ingest.DefaultConfig().Lateness
-	pc := cache.NewPartitions(counted, finalRead(&p, lateness, rollup.DefaultConfig().Grace, wm, time.Now), 64<<20)
-	env = querytest.NewEnv(t, store, pc)
+	counted := &lateReads{Store: store}
+	// The gateway as serve assembles it, partition cache and its finality
+	// included.
+	env := querytest.NewEnv(t, counted, querytest.Options{Configure: func(c *gateway.Config) { c.CacheBytes = 64 << 20 }})
 	ctx := context.Background()
 
 	now := env.Clock.Now().UnixMilli()
@@ -74,7 +69,8 @@ func TestLateWritesAfterCachedReadsAreSeen(t *testing.T) {
 	}
 	read := func() []query.Item {
 		t.Helper()
-		got, _, err := env.ReadAll(ctx, query.Request{Series: "late.cached", Span: span, Resolution: router.Resolution{Kind: router.RawPoints}, Limit: 100000}, 10)
+		req := env.Req("late.cached", span, router.Resolution{Kind: router.RawPoints})
+		got, _, err := env.ReadAll(ctx, req, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +100,24 @@ func TestLateWritesAfterCachedReadsAreSeen(t *testing.T) {
 		write(1 + r.IntN(5))
 		check(read(), "read after a late write")
 	}
-	if hits, _ := pc.Stats(); hits == 0 {
+	if cacheHits(t, env) == 0 {
 		t.Fatal("no read was served from the cache")
 	}
+}
+
+// cacheHits reads the gateway's count of partition reads served from the
+// cache.
+func cacheHits(t *testing.T, env *querytest.Env) float64 {
+	t.Helper()
+	mfs, err := env.Gateway.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "tsgate_cache_hits_total" {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatal("no tsgate_cache_hits_total metric")
+	return 0
 }

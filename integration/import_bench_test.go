@@ -76,13 +76,24 @@ func BenchmarkImport(b *testing.B) {
 	}
 	args := []string{"import", "--store", "cassandra", "--cassandra-hosts", strings.Join(cfg.Hosts, ","), "--keyspace", cfg.Keyspace,
 		"--cassandra-local-dc", cfg.LocalDC, "--cassandra-consistency", cfg.Consistency, "--rollups=false", "--progress-interval", "1h"}
-	viaImport := func(round int) (time.Duration, []string) {
+	// Every round's input is written before the rounds, and synced, so
+	// that no round competes with the writeback of its own file.
+	namesOf := func(round int) []string {
 		var names []string
 		for c := range importSeries {
 			names = append(names, fmt.Sprintf("bench.import.r%d.cli.s%d", round, c))
 		}
-		path := filepath.Join(dir, fmt.Sprintf("r%d.ndjson", round))
-		writeFile(path, names)
+		return names
+	}
+	pathOf := func(round int) string { return filepath.Join(dir, fmt.Sprintf("r%d.ndjson", round)) }
+	for round := -1; round < *benchRounds; round++ {
+		writeFile(pathOf(round), namesOf(round))
+	}
+	if err := exec.Command("sync").Run(); err != nil {
+		b.Fatal(err)
+	}
+	viaImport := func(round int) (time.Duration, []string) {
+		names, path := namesOf(round), pathOf(round)
 		cmd := exec.Command(bin, append(args, path)...)
 		start := time.Now()
 		out, err := cmd.CombinedOutput()

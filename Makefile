@@ -10,6 +10,8 @@
 #   make bench           benchmarks: embedded-store and encoding ones, then the ones
 #                        against Cassandra (docs/benchmarks.md; BENCH_ARGS passes
 #                        flags such as -bench.rounds=9 to the latter)
+#   make fuzz            every fuzz target for FUZZTIME each (default 60s; FUZZ=regexp
+#                        picks targets by name); not part of make test
 #   make cassandra-up    start the local single-node Cassandra (scripts/cassandra.sh)
 #   make cassandra-down  stop it
 #
@@ -28,8 +30,10 @@ export CASSANDRA_NATIVE_PORT
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 BENCH_ARGS ?=
+FUZZTIME ?= 60s
+FUZZ ?= .
 
-.PHONY: build generate run test vet unit-test browser-test integration-test bench cassandra-up cassandra-down
+.PHONY: build generate run test vet unit-test browser-test integration-test bench fuzz cassandra-up cassandra-down
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/gateway ./cmd/gateway
@@ -70,6 +74,17 @@ bench:
 	  ./httpapi/ ./ingest/ ./merge/ ./tiers/embedded/
 	scripts/cassandra.sh run $(GO) test -tags integration -run '^$$' -bench . -benchtime 1x -timeout 60m \
 	  ./integration/ $(if $(BENCH_ARGS),-args $(BENCH_ARGS))
+
+# Every Fuzz function of the tests, one after another (go test
+# fuzzes one target at a time). Findings land in the package's
+# testdata/fuzz/<target>/, where go test runs them from then on.
+fuzz:
+	@for file in $$(git ls-files --cached --others --exclude-standard '*_test.go' | xargs grep -l '^func Fuzz'); do \
+	  for target in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$file" | grep -E -- '$(FUZZ)'); do \
+	    echo "== ./$$(dirname $$file) $$target"; \
+	    $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) ./$$(dirname $$file); \
+	  done; \
+	done
 
 cassandra-up:
 	scripts/cassandra.sh start

@@ -42,6 +42,7 @@ func DecodeCSV(r io.Reader, now int64) ([]Point, error) {
 		}
 		if p, ok := checkCSVPoint(fields, i, now, verr); ok {
 			points = append(points, p)
+			verr.decoded = append(verr.decoded, i)
 		}
 		i++
 	}

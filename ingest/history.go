@@ -99,12 +99,11 @@ type ImportResult struct {
 func (im *Importer) Import(ctx context.Context, points []Point) (ImportResult, error) {
 	w := im.writer
 	now := w.now().UnixMilli()
-	newest := now + w.cfg.ClockSkew.Milliseconds()
 	verr := &ValidationError{}
 	for i, p := range points {
-		if p.T > newest {
+		if msg, bad := im.timeError(p.T, now); bad {
 			verr.Invalid++
-			verr.add(fmt.Sprintf("points[%d].t", i), fmt.Sprintf("is more than %s in the future (newest accepted now: %d)", tiers.FormatDuration(w.cfg.ClockSkew.Milliseconds()), newest))
+			verr.add(fmt.Sprintf("points[%d].t", i), msg)
 		}
 	}
 	if verr.Invalid > 0 {
@@ -164,6 +163,21 @@ func (im *Importer) Import(ctx context.Context, points []Point) (ImportResult, e
 	im.invalidated(slices.Compact(touched)...)
 	return res, nil
 }
+
+// timeError is the one bound on an imported point's time: no further in
+// the future than the clock-skew allowance.
+func (im *Importer) timeError(t, now int64) (string, bool) {
+	skew := im.writer.cfg.ClockSkew.Milliseconds()
+	if t > now+skew {
+		return fmt.Sprintf("is more than %s in the future (newest accepted now: %d)", tiers.FormatDuration(skew), now+skew), true
+	}
+	return "", false
+}
+
+// Check completes a decoder's rejection of a batch with the check Import
+// would make of the points that did decode, so that the answer names every
+// bad point at once, in batch order.
+func (im *Importer) Check(verr *ValidationError) { im.writer.check(verr, im.timeError) }
 
 func (im *Importer) invalidated(series ...string) {
 	if im.invalidate != nil && len(series) > 0 {

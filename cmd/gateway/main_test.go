@@ -101,7 +101,9 @@ func TestServeWiresEverythingAndShutsDownCleanly(t *testing.T) {
 		}
 	}
 	_, metrics := httpDo(t, "GET", base+"/metrics", "")
-	for _, name := range []string{"tsgate_http_requests_total", "tsgate_rollup_windows_recomputed_total", "tsgate_cache_hits_total", "go_goroutines"} {
+	for _, name := range []string{"tsgate_http_requests_total", "tsgate_rollup_windows_recomputed_total", "tsgate_cache_hits_total", "go_goroutines",
+		`tsgate_build_info{goversion="go`, `tsgate_read_partitions_total{tier="raw"}`, `tsgate_read_page_seconds_count{tier="raw"}`,
+		`tsgate_store_read_seconds_count{table="points_raw"}`, `tsgate_store_write_seconds_count{outcome="ok"}`} {
 		if !strings.Contains(metrics, name) {
 			t.Errorf("/metrics lacks %s", name)
 		}

@@ -113,7 +113,7 @@ func (m Main) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	g, err := gateway.Open(ctx, c.Config, gateway.Options{Logger: log})
+	g, err := gateway.Open(ctx, c.Config, gateway.Options{Logger: log, Version: version})
 	if err != nil {
 		return err
 	}

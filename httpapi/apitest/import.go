@@ -124,9 +124,9 @@ func importHistory(t *testing.T, s *Server) {
 
 	// Bad input names the point; nothing of the batch is written.
 	var p Problem
-	status, _, body := s.Do("POST", "/v1/import", "text/csv", fmt.Sprintf("bad,%d,1\nbad,%d,x\nbad,%d\n", now-tiers.Day, now-tiers.Day, now))
-	if err := json.Unmarshal(body, &p); err != nil || status != 400 || len(p.Errors) != 2 ||
-		p.Errors[0].Param != "points[1].v" || p.Errors[1].Param != "points[2]" {
+	status, _, body := s.Do("POST", "/v1/import", "text/csv", fmt.Sprintf("bad,%d,1\nbad,%d,x\nbad,%d\nbad,%d,1\nbad,%d,2\n", now-tiers.Day, now-tiers.Day, now, now+tiers.Day, now-900*tiers.Day))
+	if err := json.Unmarshal(body, &p); err != nil || status != 400 || len(p.Errors) != 3 ||
+		p.Errors[0].Param != "points[1].v" || p.Errors[1].Param != "points[2]" || p.Errors[2].Param != "points[3].t" {
 		t.Fatalf("bad CSV: %d %s", status, body)
 	}
 	status, _, body = s.Do("POST", "/v1/import", "application/x-ndjson", fmt.Sprintf(`{"series":"bad","t":%d,"v":1}`, now+tiers.Day))

@@ -70,8 +70,10 @@ func (m Main) importCmd(ctx context.Context, args []string) error {
 	c := defaultServeConfig()
 	ic := importConfig{format: "auto", batch: 5000, parallel: 8, rollups: true, progress: time.Second}
 	fs := flag.NewFlagSet("gateway import", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	fs.Usage = func() {
+	// Errors are printed below, once, with the hint; help goes to stdout.
+	fs.SetOutput(io.Discard)
+	usage := func() {
+		fs.SetOutput(m.Stdout)
 		fmt.Fprint(fs.Output(), `usage: gateway import [flags] [FILE ...]
 
 Imports points of any age from NDJSON ({"series","t","v"} per line) or CSV
@@ -97,8 +99,10 @@ flags:
 	gateway.DurationVar(fs, &ic.progress, "progress-interval", "how often the progress line is updated")
 	if err := flagconf.Parse(fs, args, "GATEWAY_", "config", m.LookupEnv); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			usage()
 			return errHelp
 		}
+		fmt.Fprintf(m.Stderr, "gateway import: %v\nrun gateway import -help for the flags\n", err)
 		return errUsage
 	}
 	if err := c.Finish(); err != nil {

@@ -384,7 +384,9 @@ func (r *importRun) run(ctx context.Context) error {
 		res ingest.ImportResult
 		err error
 	}
-	results := make(chan result)
+	// Buffered, and the slot is freed before the result is handed over, so
+	// that a slow checkpoint write never holds a batch back.
+	results := make(chan result, r.cfg.parallel)
 	sem := make(chan struct{}, r.cfg.parallel)
 	var wg sync.WaitGroup
 	go func() {
@@ -393,8 +395,8 @@ func (r *importRun) run(ctx context.Context) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				defer func() { <-sem }()
 				res, err := r.importBatch(ctx, b.points)
+				<-sem
 				results <- result{b, res, err}
 			}()
 		}
@@ -404,6 +406,19 @@ func (r *importRun) run(ctx context.Context) error {
 	pending := map[int]result{}
 	next := 0
 	var firstErr error
+	// The checkpoint is written at most every checkpointEvery while all
+	// goes well, and once more when the run stops: a run killed outright
+	// resumes at most that much earlier, which writes the same rows again.
+	var lastCheckpoint time.Time
+	unsaved := false
+	save := func() error {
+		if r.cfg.checkpoint == "" || !unsaved {
+			return nil
+		}
+		unsaved = false
+		lastCheckpoint = time.Now()
+		return writeCheckpoint(r.cfg.checkpoint, cp)
+	}
 	for res := range results {
 		if res.err != nil {
 			if firstErr == nil {
@@ -428,10 +443,13 @@ func (r *importRun) run(ctx context.Context) error {
 			cp.File, cp.Offset, cp.Points = done.b.file, done.b.to, cp.Points+int64(len(done.b.points))
 			advanced = true
 		}
-		if advanced && firstErr == nil && r.cfg.checkpoint != "" {
-			if err := writeCheckpoint(r.cfg.checkpoint, cp); err != nil {
-				firstErr = err
-				cancel()
+		if advanced && firstErr == nil {
+			unsaved = true
+			if time.Since(lastCheckpoint) >= checkpointEvery {
+				if err := save(); err != nil {
+					firstErr = err
+					cancel()
+				}
 			}
 		}
 		r.printProgress(false)
@@ -444,6 +462,9 @@ func (r *importRun) run(ctx context.Context) error {
 	}
 	r.printProgress(true)
 	if firstErr != nil {
+		if err := save(); err != nil {
+			return errors.Join(firstErr, err)
+		}
 		if r.cfg.checkpoint != "" {
 			return fmt.Errorf("%w\nwhat was acknowledged is recorded in %s; run the same command with --resume to continue", firstErr, r.cfg.checkpoint)
 		}
@@ -486,6 +507,9 @@ func (r *importRun) importBatch(ctx context.Context, points []ingest.Point) (ing
 	}
 	return ingest.ImportResult{}, err
 }
+
+// checkpointEvery bounds how often the checkpoint file is rewritten.
+const checkpointEvery = 250 * time.Millisecond
 
 func writeCheckpoint(path string, cp importCheckpoint) error {
 	b, _ := json.Marshal(cp)

@@ -12,6 +12,9 @@
 #                        flags such as -bench.rounds=9 to the latter)
 #   make fuzz            every fuzz target for FUZZTIME each (default 60s; FUZZ=regexp
 #                        picks targets by name); not part of make test
+#   make loadtest        reads and writes at 4× --max-inflight for 30 s, on the
+#                        embedded store and on a Cassandra node on port 9142
+#                        (docs/benchmarks.md); never part of make test
 #   make cassandra-up    start the local single-node Cassandra (scripts/cassandra.sh)
 #   make cassandra-down  stop it
 #
@@ -33,7 +36,7 @@ BENCH_ARGS ?=
 FUZZTIME ?= 60s
 FUZZ ?= .
 
-.PHONY: build generate run test vet unit-test browser-test integration-test bench fuzz cassandra-up cassandra-down
+.PHONY: build generate run test vet unit-test browser-test integration-test bench fuzz loadtest cassandra-up cassandra-down
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/gateway ./cmd/gateway
@@ -66,6 +69,16 @@ browser-test:
 
 integration-test:
 	scripts/cassandra.sh run $(GO) test -tags integration -count=1 ./integration/...
+
+# The load test runs the gateway binary as a separate process, so that its
+# memory is measured alone; the Cassandra node it starts listens on
+# non-default ports and is stopped again.
+LOADTEST_ARGS ?=
+loadtest: build
+	$(GO) run ./cmd/loadtest -gateway bin/gateway $(LOADTEST_ARGS)
+	$(GO) run ./cmd/loadtest -gateway bin/gateway -mode bigquery
+	CASSANDRA_NATIVE_PORT=9142 CASSANDRA_STORAGE_PORT=7100 scripts/cassandra.sh run \
+	  $(GO) run ./cmd/loadtest -gateway bin/gateway -store cassandra -cassandra-hosts 127.0.0.1:9142 $(LOADTEST_ARGS)
 
 # Benchmarks never run in make test. The ones against Cassandra run once
 # (-benchtime 1x): each runs its own interleaved rounds and reports medians.

@@ -23,6 +23,7 @@ type Metrics struct {
 	points     prometheus.Counter
 	late       prometheus.Counter
 	imported   *prometheus.CounterVec
+	guard      *guardMetrics
 }
 
 // NewMetrics registers the HTTP metrics on reg.
@@ -64,6 +65,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, reason := range []string{"slo", "unavailable"} {
 		m.partials.WithLabelValues(reason)
 	}
+	m.guard = newGuardMetrics(reg)
 	reg.MustRegister(m.requests, m.latency, m.partitions, m.rowsRead, m.pages, m.partials, m.storeErrs, m.points, m.late, m.imported)
 	return m
 }

@@ -134,13 +134,19 @@ func (e PointsAnswerPartialReason) Valid() bool {
 const (
 	ProblemTypeBodyTooLarge         ProblemType = "/docs#problem-body-too-large"
 	ProblemTypeBudgetExceeded       ProblemType = "/docs#problem-budget-exceeded"
+	ProblemTypeForbidden            ProblemType = "/docs#problem-forbidden"
+	ProblemTypeHostNotAllowed       ProblemType = "/docs#problem-host-not-allowed"
 	ProblemTypeInternal             ProblemType = "/docs#problem-internal"
 	ProblemTypeInvalidParameter     ProblemType = "/docs#problem-invalid-parameter"
 	ProblemTypeInvalidPoints        ProblemType = "/docs#problem-invalid-points"
 	ProblemTypeMethodNotAllowed     ProblemType = "/docs#problem-method-not-allowed"
+	ProblemTypeNewSeriesRate        ProblemType = "/docs#problem-new-series-rate"
 	ProblemTypeNotFound             ProblemType = "/docs#problem-not-found"
+	ProblemTypeOverloaded           ProblemType = "/docs#problem-overloaded"
 	ProblemTypeSeriesNotFound       ProblemType = "/docs#problem-series-not-found"
 	ProblemTypeStoreUnavailable     ProblemType = "/docs#problem-store-unavailable"
+	ProblemTypeTooManyNewSeries     ProblemType = "/docs#problem-too-many-new-series"
+	ProblemTypeUnauthorized         ProblemType = "/docs#problem-unauthorized"
 	ProblemTypeUnsupportedMediaType ProblemType = "/docs#problem-unsupported-media-type"
 )
 
@@ -151,6 +157,10 @@ func (e ProblemType) Valid() bool {
 		return true
 	case ProblemTypeBudgetExceeded:
 		return true
+	case ProblemTypeForbidden:
+		return true
+	case ProblemTypeHostNotAllowed:
+		return true
 	case ProblemTypeInternal:
 		return true
 	case ProblemTypeInvalidParameter:
@@ -159,13 +169,42 @@ func (e ProblemType) Valid() bool {
 		return true
 	case ProblemTypeMethodNotAllowed:
 		return true
+	case ProblemTypeNewSeriesRate:
+		return true
 	case ProblemTypeNotFound:
+		return true
+	case ProblemTypeOverloaded:
 		return true
 	case ProblemTypeSeriesNotFound:
 		return true
 	case ProblemTypeStoreUnavailable:
 		return true
+	case ProblemTypeTooManyNewSeries:
+		return true
+	case ProblemTypeUnauthorized:
+		return true
 	case ProblemTypeUnsupportedMediaType:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RollupRunState.
+const (
+	RollupRunStateDone    RollupRunState = "done"
+	RollupRunStateFailed  RollupRunState = "failed"
+	RollupRunStateRunning RollupRunState = "running"
+)
+
+// Valid indicates whether the value is a known member of the RollupRunState enum.
+func (e RollupRunState) Valid() bool {
+	switch e {
+	case RollupRunStateDone:
+		return true
+	case RollupRunStateFailed:
+		return true
+	case RollupRunStateRunning:
 		return true
 	default:
 		return false
@@ -539,6 +578,23 @@ type RollupReport struct {
 	Windows map[string]int64 `json:"windows"`
 }
 
+// RollupRun defines model for RollupRun.
+type RollupRun struct {
+	// Error An RFC 9457 problem detail; every error the API returns is one.
+	Error *Problem `json:"error,omitempty"`
+
+	// ID The run's id; `GET /v1/admin/rollups/runs/{id}` reads its state.
+	ID     string        `json:"id"`
+	Report *RollupReport `json:"report,omitempty"`
+
+	// Started When the run started (Unix ms).
+	Started int64          `json:"started"`
+	State   RollupRunState `json:"state"`
+}
+
+// RollupRunState defines model for RollupRun.State.
+type RollupRunState string
+
 // Row One point `[t, v]` or one window `[t, agg…]`, in the order of
 // `columns`. `t` is Unix milliseconds (a window's start). An aggregate
 // that overflows (a `sum` beyond ±1.8e308) is `null`.
@@ -733,8 +789,17 @@ type BodyTooLarge = Problem
 // BudgetExceeded An RFC 9457 problem detail; every error the API returns is one.
 type BudgetExceeded = Problem
 
+// Forbidden An RFC 9457 problem detail; every error the API returns is one.
+type Forbidden = Problem
+
+// HostNotAllowed An RFC 9457 problem detail; every error the API returns is one.
+type HostNotAllowed = Problem
+
 // Internal An RFC 9457 problem detail; every error the API returns is one.
 type Internal = Problem
+
+// Overloaded An RFC 9457 problem detail; every error the API returns is one.
+type Overloaded = Problem
 
 // SeriesNotFound An RFC 9457 problem detail; every error the API returns is one.
 type SeriesNotFound = Problem
@@ -742,8 +807,17 @@ type SeriesNotFound = Problem
 // StoreUnavailable An RFC 9457 problem detail; every error the API returns is one.
 type StoreUnavailable = Problem
 
+// Unauthorized An RFC 9457 problem detail; every error the API returns is one.
+type Unauthorized = Problem
+
 // UnsupportedMediaType An RFC 9457 problem detail; every error the API returns is one.
 type UnsupportedMediaType = Problem
+
+// RunRollupsParams defines parameters for RunRollups.
+type RunRollupsParams struct {
+	// Wait `false`: answer 202 at once instead of waiting for the report.
+	Wait *bool `form:"wait,omitempty" json:"wait,omitempty"`
+}
 
 // ListSeriesParams defines parameters for ListSeries.
 type ListSeriesParams struct {
@@ -1160,8 +1234,23 @@ type ClientInterface interface {
 	// tests; admin-only when authentication is on. Takes no body: a
 	// body, or a `Content-Type` other than `application/json`, is a 415.
 	//
+	// The run is detached from the request: it finishes whatever the
+	// client does. The answer waits for it and is its report (200); with
+	// `wait=false` it is 202 at once, with the run's id and `Location`,
+	// and `GET /v1/admin/rollups/runs/{run}` tells how it ended. A client
+	// that leaves before the end does not stop the run either.
+	//
 	// Corresponds with POST /v1/admin/rollups/run (the `RunRollups` operationId).
-	RunRollups(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RunRollups(ctx context.Context, params *RunRollupsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRollupRun State of an on-demand rollup run
+	//
+	// The state of a run started by `POST /v1/admin/rollups/run`: running,
+	// done (with its report) or failed (with the problem). The latest 32
+	// runs are kept.
+	//
+	// Corresponds with GET /v1/admin/rollups/runs/{run} (the `GetRollupRun` operationId).
+	GetRollupRun(ctx context.Context, run string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ImportPointsWithBody Import history
 	//
@@ -1251,7 +1340,7 @@ type ClientInterface interface {
 
 	// QueryBatchWithBody Read many series
 	//
-	// Reads up to 100 series in one request. The members next to `queries`
+	// Reads up to 100 series (`--max-queries`) in one request. The members next to `queries`
 	// apply to every query; a query's own members override them (`slo`
 	// only applies to the whole request: the budget covers all queries).
 	// The results come in the order of `queries`, each shaped like the
@@ -1262,6 +1351,17 @@ type ClientInterface interface {
 	// Invalid parameters fail the whole request with a 400 naming each
 	// one: `from` for a shared member, `queries[2].agg` for a query's own.
 	// The body is at most 1 MiB.
+	//
+	// **Bounded answers.** One answer holds at most
+	// `--max-response-points` points (default 1,000,000) across all its
+	// results, so that a batch of raw reads cannot hold unbounded memory:
+	// each query's page limit is cut to an equal share of the bound
+	// (`max-response-points / number of queries`) when its own `limit`
+	// (or the default) is larger. A result cut so ends like any page that
+	// reaches its limit: with a `next_cursor` that continues exactly where
+	// it stopped. Cursors do not depend on `limit`, so the next request
+	// may repeat the same queries with their cursors. The Grafana query
+	// endpoint applies the same bound over its targets' series.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1270,7 +1370,7 @@ type ClientInterface interface {
 
 	// QueryBatch Read many series
 	//
-	// Reads up to 100 series in one request. The members next to `queries`
+	// Reads up to 100 series (`--max-queries`) in one request. The members next to `queries`
 	// apply to every query; a query's own members override them (`slo`
 	// only applies to the whole request: the budget covers all queries).
 	// The results come in the order of `queries`, each shaped like the
@@ -1281,6 +1381,17 @@ type ClientInterface interface {
 	// Invalid parameters fail the whole request with a 400 naming each
 	// one: `from` for a shared member, `queries[2].agg` for a query's own.
 	// The body is at most 1 MiB.
+	//
+	// **Bounded answers.** One answer holds at most
+	// `--max-response-points` points (default 1,000,000) across all its
+	// results, so that a batch of raw reads cannot hold unbounded memory:
+	// each query's page limit is cut to an equal share of the bound
+	// (`max-response-points / number of queries`) when its own `limit`
+	// (or the default) is larger. A result cut so ends like any page that
+	// reaches its limit: with a `next_cursor` that continues exactly where
+	// it stopped. Cursors do not depend on `limit`, so the next request
+	// may repeat the same queries with their cursors. The Grafana query
+	// endpoint applies the same bound over its targets' series.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1793,9 +1904,34 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 // tests; admin-only when authentication is on. Takes no body: a
 // body, or a `Content-Type` other than `application/json`, is a 415.
 //
+// The run is detached from the request: it finishes whatever the
+// client does. The answer waits for it and is its report (200); with
+// `wait=false` it is 202 at once, with the run's id and `Location`,
+// and `GET /v1/admin/rollups/runs/{run}` tells how it ended. A client
+// that leaves before the end does not stop the run either.
+//
 // Corresponds with POST /v1/admin/rollups/run (the `RunRollups` operationId).
-func (c *Client) RunRollups(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRunRollupsRequest(c.Server)
+func (c *Client) RunRollups(ctx context.Context, params *RunRollupsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunRollupsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRollupRun State of an on-demand rollup run
+//
+// The state of a run started by `POST /v1/admin/rollups/run`: running,
+// done (with its report) or failed (with the problem). The latest 32
+// runs are kept.
+//
+// Corresponds with GET /v1/admin/rollups/runs/{run} (the `GetRollupRun` operationId).
+func (c *Client) GetRollupRun(ctx context.Context, run string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRollupRunRequest(c.Server, run)
 	if err != nil {
 		return nil, err
 	}
@@ -1924,7 +2060,7 @@ func (c *Client) WritePoints(ctx context.Context, body WritePointsJSONRequestBod
 
 // QueryBatchWithBody Read many series
 //
-// Reads up to 100 series in one request. The members next to `queries`
+// Reads up to 100 series (`--max-queries`) in one request. The members next to `queries`
 // apply to every query; a query's own members override them (`slo`
 // only applies to the whole request: the budget covers all queries).
 // The results come in the order of `queries`, each shaped like the
@@ -1935,6 +2071,17 @@ func (c *Client) WritePoints(ctx context.Context, body WritePointsJSONRequestBod
 // Invalid parameters fail the whole request with a 400 naming each
 // one: `from` for a shared member, `queries[2].agg` for a query's own.
 // The body is at most 1 MiB.
+//
+// **Bounded answers.** One answer holds at most
+// `--max-response-points` points (default 1,000,000) across all its
+// results, so that a batch of raw reads cannot hold unbounded memory:
+// each query's page limit is cut to an equal share of the bound
+// (`max-response-points / number of queries`) when its own `limit`
+// (or the default) is larger. A result cut so ends like any page that
+// reaches its limit: with a `next_cursor` that continues exactly where
+// it stopped. Cursors do not depend on `limit`, so the next request
+// may repeat the same queries with their cursors. The Grafana query
+// endpoint applies the same bound over its targets' series.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1953,7 +2100,7 @@ func (c *Client) QueryBatchWithBody(ctx context.Context, contentType string, bod
 
 // QueryBatch Read many series
 //
-// Reads up to 100 series in one request. The members next to `queries`
+// Reads up to 100 series (`--max-queries`) in one request. The members next to `queries`
 // apply to every query; a query's own members override them (`slo`
 // only applies to the whole request: the budget covers all queries).
 // The results come in the order of `queries`, each shaped like the
@@ -1964,6 +2111,17 @@ func (c *Client) QueryBatchWithBody(ctx context.Context, contentType string, bod
 // Invalid parameters fail the whole request with a 400 naming each
 // one: `from` for a shared member, `queries[2].agg` for a query's own.
 // The body is at most 1 MiB.
+//
+// **Bounded answers.** One answer holds at most
+// `--max-response-points` points (default 1,000,000) across all its
+// results, so that a batch of raw reads cannot hold unbounded memory:
+// each query's page limit is cut to an equal share of the bound
+// (`max-response-points / number of queries`) when its own `limit`
+// (or the default) is larger. A result cut so ends like any page that
+// reaches its limit: with a `next_cursor` that continues exactly where
+// it stopped. Cursors do not depend on `limit`, so the next request
+// may repeat the same queries with their cursors. The Grafana query
+// endpoint applies the same bound over its targets' series.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2620,7 +2778,7 @@ func NewReadyzRequest(server string) (*http.Request, error) {
 }
 
 // NewRunRollupsRequest constructs an http.Request for the RunRollups method
-func NewRunRollupsRequest(server string) (*http.Request, error) {
+func NewRunRollupsRequest(server string, params *RunRollupsParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2638,7 +2796,68 @@ func NewRunRollupsRequest(server string) (*http.Request, error) {
 		return nil, err
 	}
 
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Wait != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "wait", *params.Wait, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetRollupRunRequest constructs an http.Request for the GetRollupRun method
+func NewGetRollupRunRequest(server string, run string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "run", run, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/rollups/runs/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -3459,10 +3678,27 @@ type ClientWithResponsesInterface interface {
 	// tests; admin-only when authentication is on. Takes no body: a
 	// body, or a `Content-Type` other than `application/json`, is a 415.
 	//
+	// The run is detached from the request: it finishes whatever the
+	// client does. The answer waits for it and is its report (200); with
+	// `wait=false` it is 202 at once, with the run's id and `Location`,
+	// and `GET /v1/admin/rollups/runs/{run}` tells how it ended. A client
+	// that leaves before the end does not stop the run either.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/admin/rollups/run (the `RunRollups` operationId).
-	RunRollupsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*RunRollupsResponse, error)
+	RunRollupsWithResponse(ctx context.Context, params *RunRollupsParams, reqEditors ...RequestEditorFn) (*RunRollupsResponse, error)
+
+	// GetRollupRunWithResponse State of an on-demand rollup run
+	//
+	// The state of a run started by `POST /v1/admin/rollups/run`: running,
+	// done (with its report) or failed (with the problem). The latest 32
+	// runs are kept.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/admin/rollups/runs/{run} (the `GetRollupRun` operationId).
+	GetRollupRunWithResponse(ctx context.Context, run string, reqEditors ...RequestEditorFn) (*GetRollupRunResponse, error)
 
 	// ImportPointsWithBodyWithResponse Import history
 	//
@@ -3552,7 +3788,7 @@ type ClientWithResponsesInterface interface {
 
 	// QueryBatchWithBodyWithResponse Read many series
 	//
-	// Reads up to 100 series in one request. The members next to `queries`
+	// Reads up to 100 series (`--max-queries`) in one request. The members next to `queries`
 	// apply to every query; a query's own members override them (`slo`
 	// only applies to the whole request: the budget covers all queries).
 	// The results come in the order of `queries`, each shaped like the
@@ -3563,6 +3799,17 @@ type ClientWithResponsesInterface interface {
 	// Invalid parameters fail the whole request with a 400 naming each
 	// one: `from` for a shared member, `queries[2].agg` for a query's own.
 	// The body is at most 1 MiB.
+	//
+	// **Bounded answers.** One answer holds at most
+	// `--max-response-points` points (default 1,000,000) across all its
+	// results, so that a batch of raw reads cannot hold unbounded memory:
+	// each query's page limit is cut to an equal share of the bound
+	// (`max-response-points / number of queries`) when its own `limit`
+	// (or the default) is larger. A result cut so ends like any page that
+	// reaches its limit: with a `next_cursor` that continues exactly where
+	// it stopped. Cursors do not depend on `limit`, so the next request
+	// may repeat the same queries with their cursors. The Grafana query
+	// endpoint applies the same bound over its targets' series.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3571,7 +3818,7 @@ type ClientWithResponsesInterface interface {
 
 	// QueryBatchWithResponse Read many series
 	//
-	// Reads up to 100 series in one request. The members next to `queries`
+	// Reads up to 100 series (`--max-queries`) in one request. The members next to `queries`
 	// apply to every query; a query's own members override them (`slo`
 	// only applies to the whole request: the budget covers all queries).
 	// The results come in the order of `queries`, each shaped like the
@@ -3582,6 +3829,17 @@ type ClientWithResponsesInterface interface {
 	// Invalid parameters fail the whole request with a 400 naming each
 	// one: `from` for a shared member, `queries[2].agg` for a query's own.
 	// The body is at most 1 MiB.
+	//
+	// **Bounded answers.** One answer holds at most
+	// `--max-response-points` points (default 1,000,000) across all its
+	// results, so that a batch of raw reads cannot hold unbounded memory:
+	// each query's page limit is cut to an equal share of the bound
+	// (`max-response-points / number of queries`) when its own `limit`
+	// (or the default) is larger. A result cut so ends like any page that
+	// reaches its limit: with a `next_cursor` that continues exactly where
+	// it stopped. Cursors do not depend on `limit`, so the next request
+	// may repeat the same queries with their cursors. The Grafana query
+	// endpoint applies the same bound over its targets' series.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3660,9 +3918,30 @@ type ClientWithResponsesInterface interface {
 	ReadPointsWithResponse(ctx context.Context, id PathSeriesID, params *ReadPointsParams, reqEditors ...RequestEditorFn) (*ReadPointsResponse, error)
 }
 
+// GetHomeResponse503Headers the declared response headers of an HTTP 503 response for GetHome
+type GetHomeResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetHomeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Overloaded
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetHomeResponse503Headers
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GetHomeResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetHomeResponse) GetApplicationProblemJSON503() *Overloaded {
+	return r.ApplicationProblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3694,9 +3973,30 @@ func (r GetHomeResponse) ContentType() string {
 	return ""
 }
 
+// GetDocsResponse503Headers the declared response headers of an HTTP 503 response for GetDocs
+type GetDocsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetDocsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Overloaded
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetDocsResponse503Headers
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GetDocsResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetDocsResponse) GetApplicationProblemJSON503() *Overloaded {
+	return r.ApplicationProblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3733,11 +4033,39 @@ type GrafanaHealthResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *map[string]interface{}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *GrafanaError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *GrafanaError
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *GrafanaError
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GrafanaHealthResponse) GetJSON200() *map[string]interface{} {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GrafanaHealthResponse) GetJSON401() *GrafanaError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GrafanaHealthResponse) GetJSON403() *GrafanaError {
+	return r.JSON403
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GrafanaHealthResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GrafanaHealthResponse) GetJSON503() *GrafanaError {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3774,11 +4102,39 @@ type GrafanaHealthSlashResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *map[string]interface{}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *GrafanaError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *GrafanaError
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *GrafanaError
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GrafanaHealthSlashResponse) GetJSON200() *map[string]interface{} {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GrafanaHealthSlashResponse) GetJSON401() *GrafanaError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GrafanaHealthSlashResponse) GetJSON403() *GrafanaError {
+	return r.JSON403
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GrafanaHealthSlashResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GrafanaHealthSlashResponse) GetJSON503() *GrafanaError {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3815,8 +4171,12 @@ type GrafanaAnnotationsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *[]map[string]interface{}
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *GrafanaError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *GrafanaError
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3824,9 +4184,19 @@ func (r GrafanaAnnotationsResponse) GetJSON200() *[]map[string]interface{} {
 	return r.JSON200
 }
 
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GrafanaAnnotationsResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
 // GetJSON4XX returns the response for an HTTP 4XX `application/json` response
 func (r GrafanaAnnotationsResponse) GetJSON4XX() *GrafanaError {
 	return r.JSON4XX
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GrafanaAnnotationsResponse) GetJSON503() *GrafanaError {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3863,8 +4233,12 @@ type GrafanaPayloadOptionsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *[]map[string]interface{}
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *GrafanaError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *GrafanaError
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3872,9 +4246,19 @@ func (r GrafanaPayloadOptionsResponse) GetJSON200() *[]map[string]interface{} {
 	return r.JSON200
 }
 
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GrafanaPayloadOptionsResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
 // GetJSON4XX returns the response for an HTTP 4XX `application/json` response
 func (r GrafanaPayloadOptionsResponse) GetJSON4XX() *GrafanaError {
 	return r.JSON4XX
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GrafanaPayloadOptionsResponse) GetJSON503() *GrafanaError {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3911,8 +4295,12 @@ type GrafanaMetricsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *[]map[string]interface{}
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *GrafanaError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *GrafanaError
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3920,9 +4308,19 @@ func (r GrafanaMetricsResponse) GetJSON200() *[]map[string]interface{} {
 	return r.JSON200
 }
 
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GrafanaMetricsResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
 // GetJSON4XX returns the response for an HTTP 4XX `application/json` response
 func (r GrafanaMetricsResponse) GetJSON4XX() *GrafanaError {
 	return r.JSON4XX
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GrafanaMetricsResponse) GetJSON503() *GrafanaError {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3959,8 +4357,12 @@ type GrafanaQueryResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *[]map[string]interface{}
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *GrafanaError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *GrafanaError
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3968,9 +4370,19 @@ func (r GrafanaQueryResponse) GetJSON200() *[]map[string]interface{} {
 	return r.JSON200
 }
 
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GrafanaQueryResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
 // GetJSON4XX returns the response for an HTTP 4XX `application/json` response
 func (r GrafanaQueryResponse) GetJSON4XX() *GrafanaError {
 	return r.JSON4XX
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GrafanaQueryResponse) GetJSON503() *GrafanaError {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4007,8 +4419,12 @@ type GrafanaSearchResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *[]string
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *GrafanaError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *GrafanaError
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4016,9 +4432,19 @@ func (r GrafanaSearchResponse) GetJSON200() *[]string {
 	return r.JSON200
 }
 
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GrafanaSearchResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
 // GetJSON4XX returns the response for an HTTP 4XX `application/json` response
 func (r GrafanaSearchResponse) GetJSON4XX() *GrafanaError {
 	return r.JSON4XX
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GrafanaSearchResponse) GetJSON503() *GrafanaError {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4055,8 +4481,12 @@ type GrafanaTagKeysResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *[]map[string]interface{}
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *GrafanaError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *GrafanaError
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4064,9 +4494,19 @@ func (r GrafanaTagKeysResponse) GetJSON200() *[]map[string]interface{} {
 	return r.JSON200
 }
 
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GrafanaTagKeysResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
 // GetJSON4XX returns the response for an HTTP 4XX `application/json` response
 func (r GrafanaTagKeysResponse) GetJSON4XX() *GrafanaError {
 	return r.JSON4XX
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GrafanaTagKeysResponse) GetJSON503() *GrafanaError {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4103,8 +4543,12 @@ type GrafanaTagValuesResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *[]map[string]interface{}
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *GrafanaError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *GrafanaError
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4112,9 +4556,19 @@ func (r GrafanaTagValuesResponse) GetJSON200() *[]map[string]interface{} {
 	return r.JSON200
 }
 
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GrafanaTagValuesResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
 // GetJSON4XX returns the response for an HTTP 4XX `application/json` response
 func (r GrafanaTagValuesResponse) GetJSON4XX() *GrafanaError {
 	return r.JSON4XX
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GrafanaTagValuesResponse) GetJSON503() *GrafanaError {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4151,8 +4605,12 @@ type GrafanaVariableResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *[]map[string]interface{}
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *GrafanaError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *GrafanaError
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4160,9 +4618,19 @@ func (r GrafanaVariableResponse) GetJSON200() *[]map[string]interface{} {
 	return r.JSON200
 }
 
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GrafanaVariableResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
 // GetJSON4XX returns the response for an HTTP 4XX `application/json` response
 func (r GrafanaVariableResponse) GetJSON4XX() *GrafanaError {
 	return r.JSON4XX
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GrafanaVariableResponse) GetJSON503() *GrafanaError {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4235,9 +4703,23 @@ func (r HealthzResponse) ContentType() string {
 	return ""
 }
 
+// MetricsResponse401Headers the declared response headers of an HTTP 401 response for Metrics
+type MetricsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type MetricsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *MetricsResponse401Headers
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r MetricsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
 // GetBody returns the raw response body bytes
@@ -4269,9 +4751,30 @@ func (r MetricsResponse) ContentType() string {
 	return ""
 }
 
+// GetOpenAPIResponse503Headers the declared response headers of an HTTP 503 response for GetOpenAPI
+type GetOpenAPIResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetOpenAPIResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Overloaded
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetOpenAPIResponse503Headers
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GetOpenAPIResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetOpenAPIResponse) GetApplicationProblemJSON503() *Overloaded {
+	return r.ApplicationProblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4351,17 +4854,39 @@ func (r ReadyzResponse) ContentType() string {
 	return ""
 }
 
+// RunRollupsResponse202Headers the declared response headers of an HTTP 202 response for RunRollups
+type RunRollupsResponse202Headers struct {
+	Location *string
+}
+
+// RunRollupsResponse401Headers the declared response headers of an HTTP 401 response for RunRollups
+type RunRollupsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type RunRollupsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *RollupReport
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *RollupRun
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationProblemJSON503 *StoreUnavailable
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *RunRollupsResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RunRollupsResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4369,9 +4894,29 @@ func (r RunRollupsResponse) GetJSON200() *RollupReport {
 	return r.JSON200
 }
 
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r RunRollupsResponse) GetJSON202() *RollupRun {
+	return r.JSON202
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RunRollupsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RunRollupsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
 // GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r RunRollupsResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r RunRollupsResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -4413,6 +4958,108 @@ func (r RunRollupsResponse) ContentType() string {
 	return ""
 }
 
+// GetRollupRunResponse401Headers the declared response headers of an HTTP 401 response for GetRollupRun
+type GetRollupRunResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetRollupRunResponse503Headers the declared response headers of an HTTP 503 response for GetRollupRun
+type GetRollupRunResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetRollupRunResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RollupRun
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *Problem
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Overloaded
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetRollupRunResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetRollupRunResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetRollupRunResponse) GetJSON200() *RollupRun {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetRollupRunResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetRollupRunResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetRollupRunResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetRollupRunResponse) GetApplicationProblemJSON404() *Problem {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GetRollupRunResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetRollupRunResponse) GetApplicationProblemJSON503() *Overloaded {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRollupRunResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRollupRunResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRollupRunResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRollupRunResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ImportPointsResponse401Headers the declared response headers of an HTTP 401 response for ImportPoints
+type ImportPointsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type ImportPointsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4420,14 +5067,22 @@ type ImportPointsResponse struct {
 	JSON200 *ImportAnswer
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationProblemJSON400 *Problem
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationProblemJSON413 *BodyTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationProblemJSON503 *StoreUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ImportPointsResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4440,6 +5095,16 @@ func (r ImportPointsResponse) GetApplicationProblemJSON400() *Problem {
 	return r.ApplicationProblemJSON400
 }
 
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ImportPointsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ImportPointsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
 // GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r ImportPointsResponse) GetApplicationProblemJSON413() *BodyTooLarge {
 	return r.ApplicationProblemJSON413
@@ -4448,6 +5113,11 @@ func (r ImportPointsResponse) GetApplicationProblemJSON413() *BodyTooLarge {
 // GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r ImportPointsResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ImportPointsResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -4489,6 +5159,16 @@ func (r ImportPointsResponse) ContentType() string {
 	return ""
 }
 
+// WritePointsResponse401Headers the declared response headers of an HTTP 401 response for WritePoints
+type WritePointsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// WritePointsResponse429Headers the declared response headers of an HTTP 429 response for WritePoints
+type WritePointsResponse429Headers struct {
+	RetryAfter *int
+}
+
 type WritePointsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4496,14 +5176,26 @@ type WritePointsResponse struct {
 	JSON200 *WriteAnswer
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationProblemJSON400 *Problem
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationProblemJSON413 *BodyTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *Problem
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationProblemJSON503 *StoreUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WritePointsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WritePointsResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4516,6 +5208,16 @@ func (r WritePointsResponse) GetApplicationProblemJSON400() *Problem {
 	return r.ApplicationProblemJSON400
 }
 
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r WritePointsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r WritePointsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
 // GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r WritePointsResponse) GetApplicationProblemJSON413() *BodyTooLarge {
 	return r.ApplicationProblemJSON413
@@ -4524,6 +5226,16 @@ func (r WritePointsResponse) GetApplicationProblemJSON413() *BodyTooLarge {
 // GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r WritePointsResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r WritePointsResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r WritePointsResponse) GetApplicationProblemJSON429() *Problem {
+	return r.ApplicationProblemJSON429
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -4565,6 +5277,16 @@ func (r WritePointsResponse) ContentType() string {
 	return ""
 }
 
+// QueryBatchResponse401Headers the declared response headers of an HTTP 401 response for QueryBatch
+type QueryBatchResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// QueryBatchResponse503Headers the declared response headers of an HTTP 503 response for QueryBatch
+type QueryBatchResponse503Headers struct {
+	RetryAfter *int
+}
+
 type QueryBatchResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4572,12 +5294,24 @@ type QueryBatchResponse struct {
 	JSON200 *BatchAnswer
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationProblemJSON413 *BodyTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Overloaded
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *QueryBatchResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *QueryBatchResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4590,6 +5324,16 @@ func (r QueryBatchResponse) GetApplicationProblemJSON400() *BadRequest {
 	return r.ApplicationProblemJSON400
 }
 
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r QueryBatchResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r QueryBatchResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
 // GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r QueryBatchResponse) GetApplicationProblemJSON413() *BodyTooLarge {
 	return r.ApplicationProblemJSON413
@@ -4600,9 +5344,19 @@ func (r QueryBatchResponse) GetApplicationProblemJSON415() *UnsupportedMediaType
 	return r.ApplicationProblemJSON415
 }
 
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r QueryBatchResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r QueryBatchResponse) GetApplicationProblemJSON500() *Internal {
 	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r QueryBatchResponse) GetApplicationProblemJSON503() *Overloaded {
+	return r.ApplicationProblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4634,6 +5388,11 @@ func (r QueryBatchResponse) ContentType() string {
 	return ""
 }
 
+// ListSeriesResponse401Headers the declared response headers of an HTTP 401 response for ListSeries
+type ListSeriesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type ListSeriesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4641,10 +5400,18 @@ type ListSeriesResponse struct {
 	JSON200 *SeriesList
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationProblemJSON503 *StoreUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListSeriesResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4655,6 +5422,21 @@ func (r ListSeriesResponse) GetJSON200() *SeriesList {
 // GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
 func (r ListSeriesResponse) GetApplicationProblemJSON400() *BadRequest {
 	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListSeriesResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListSeriesResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ListSeriesResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -4696,6 +5478,11 @@ func (r ListSeriesResponse) ContentType() string {
 	return ""
 }
 
+// GetSeriesResponse401Headers the declared response headers of an HTTP 401 response for GetSeries
+type GetSeriesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type GetSeriesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4703,12 +5490,20 @@ type GetSeriesResponse struct {
 	JSON200 *SeriesDetail
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *SeriesNotFound
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationProblemJSON503 *StoreUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetSeriesResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4721,9 +5516,24 @@ func (r GetSeriesResponse) GetApplicationProblemJSON400() *BadRequest {
 	return r.ApplicationProblemJSON400
 }
 
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetSeriesResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetSeriesResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetSeriesResponse) GetApplicationProblemJSON404() *SeriesNotFound {
 	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GetSeriesResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -4765,6 +5575,11 @@ func (r GetSeriesResponse) ContentType() string {
 	return ""
 }
 
+// ExplainReadResponse401Headers the declared response headers of an HTTP 401 response for ExplainRead
+type ExplainReadResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type ExplainReadResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4772,12 +5587,20 @@ type ExplainReadResponse struct {
 	JSON200 *Plan
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *SeriesNotFound
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationProblemJSON503 *StoreUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ExplainReadResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4790,9 +5613,24 @@ func (r ExplainReadResponse) GetApplicationProblemJSON400() *BadRequest {
 	return r.ApplicationProblemJSON400
 }
 
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ExplainReadResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ExplainReadResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r ExplainReadResponse) GetApplicationProblemJSON404() *SeriesNotFound {
 	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ExplainReadResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -4834,6 +5672,11 @@ func (r ExplainReadResponse) ContentType() string {
 	return ""
 }
 
+// ReadPointsResponse401Headers the declared response headers of an HTTP 401 response for ReadPoints
+type ReadPointsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type ReadPointsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4841,14 +5684,22 @@ type ReadPointsResponse struct {
 	JSON200 *PointsAnswer
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *SeriesNotFound
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationProblemJSON503 *StoreUnavailable
 	// ApplicationProblemJSON504 the response for an HTTP 504 `application/problem+json` response
 	ApplicationProblemJSON504 *BudgetExceeded
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReadPointsResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4861,9 +5712,24 @@ func (r ReadPointsResponse) GetApplicationProblemJSON400() *BadRequest {
 	return r.ApplicationProblemJSON400
 }
 
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ReadPointsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ReadPointsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r ReadPointsResponse) GetApplicationProblemJSON404() *SeriesNotFound {
 	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ReadPointsResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -5272,15 +6138,38 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 // tests; admin-only when authentication is on. Takes no body: a
 // body, or a `Content-Type` other than `application/json`, is a 415.
 //
+// The run is detached from the request: it finishes whatever the
+// client does. The answer waits for it and is its report (200); with
+// `wait=false` it is 202 at once, with the run's id and `Location`,
+// and `GET /v1/admin/rollups/runs/{run}` tells how it ended. A client
+// that leaves before the end does not stop the run either.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/admin/rollups/run (the `RunRollups` operationId).
-func (c *ClientWithResponses) RunRollupsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*RunRollupsResponse, error) {
-	rsp, err := c.RunRollups(ctx, reqEditors...)
+func (c *ClientWithResponses) RunRollupsWithResponse(ctx context.Context, params *RunRollupsParams, reqEditors ...RequestEditorFn) (*RunRollupsResponse, error) {
+	rsp, err := c.RunRollups(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseRunRollupsResponse(rsp)
+}
+
+// GetRollupRunWithResponse State of an on-demand rollup run
+//
+// The state of a run started by `POST /v1/admin/rollups/run`: running,
+// done (with its report) or failed (with the problem). The latest 32
+// runs are kept.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/admin/rollups/runs/{run} (the `GetRollupRun` operationId).
+func (c *ClientWithResponses) GetRollupRunWithResponse(ctx context.Context, run string, reqEditors ...RequestEditorFn) (*GetRollupRunResponse, error) {
+	rsp, err := c.GetRollupRun(ctx, run, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRollupRunResponse(rsp)
 }
 
 // ImportPointsWithBodyWithResponse Import history
@@ -5389,7 +6278,7 @@ func (c *ClientWithResponses) WritePointsWithResponse(ctx context.Context, body 
 
 // QueryBatchWithBodyWithResponse Read many series
 //
-// Reads up to 100 series in one request. The members next to `queries`
+// Reads up to 100 series (`--max-queries`) in one request. The members next to `queries`
 // apply to every query; a query's own members override them (`slo`
 // only applies to the whole request: the budget covers all queries).
 // The results come in the order of `queries`, each shaped like the
@@ -5400,6 +6289,17 @@ func (c *ClientWithResponses) WritePointsWithResponse(ctx context.Context, body 
 // Invalid parameters fail the whole request with a 400 naming each
 // one: `from` for a shared member, `queries[2].agg` for a query's own.
 // The body is at most 1 MiB.
+//
+// **Bounded answers.** One answer holds at most
+// `--max-response-points` points (default 1,000,000) across all its
+// results, so that a batch of raw reads cannot hold unbounded memory:
+// each query's page limit is cut to an equal share of the bound
+// (`max-response-points / number of queries`) when its own `limit`
+// (or the default) is larger. A result cut so ends like any page that
+// reaches its limit: with a `next_cursor` that continues exactly where
+// it stopped. Cursors do not depend on `limit`, so the next request
+// may repeat the same queries with their cursors. The Grafana query
+// endpoint applies the same bound over its targets' series.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -5414,7 +6314,7 @@ func (c *ClientWithResponses) QueryBatchWithBodyWithResponse(ctx context.Context
 
 // QueryBatchWithResponse Read many series
 //
-// Reads up to 100 series in one request. The members next to `queries`
+// Reads up to 100 series (`--max-queries`) in one request. The members next to `queries`
 // apply to every query; a query's own members override them (`slo`
 // only applies to the whole request: the budget covers all queries).
 // The results come in the order of `queries`, each shaped like the
@@ -5425,6 +6325,17 @@ func (c *ClientWithResponses) QueryBatchWithBodyWithResponse(ctx context.Context
 // Invalid parameters fail the whole request with a 400 naming each
 // one: `from` for a shared member, `queries[2].agg` for a query's own.
 // The body is at most 1 MiB.
+//
+// **Bounded answers.** One answer holds at most
+// `--max-response-points` points (default 1,000,000) across all its
+// results, so that a batch of raw reads cannot hold unbounded memory:
+// each query's page limit is cut to an equal share of the bound
+// (`max-response-points / number of queries`) when its own `limit`
+// (or the default) is larger. A result cut so ends like any page that
+// reaches its limit: with a `next_cursor` that continues exactly where
+// it stopped. Cursors do not depend on `limit`, so the next request
+// may repeat the same queries with their cursors. The Grafana query
+// endpoint applies the same bound over its targets' series.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -5545,6 +6456,36 @@ func ParseGetHomeResponse(rsp *http.Response) (*GetHomeResponse, error) {
 		HTTPResponse: rsp,
 	}
 
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Overloaded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetHomeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
 	return response, nil
 }
 
@@ -5559,6 +6500,36 @@ func ParseGetDocsResponse(rsp *http.Response) (*GetDocsResponse, error) {
 	response := &GetDocsResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Overloaded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetDocsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5584,6 +6555,34 @@ func ParseGrafanaHealthResponse(rsp *http.Response) (*GrafanaHealthResponse, err
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest GrafanaError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest GrafanaError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest GrafanaError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -5611,6 +6610,34 @@ func ParseGrafanaHealthSlashResponse(rsp *http.Response) (*GrafanaHealthSlashRes
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest GrafanaError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest GrafanaError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest GrafanaError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	return response, nil
@@ -5637,12 +6664,26 @@ func ParseGrafanaAnnotationsResponse(rsp *http.Response) (*GrafanaAnnotationsRes
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
 		var dest GrafanaError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON4XX = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest GrafanaError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -5670,12 +6711,26 @@ func ParseGrafanaPayloadOptionsResponse(rsp *http.Response) (*GrafanaPayloadOpti
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
 		var dest GrafanaError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON4XX = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest GrafanaError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -5703,12 +6758,26 @@ func ParseGrafanaMetricsResponse(rsp *http.Response) (*GrafanaMetricsResponse, e
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
 		var dest GrafanaError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON4XX = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest GrafanaError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -5736,12 +6805,26 @@ func ParseGrafanaQueryResponse(rsp *http.Response) (*GrafanaQueryResponse, error
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
 		var dest GrafanaError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON4XX = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest GrafanaError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -5769,12 +6852,26 @@ func ParseGrafanaSearchResponse(rsp *http.Response) (*GrafanaSearchResponse, err
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
 		var dest GrafanaError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON4XX = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest GrafanaError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -5802,12 +6899,26 @@ func ParseGrafanaTagKeysResponse(rsp *http.Response) (*GrafanaTagKeysResponse, e
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
 		var dest GrafanaError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON4XX = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest GrafanaError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -5835,12 +6946,26 @@ func ParseGrafanaTagValuesResponse(rsp *http.Response) (*GrafanaTagValuesRespons
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
 		var dest GrafanaError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON4XX = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest GrafanaError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -5868,12 +6993,26 @@ func ParseGrafanaVariableResponse(rsp *http.Response) (*GrafanaVariableResponse,
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
 		var dest GrafanaError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON4XX = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest GrafanaError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -5919,6 +7058,29 @@ func ParseMetricsResponse(rsp *http.Response) (*MetricsResponse, error) {
 		HTTPResponse: rsp,
 	}
 
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers MetricsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -5933,6 +7095,36 @@ func ParseGetOpenAPIResponse(rsp *http.Response) (*GetOpenAPIResponse, error) {
 	response := &GetOpenAPIResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Overloaded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetOpenAPIResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5992,12 +7184,40 @@ func ParseRunRollupsResponse(rsp *http.Response) (*RunRollupsResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest RollupRun
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
 		var dest UnsupportedMediaType
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -6013,6 +7233,120 @@ func ParseRunRollupsResponse(rsp *http.Response) (*RunRollupsResponse, error) {
 		}
 		response.ApplicationProblemJSON503 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers RunRollupsResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers RunRollupsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetRollupRunResponse parses an HTTP response from a GetRollupRunWithResponse call
+func ParseGetRollupRunResponse(rsp *http.Response) (*GetRollupRunResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRollupRunResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RollupRun
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Overloaded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetRollupRunResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetRollupRunResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -6046,6 +7380,20 @@ func ParseImportPointsResponse(rsp *http.Response) (*ImportPointsResponse, error
 		}
 		response.ApplicationProblemJSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest BodyTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6059,6 +7407,13 @@ func ParseImportPointsResponse(rsp *http.Response) (*ImportPointsResponse, error
 			return nil, err
 		}
 		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -6074,6 +7429,19 @@ func ParseImportPointsResponse(rsp *http.Response) (*ImportPointsResponse, error
 		}
 		response.ApplicationProblemJSON503 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ImportPointsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -6107,6 +7475,20 @@ func ParseWritePointsResponse(rsp *http.Response) (*WritePointsResponse, error) 
 		}
 		response.ApplicationProblemJSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest BodyTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6120,6 +7502,20 @@ func ParseWritePointsResponse(rsp *http.Response) (*WritePointsResponse, error) 
 			return nil, err
 		}
 		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -6135,6 +7531,29 @@ func ParseWritePointsResponse(rsp *http.Response) (*WritePointsResponse, error) 
 		}
 		response.ApplicationProblemJSON503 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers WritePointsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers WritePointsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -6168,6 +7587,20 @@ func ParseQueryBatchResponse(rsp *http.Response) (*QueryBatchResponse, error) {
 		}
 		response.ApplicationProblemJSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest BodyTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6182,6 +7615,13 @@ func ParseQueryBatchResponse(rsp *http.Response) (*QueryBatchResponse, error) {
 		}
 		response.ApplicationProblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6189,6 +7629,36 @@ func ParseQueryBatchResponse(rsp *http.Response) (*QueryBatchResponse, error) {
 		}
 		response.ApplicationProblemJSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Overloaded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers QueryBatchResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers QueryBatchResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -6222,6 +7692,27 @@ func ParseListSeriesResponse(rsp *http.Response) (*ListSeriesResponse, error) {
 		}
 		response.ApplicationProblemJSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6236,6 +7727,19 @@ func ParseListSeriesResponse(rsp *http.Response) (*ListSeriesResponse, error) {
 		}
 		response.ApplicationProblemJSON503 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListSeriesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -6269,12 +7773,33 @@ func ParseGetSeriesResponse(rsp *http.Response) (*GetSeriesResponse, error) {
 		}
 		response.ApplicationProblemJSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest SeriesNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -6290,6 +7815,19 @@ func ParseGetSeriesResponse(rsp *http.Response) (*GetSeriesResponse, error) {
 		}
 		response.ApplicationProblemJSON503 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetSeriesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -6323,12 +7861,33 @@ func ParseExplainReadResponse(rsp *http.Response) (*ExplainReadResponse, error) 
 		}
 		response.ApplicationProblemJSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest SeriesNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -6344,6 +7903,19 @@ func ParseExplainReadResponse(rsp *http.Response) (*ExplainReadResponse, error) 
 		}
 		response.ApplicationProblemJSON503 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ExplainReadResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -6377,12 +7949,33 @@ func ParseReadPointsResponse(rsp *http.Response) (*ReadPointsResponse, error) {
 		}
 		response.ApplicationProblemJSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest SeriesNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -6405,6 +7998,19 @@ func ParseReadPointsResponse(rsp *http.Response) (*ReadPointsResponse, error) {
 		}
 		response.ApplicationProblemJSON504 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ReadPointsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil

@@ -30,6 +30,7 @@ import (
 // importConfig is what `gateway import` is told besides the store.
 type importConfig struct {
 	url        string
+	token      string
 	format     string
 	batch      int
 	parallel   int
@@ -90,6 +91,7 @@ flags:
 	c.RegisterImportFlags(fs)
 	gateway.DurationVar(fs, &c.Ingest.ClockSkew, "clock-skew", "how far in the future a point may be")
 	fs.StringVar(&ic.url, "url", "", "base URL of a running gateway to import through (default: write to the configured store)")
+	fs.StringVar(&ic.token, "token", "", "with --url: bearer token of the write role, when the gateway has tokens")
 	fs.StringVar(&ic.format, "format", ic.format, "input format: ndjson, csv, or auto (csv for files named *.csv, else ndjson)")
 	fs.IntVar(&ic.batch, "batch", ic.batch, "points per batch (a batch grows to the end of the window it reaches)")
 	fs.IntVar(&ic.parallel, "parallel", ic.parallel, "batches in flight")
@@ -131,7 +133,7 @@ flags:
 	var sink importSink
 	var finish func(context.Context) error
 	if ic.url != "" {
-		sink = &httpImportSink{base: strings.TrimSuffix(ic.url, "/"), client: &http.Client{Timeout: 5 * time.Minute}}
+		sink = &httpImportSink{base: strings.TrimSuffix(ic.url, "/"), token: ic.token, client: &http.Client{Timeout: 5 * time.Minute}}
 	} else {
 		if err := c.Validate(); err != nil {
 			return err
@@ -243,6 +245,7 @@ func (s *storeSink) finish(ctx context.Context) error {
 // httpImportSink posts batches to a gateway's POST /v1/import.
 type httpImportSink struct {
 	base   string
+	token  string
 	client *http.Client
 }
 
@@ -265,6 +268,9 @@ func (h *httpImportSink) Import(ctx context.Context, points []ingest.Point) (ing
 		return ingest.ImportResult{}, permanentError{err}
 	}
 	req.Header.Set("Content-Type", "application/x-ndjson")
+	if h.token != "" {
+		req.Header.Set("Authorization", "Bearer "+h.token)
+	}
 	resp, err := h.client.Do(req)
 	if err != nil {
 		return ingest.ImportResult{}, err

@@ -3,6 +3,7 @@
 //	gateway serve    serve the HTTP API (see -help for flags)
 //	gateway schema   print the CQL of the configured tiers; --apply creates it
 //	gateway import   import history from NDJSON or CSV files or stdin
+//	gateway token    print a new bearer token and its token-file line
 //	gateway version  print the version
 //
 // Every flag can also be set as GATEWAY_<FLAG> in the environment or as a
@@ -53,6 +54,8 @@ func (m Main) Run(ctx context.Context, args []string) int {
 		err = m.schema(ctx, args[1:])
 	case "import":
 		err = m.importCmd(ctx, args[1:])
+	case "token":
+		err = m.token(args[1:])
 	case "version", "--version", "-version":
 		fmt.Fprintf(m.Stdout, "gateway %s\n", version)
 		return 0
@@ -85,6 +88,7 @@ commands:
   schema   print the CQL for the configured tiers; --apply creates it
   import   import history (NDJSON or CSV, files or stdin) into the store
            or through a gateway (gateway import -help lists the flags)
+  token    print a new bearer token and its line of the token file (--name, --role)
   version  print the version
 
 Every flag can also be set as GATEWAY_<FLAG> in the environment

@@ -95,7 +95,7 @@ func generatedClient(t *testing.T, s *Server) {
 		}
 	}
 	aggregated("before the rollups")
-	run, err := c.RunRollupsWithResponse(ctx)
+	run, err := c.RunRollupsWithResponse(ctx, nil)
 	if err != nil || run.JSON200 == nil {
 		t.Fatalf("rollups: %v %d %s", err, run.StatusCode(), run.Body)
 	}

@@ -76,6 +76,11 @@ func (s *Server) validateRequests(c *contract) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
+			splitListParams(r, route.Operation)
+			if errs := repeatedParams(r.URL.Query(), route.Operation); len(errs) > 0 {
+				s.writeProblem(w, r, errs)
+				return
+			}
 			opts := &c.all
 			if body := route.Operation.RequestBody; body == nil || handlerValidatesBody[key] ||
 				body.Value.Content.Get(r.Header.Get("Content-Type")) == nil {
@@ -303,12 +308,15 @@ func expected(s *openapi3.Schema) string {
 		what = "a number"
 	case s.Type.Is("string"):
 		what = "a string"
+		if s.Pattern != "" {
+			what += " matching " + s.Pattern
+		}
 	case s.Type.Is("boolean"):
 		what = "true or false"
 	case s.Type.Is("array"):
 		what = "a list"
 		if s.Items != nil && s.Items.Value != nil && len(s.Items.Value.Enum) > 0 {
-			what = "a comma list of " + enumList(s.Items.Value.Enum)
+			what = "a list of " + enumList(s.Items.Value.Enum)
 		}
 	case s.Type.Is("object"):
 		what = "an object"

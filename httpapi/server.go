@@ -145,6 +145,7 @@ func (s *Server) Handler() http.Handler {
 	if s.deps.Metrics != nil {
 		r.Use(s.deps.Metrics.instrument)
 	}
+	r.Use(s.compress)
 	r.Use(s.recoverer, s.checkHost, s.limit(newLimiter(s.cfg.Limits)))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, problem.New(http.StatusNotFound, "not-found", "Not found", "no route "+r.URL.Path+"; the API is described at /docs"))

@@ -13,6 +13,8 @@ import (
 	"net/url"
 	"strings"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/oapi-codegen/runtime"
 )
 
@@ -70,6 +72,129 @@ func (e Column) Valid() bool {
 	case ColumnT:
 		return true
 	case ColumnV:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GrafanaHealthStatus.
+const (
+	GrafanaHealthStatusOk GrafanaHealthStatus = "ok"
+)
+
+// Valid indicates whether the value is a known member of the GrafanaHealthStatus enum.
+func (e GrafanaHealthStatus) Valid() bool {
+	switch e {
+	case GrafanaHealthStatusOk:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GrafanaMetaCustomPartialReason.
+const (
+	GrafanaMetaCustomPartialReasonSLO         GrafanaMetaCustomPartialReason = "slo"
+	GrafanaMetaCustomPartialReasonUnavailable GrafanaMetaCustomPartialReason = "unavailable"
+)
+
+// Valid indicates whether the value is a known member of the GrafanaMetaCustomPartialReason enum.
+func (e GrafanaMetaCustomPartialReason) Valid() bool {
+	switch e {
+	case GrafanaMetaCustomPartialReasonSLO:
+		return true
+	case GrafanaMetaCustomPartialReasonUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GrafanaMetaNoticesSeverity.
+const (
+	GrafanaMetaNoticesSeverityError   GrafanaMetaNoticesSeverity = "error"
+	GrafanaMetaNoticesSeverityInfo    GrafanaMetaNoticesSeverity = "info"
+	GrafanaMetaNoticesSeverityWarning GrafanaMetaNoticesSeverity = "warning"
+)
+
+// Valid indicates whether the value is a known member of the GrafanaMetaNoticesSeverity enum.
+func (e GrafanaMetaNoticesSeverity) Valid() bool {
+	switch e {
+	case GrafanaMetaNoticesSeverityError:
+		return true
+	case GrafanaMetaNoticesSeverityInfo:
+		return true
+	case GrafanaMetaNoticesSeverityWarning:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GrafanaPayloadConfigName.
+const (
+	GrafanaPayloadConfigNameAgg        GrafanaPayloadConfigName = "agg"
+	GrafanaPayloadConfigNameResolution GrafanaPayloadConfigName = "resolution"
+)
+
+// Valid indicates whether the value is a known member of the GrafanaPayloadConfigName enum.
+func (e GrafanaPayloadConfigName) Valid() bool {
+	switch e {
+	case GrafanaPayloadConfigNameAgg:
+		return true
+	case GrafanaPayloadConfigNameResolution:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GrafanaPayloadConfigType.
+const (
+	GrafanaPayloadConfigTypeSelect GrafanaPayloadConfigType = "select"
+)
+
+// Valid indicates whether the value is a known member of the GrafanaPayloadConfigType enum.
+func (e GrafanaPayloadConfigType) Valid() bool {
+	switch e {
+	case GrafanaPayloadConfigTypeSelect:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GrafanaTableColumnsType.
+const (
+	GrafanaTableColumnsTypeNumber GrafanaTableColumnsType = "number"
+	GrafanaTableColumnsTypeString GrafanaTableColumnsType = "string"
+	GrafanaTableColumnsTypeTime   GrafanaTableColumnsType = "time"
+)
+
+// Valid indicates whether the value is a known member of the GrafanaTableColumnsType enum.
+func (e GrafanaTableColumnsType) Valid() bool {
+	switch e {
+	case GrafanaTableColumnsTypeNumber:
+		return true
+	case GrafanaTableColumnsTypeString:
+		return true
+	case GrafanaTableColumnsTypeTime:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GrafanaTableType.
+const (
+	GrafanaTableTypeTable GrafanaTableType = "table"
+)
+
+// Valid indicates whether the value is a known member of the GrafanaTableType enum.
+func (e GrafanaTableType) Valid() bool {
+	switch e {
+	case GrafanaTableTypeTable:
 		return true
 	default:
 		return false
@@ -232,8 +357,13 @@ func (e StatusStatus) Valid() bool {
 // Agg An aggregate of a window; `avg` is `sum / count`.
 type Agg string
 
-// AggList Comma list of `min`, `max`, `sum`, `count`, `avg`.
-type AggList = string
+// AggArray Aggregates, each at most once.
+type AggArray = []Agg
+
+// AggList The aggregates of an aggregated answer, in column order, each at
+// most once: an array (`["min", "max"]`) or a comma list in a string
+// (`"min,max"`).
+type AggList = []Agg
 
 // BatchAnswer defines model for BatchAnswer.
 type BatchAnswer struct {
@@ -250,7 +380,9 @@ type BatchError struct {
 
 // BatchQuery One query of a batch; its members override the shared ones.
 type BatchQuery struct {
-	// Agg Comma list of `min`, `max`, `sum`, `count`, `avg`.
+	// Agg The aggregates of an aggregated answer, in column order, each at
+	// most once: an array (`["min", "max"]`) or a comma list in a string
+	// (`"min,max"`).
 	Agg *AggList `json:"agg,omitempty"`
 
 	// Cursor The `next_cursor` of this query's previous page.
@@ -289,7 +421,9 @@ type BatchQuery struct {
 // `GET /v1/series/{id}/points`, as JSON members), the budget of the
 // whole request, and the queries.
 type BatchRequest struct {
-	// Agg Comma list of `min`, `max`, `sum`, `count`, `avg`.
+	// Agg The aggregates of an aggregated answer, in column order, each at
+	// most once: an array (`["min", "max"]`) or a comma list in a string
+	// (`"min,max"`).
 	Agg *AggList `json:"agg,omitempty"`
 
 	// From A time: integer Unix milliseconds, or a string holding RFC 3339,
@@ -326,6 +460,14 @@ type BatchResult = BatchItem
 // Column `t`, then `v` for raw points or the requested aggregates.
 type Column string
 
+// GrafanaElement The answer for one series, a time series or a table.
+type GrafanaElement struct {
+	union json.RawMessage
+}
+
+// GrafanaEmptyList Always empty.
+type GrafanaEmptyList = []map[string]interface{}
+
 // GrafanaEnvelope The plugin's request envelope, as Grafana sends it; unknown members are
 // ignored and every member is optional.
 type GrafanaEnvelope map[string]interface{}
@@ -334,6 +476,127 @@ type GrafanaEnvelope map[string]interface{}
 type GrafanaError struct {
 	Error   *string `json:"error,omitempty"`
 	Message string  `json:"message"`
+}
+
+// GrafanaHealth defines model for GrafanaHealth.
+type GrafanaHealth struct {
+	Status GrafanaHealthStatus `json:"status"`
+}
+
+// GrafanaHealthStatus defines model for GrafanaHealth.Status.
+type GrafanaHealthStatus string
+
+// GrafanaMeta Frame meta that Grafana shows with the data.
+type GrafanaMeta struct {
+	// Custom How the answer was read.
+	Custom *struct {
+		// Agg An aggregate of a window; `avg` is `sum / count`.
+		Agg *Agg `json:"agg,omitempty"`
+
+		// Covered `[from, to)` in Unix milliseconds.
+		//
+		// Example: [1768435200000,1768478400000]
+		Covered       Span                            `json:"covered"`
+		Partial       bool                            `json:"partial"`
+		PartialReason *GrafanaMetaCustomPartialReason `json:"partialReason,omitempty"`
+		StepMs        int64                           `json:"stepMs"`
+
+		// Tier A tier of the aggregation pyramid, by name: `raw`, `minute`,
+		// `hour` and `day` with the default pyramid. An operator may
+		// configure another pyramid (`--tiers`), whose tiers have names of
+		// their own (for example `10s`); `raw` is always the raw points.
+		//
+		//
+		// Example: minute
+		Tier Tier `json:"tier"`
+	} `json:"custom,omitempty"`
+
+	// Notices A partial or cut answer (warning), or a failed read (error).
+	Notices *[]struct {
+		Severity GrafanaMetaNoticesSeverity `json:"severity"`
+		Text     string                     `json:"text"`
+	} `json:"notices,omitempty"`
+}
+
+// GrafanaMetaCustomPartialReason defines model for GrafanaMeta.Custom.PartialReason.
+type GrafanaMetaCustomPartialReason string
+
+// GrafanaMetaNoticesSeverity defines model for GrafanaMeta.Notices.Severity.
+type GrafanaMetaNoticesSeverity string
+
+// GrafanaMetric A series as a metric of the query builder.
+type GrafanaMetric struct {
+	// Payloads The payload options the builder offers for it.
+	Payloads []GrafanaPayloadConfig `json:"payloads"`
+
+	// Value 1 to 200 characters of letters, digits and `_ . : -`.
+	//
+	// Example: sensor-1
+	Value SeriesID `json:"value"`
+}
+
+// GrafanaOption A choice of a builder's select.
+type GrafanaOption struct {
+	Label string `json:"label"`
+	Value string `json:"value"`
+}
+
+// GrafanaPayloadConfig defines model for GrafanaPayloadConfig.
+type GrafanaPayloadConfig struct {
+	Label       string                   `json:"label"`
+	Name        GrafanaPayloadConfigName `json:"name"`
+	Placeholder *string                  `json:"placeholder,omitempty"`
+	Type        GrafanaPayloadConfigType `json:"type"`
+}
+
+// GrafanaPayloadConfigName defines model for GrafanaPayloadConfig.Name.
+type GrafanaPayloadConfigName string
+
+// GrafanaPayloadConfigType defines model for GrafanaPayloadConfig.Type.
+type GrafanaPayloadConfigType string
+
+// GrafanaTable A table target of the older plugin (`name` is the series id), or the
+// frame of an annotation query (fields time, timeEnd, title, text,
+// tags and no rows).
+type GrafanaTable struct {
+	Columns []struct {
+		Text string                  `json:"text"`
+		Type GrafanaTableColumnsType `json:"type"`
+	} `json:"columns"`
+
+	// Meta Frame meta that Grafana shows with the data.
+	Meta  *GrafanaMeta `json:"meta,omitempty"`
+	Name  *string      `json:"name,omitempty"`
+	RefID string       `json:"refId"`
+
+	// Rows `[t, value]` rows, ascending.
+	Rows [][]*float64     `json:"rows"`
+	Type GrafanaTableType `json:"type"`
+}
+
+// GrafanaTableColumnsType defines model for GrafanaTable.Columns.Type.
+type GrafanaTableColumnsType string
+
+// GrafanaTableType defines model for GrafanaTable.Type.
+type GrafanaTableType string
+
+// GrafanaTimeSeries defines model for GrafanaTimeSeries.
+type GrafanaTimeSeries struct {
+	// Datapoints `[value, t]` pairs, ascending; `value` is `null` for an aggregate that overflows.
+	Datapoints [][]*float64 `json:"datapoints"`
+
+	// Meta Frame meta that Grafana shows with the data.
+	Meta  *GrafanaMeta `json:"meta,omitempty"`
+	RefID string       `json:"refId"`
+
+	// Target The series id.
+	Target string `json:"target"`
+}
+
+// GrafanaVariableOption A value of a template variable.
+type GrafanaVariableOption struct {
+	UnderscoreUnderscoreText  string `json:"__text"`
+	UnderscoreUnderscoreValue string `json:"__value"`
 }
 
 // ImportAnswer defines model for ImportAnswer.
@@ -852,8 +1115,9 @@ type ExplainReadParams struct {
 	// operation's description). Without it, `auto` follows the range.
 	MaxPoints *QueryMaxPoints `form:"max_points,omitempty" json:"max_points,omitempty"`
 
-	// Agg Comma list of the aggregates of an aggregated answer, in column
-	// order, each at most once (validated but unused for raw points).
+	// Agg The aggregates of an aggregated answer, in column order, each at
+	// most once (validated but unused for raw points): repeated
+	// (`agg=min&agg=max`), as a comma list (`agg=min,max`), or both.
 	Agg *QueryAgg `form:"agg,omitempty" json:"agg,omitempty"`
 
 	// Order Time order of the answer; `desc` reads newest first.
@@ -900,8 +1164,9 @@ type ReadPointsParams struct {
 	// operation's description). Without it, `auto` follows the range.
 	MaxPoints *QueryMaxPoints `form:"max_points,omitempty" json:"max_points,omitempty"`
 
-	// Agg Comma list of the aggregates of an aggregated answer, in column
-	// order, each at most once (validated but unused for raw points).
+	// Agg The aggregates of an aggregated answer, in column order, each at
+	// most once (validated but unused for raw points): repeated
+	// (`agg=min&agg=max`), as a comma list (`agg=min,max`), or both.
 	Agg *QueryAgg `form:"agg,omitempty" json:"agg,omitempty"`
 
 	// Order Time order of the answer; `desc` reads newest first.
@@ -957,6 +1222,68 @@ type WritePointsJSONRequestBody = WriteRequest
 
 // QueryBatchJSONRequestBody defines body for QueryBatch for application/json ContentType.
 type QueryBatchJSONRequestBody = BatchRequest
+
+// AsGrafanaTimeSeries returns the union data inside the GrafanaElement as a GrafanaTimeSeries
+func (t GrafanaElement) AsGrafanaTimeSeries() (GrafanaTimeSeries, error) {
+	var body GrafanaTimeSeries
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromGrafanaTimeSeries overwrites any union data inside the GrafanaElement as the provided GrafanaTimeSeries
+func (t *GrafanaElement) FromGrafanaTimeSeries(v GrafanaTimeSeries) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeGrafanaTimeSeries performs a merge with any union data inside the GrafanaElement, using the provided GrafanaTimeSeries
+func (t *GrafanaElement) MergeGrafanaTimeSeries(v GrafanaTimeSeries) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsGrafanaTable returns the union data inside the GrafanaElement as a GrafanaTable
+func (t GrafanaElement) AsGrafanaTable() (GrafanaTable, error) {
+	var body GrafanaTable
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromGrafanaTable overwrites any union data inside the GrafanaElement as the provided GrafanaTable
+func (t *GrafanaElement) FromGrafanaTable(v GrafanaTable) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeGrafanaTable performs a merge with any union data inside the GrafanaElement, using the provided GrafanaTable
+func (t *GrafanaElement) MergeGrafanaTable(v GrafanaTable) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t GrafanaElement) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *GrafanaElement) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -1050,17 +1377,16 @@ type ClientInterface interface {
 
 	// GrafanaHealth Datasource health check ("Save & test")
 	//
-	// Answers 200 with or without a trailing slash.
+	// Answers 200 when the datasource is reachable. Grafana calls the
+	// datasource URL as configured, so `/grafana/` (with a trailing slash)
+	// answers the same.
 	//
 	// Corresponds with GET /grafana (the `GrafanaHealth` operationId).
 	GrafanaHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GrafanaHealthSlash Datasource health check, with the trailing slash
-	//
-	// Corresponds with GET /grafana/ (the `GrafanaHealthSlash` operationId).
-	GrafanaHealthSlash(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
-
 	// GrafanaAnnotationsWithBody Annotations (the older simple-json plugin; always empty)
+	//
+	// The gateway keeps no events, so there are no annotations.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1069,6 +1395,8 @@ type ClientInterface interface {
 
 	// GrafanaAnnotations Annotations (the older simple-json plugin; always empty)
 	//
+	// The gateway keeps no events, so there are no annotations.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /grafana/annotations (the `GrafanaAnnotations` operationId).
@@ -1076,12 +1404,20 @@ type ClientInterface interface {
 
 	// GrafanaPayloadOptionsWithBody The values a payload option can take
 	//
+	// The choices of the query builder's select named by the body's
+	// `name`: the aggregates for `agg`, common windows for `resolution`,
+	// none for any other name.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /grafana/metric-payload-options (the `GrafanaPayloadOptions` operationId).
 	GrafanaPayloadOptionsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GrafanaPayloadOptions The values a payload option can take
+	//
+	// The choices of the query builder's select named by the body's
+	// `name`: the aggregates for `agg`, common windows for `resolution`,
+	// none for any other name.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1142,12 +1478,16 @@ type ClientInterface interface {
 
 	// GrafanaSearchWithBody Series ids by prefix (the older simple-json plugin)
 	//
+	// The series ids starting with the body's `target`.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /grafana/search (the `GrafanaSearch` operationId).
 	GrafanaSearchWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GrafanaSearch Series ids by prefix (the older simple-json plugin)
+	//
+	// The series ids starting with the body's `target`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1156,12 +1496,16 @@ type ClientInterface interface {
 
 	// GrafanaTagKeysWithBody Ad hoc filter keys (series have no tags; always empty)
 	//
+	// Series carry no tags, so ad hoc filters have no keys.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /grafana/tag-keys (the `GrafanaTagKeys` operationId).
 	GrafanaTagKeysWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GrafanaTagKeys Ad hoc filter keys (series have no tags; always empty)
+	//
+	// Series carry no tags, so ad hoc filters have no keys.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1170,12 +1514,16 @@ type ClientInterface interface {
 
 	// GrafanaTagValuesWithBody Ad hoc filter values (always empty)
 	//
+	// Series carry no tags, so ad hoc filters have no values.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /grafana/tag-values (the `GrafanaTagValues` operationId).
 	GrafanaTagValuesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GrafanaTagValues Ad hoc filter values (always empty)
+	//
+	// Series carry no tags, so ad hoc filters have no values.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1184,12 +1532,20 @@ type ClientInterface interface {
 
 	// GrafanaVariableWithBody Values of a template variable (series ids)
 	//
+	// The series ids a dashboard variable of type Query offers: those
+	// starting with the variable's query (`payload.target`, or
+	// `payload.prefix` in raw JSON mode).
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /grafana/variable (the `GrafanaVariable` operationId).
 	GrafanaVariableWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GrafanaVariable Values of a template variable (series ids)
+	//
+	// The series ids a dashboard variable of type Query offers: those
+	// starting with the variable's query (`payload.target`, or
+	// `payload.prefix` in raw JSON mode).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1500,7 +1856,9 @@ func (c *Client) GetDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 
 // GrafanaHealth Datasource health check ("Save & test")
 //
-// Answers 200 with or without a trailing slash.
+// Answers 200 when the datasource is reachable. Grafana calls the
+// datasource URL as configured, so `/grafana/` (with a trailing slash)
+// answers the same.
 //
 // Corresponds with GET /grafana (the `GrafanaHealth` operationId).
 func (c *Client) GrafanaHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1515,22 +1873,9 @@ func (c *Client) GrafanaHealth(ctx context.Context, reqEditors ...RequestEditorF
 	return c.Client.Do(req)
 }
 
-// GrafanaHealthSlash Datasource health check, with the trailing slash
-//
-// Corresponds with GET /grafana/ (the `GrafanaHealthSlash` operationId).
-func (c *Client) GrafanaHealthSlash(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGrafanaHealthSlashRequest(c.Server)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
 // GrafanaAnnotationsWithBody Annotations (the older simple-json plugin; always empty)
+//
+// The gateway keeps no events, so there are no annotations.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1549,6 +1894,8 @@ func (c *Client) GrafanaAnnotationsWithBody(ctx context.Context, contentType str
 
 // GrafanaAnnotations Annotations (the older simple-json plugin; always empty)
 //
+// The gateway keeps no events, so there are no annotations.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /grafana/annotations (the `GrafanaAnnotations` operationId).
@@ -1566,6 +1913,10 @@ func (c *Client) GrafanaAnnotations(ctx context.Context, body GrafanaAnnotations
 
 // GrafanaPayloadOptionsWithBody The values a payload option can take
 //
+// The choices of the query builder's select named by the body's
+// `name`: the aggregates for `agg`, common windows for `resolution`,
+// none for any other name.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /grafana/metric-payload-options (the `GrafanaPayloadOptions` operationId).
@@ -1582,6 +1933,10 @@ func (c *Client) GrafanaPayloadOptionsWithBody(ctx context.Context, contentType 
 }
 
 // GrafanaPayloadOptions The values a payload option can take
+//
+// The choices of the query builder's select named by the body's
+// `name`: the aggregates for `agg`, common windows for `resolution`,
+// none for any other name.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1692,6 +2047,8 @@ func (c *Client) GrafanaQuery(ctx context.Context, body GrafanaQueryJSONRequestB
 
 // GrafanaSearchWithBody Series ids by prefix (the older simple-json plugin)
 //
+// The series ids starting with the body's `target`.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /grafana/search (the `GrafanaSearch` operationId).
@@ -1708,6 +2065,8 @@ func (c *Client) GrafanaSearchWithBody(ctx context.Context, contentType string, 
 }
 
 // GrafanaSearch Series ids by prefix (the older simple-json plugin)
+//
+// The series ids starting with the body's `target`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1726,6 +2085,8 @@ func (c *Client) GrafanaSearch(ctx context.Context, body GrafanaSearchJSONReques
 
 // GrafanaTagKeysWithBody Ad hoc filter keys (series have no tags; always empty)
 //
+// Series carry no tags, so ad hoc filters have no keys.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /grafana/tag-keys (the `GrafanaTagKeys` operationId).
@@ -1742,6 +2103,8 @@ func (c *Client) GrafanaTagKeysWithBody(ctx context.Context, contentType string,
 }
 
 // GrafanaTagKeys Ad hoc filter keys (series have no tags; always empty)
+//
+// Series carry no tags, so ad hoc filters have no keys.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1760,6 +2123,8 @@ func (c *Client) GrafanaTagKeys(ctx context.Context, body GrafanaTagKeysJSONRequ
 
 // GrafanaTagValuesWithBody Ad hoc filter values (always empty)
 //
+// Series carry no tags, so ad hoc filters have no values.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /grafana/tag-values (the `GrafanaTagValues` operationId).
@@ -1776,6 +2141,8 @@ func (c *Client) GrafanaTagValuesWithBody(ctx context.Context, contentType strin
 }
 
 // GrafanaTagValues Ad hoc filter values (always empty)
+//
+// Series carry no tags, so ad hoc filters have no values.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1794,6 +2161,10 @@ func (c *Client) GrafanaTagValues(ctx context.Context, body GrafanaTagValuesJSON
 
 // GrafanaVariableWithBody Values of a template variable (series ids)
 //
+// The series ids a dashboard variable of type Query offers: those
+// starting with the variable's query (`payload.target`, or
+// `payload.prefix` in raw JSON mode).
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /grafana/variable (the `GrafanaVariable` operationId).
@@ -1810,6 +2181,10 @@ func (c *Client) GrafanaVariableWithBody(ctx context.Context, contentType string
 }
 
 // GrafanaVariable Values of a template variable (series ids)
+//
+// The series ids a dashboard variable of type Query offers: those
+// starting with the variable's query (`payload.target`, or
+// `payload.prefix` in raw JSON mode).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2305,33 +2680,6 @@ func NewGrafanaHealthRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/grafana")
-	if operationPath[0] == '/' {
-		operationPath = "." + operationPath
-	}
-
-	queryURL, err := serverURL.Parse(operationPath)
-	if err != nil {
-		return nil, err
-	}
-
-	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
-	if err != nil {
-		return nil, err
-	}
-
-	return req, nil
-}
-
-// NewGrafanaHealthSlashRequest constructs an http.Request for the GrafanaHealthSlash method
-func NewGrafanaHealthSlashRequest(server string) (*http.Request, error) {
-	var err error
-
-	serverURL, err := url.Parse(server)
-	if err != nil {
-		return nil, err
-	}
-
-	operationPath := fmt.Sprintf("/grafana/")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -3167,7 +3515,7 @@ func NewExplainReadRequest(server string, id PathSeriesID, params *ExplainReadPa
 
 		if params.Agg != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "agg", *params.Agg, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "agg", *params.Agg, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -3332,7 +3680,7 @@ func NewReadPointsRequest(server string, id PathSeriesID, params *ReadPointsPara
 
 		if params.Agg != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "agg", *params.Agg, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "agg", *params.Agg, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -3482,21 +3830,18 @@ type ClientWithResponsesInterface interface {
 
 	// GrafanaHealthWithResponse Datasource health check ("Save & test")
 	//
-	// Answers 200 with or without a trailing slash.
+	// Answers 200 when the datasource is reachable. Grafana calls the
+	// datasource URL as configured, so `/grafana/` (with a trailing slash)
+	// answers the same.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /grafana (the `GrafanaHealth` operationId).
 	GrafanaHealthWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GrafanaHealthResponse, error)
 
-	// GrafanaHealthSlashWithResponse Datasource health check, with the trailing slash
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /grafana/ (the `GrafanaHealthSlash` operationId).
-	GrafanaHealthSlashWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GrafanaHealthSlashResponse, error)
-
 	// GrafanaAnnotationsWithBodyWithResponse Annotations (the older simple-json plugin; always empty)
+	//
+	// The gateway keeps no events, so there are no annotations.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3505,6 +3850,8 @@ type ClientWithResponsesInterface interface {
 
 	// GrafanaAnnotationsWithResponse Annotations (the older simple-json plugin; always empty)
 	//
+	// The gateway keeps no events, so there are no annotations.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /grafana/annotations (the `GrafanaAnnotations` operationId).
@@ -3512,12 +3859,20 @@ type ClientWithResponsesInterface interface {
 
 	// GrafanaPayloadOptionsWithBodyWithResponse The values a payload option can take
 	//
+	// The choices of the query builder's select named by the body's
+	// `name`: the aggregates for `agg`, common windows for `resolution`,
+	// none for any other name.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /grafana/metric-payload-options (the `GrafanaPayloadOptions` operationId).
 	GrafanaPayloadOptionsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GrafanaPayloadOptionsResponse, error)
 
 	// GrafanaPayloadOptionsWithResponse The values a payload option can take
+	//
+	// The choices of the query builder's select named by the body's
+	// `name`: the aggregates for `agg`, common windows for `resolution`,
+	// none for any other name.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3578,12 +3933,16 @@ type ClientWithResponsesInterface interface {
 
 	// GrafanaSearchWithBodyWithResponse Series ids by prefix (the older simple-json plugin)
 	//
+	// The series ids starting with the body's `target`.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /grafana/search (the `GrafanaSearch` operationId).
 	GrafanaSearchWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GrafanaSearchResponse, error)
 
 	// GrafanaSearchWithResponse Series ids by prefix (the older simple-json plugin)
+	//
+	// The series ids starting with the body's `target`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3592,12 +3951,16 @@ type ClientWithResponsesInterface interface {
 
 	// GrafanaTagKeysWithBodyWithResponse Ad hoc filter keys (series have no tags; always empty)
 	//
+	// Series carry no tags, so ad hoc filters have no keys.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /grafana/tag-keys (the `GrafanaTagKeys` operationId).
 	GrafanaTagKeysWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GrafanaTagKeysResponse, error)
 
 	// GrafanaTagKeysWithResponse Ad hoc filter keys (series have no tags; always empty)
+	//
+	// Series carry no tags, so ad hoc filters have no keys.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3606,12 +3969,16 @@ type ClientWithResponsesInterface interface {
 
 	// GrafanaTagValuesWithBodyWithResponse Ad hoc filter values (always empty)
 	//
+	// Series carry no tags, so ad hoc filters have no values.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /grafana/tag-values (the `GrafanaTagValues` operationId).
 	GrafanaTagValuesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GrafanaTagValuesResponse, error)
 
 	// GrafanaTagValuesWithResponse Ad hoc filter values (always empty)
+	//
+	// Series carry no tags, so ad hoc filters have no values.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3620,12 +3987,20 @@ type ClientWithResponsesInterface interface {
 
 	// GrafanaVariableWithBodyWithResponse Values of a template variable (series ids)
 	//
+	// The series ids a dashboard variable of type Query offers: those
+	// starting with the variable's query (`payload.target`, or
+	// `payload.prefix` in raw JSON mode).
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /grafana/variable (the `GrafanaVariable` operationId).
 	GrafanaVariableWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GrafanaVariableResponse, error)
 
 	// GrafanaVariableWithResponse Values of a template variable (series ids)
+	//
+	// The series ids a dashboard variable of type Query offers: those
+	// starting with the variable's query (`payload.target`, or
+	// `payload.prefix` in raw JSON mode).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4032,7 +4407,7 @@ type GrafanaHealthResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *map[string]interface{}
+	JSON200 *GrafanaHealth
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *GrafanaError
 	// JSON403 the response for an HTTP 403 `application/json` response
@@ -4044,7 +4419,7 @@ type GrafanaHealthResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GrafanaHealthResponse) GetJSON200() *map[string]interface{} {
+func (r GrafanaHealthResponse) GetJSON200() *GrafanaHealth {
 	return r.JSON200
 }
 
@@ -4097,80 +4472,11 @@ func (r GrafanaHealthResponse) ContentType() string {
 	return ""
 }
 
-type GrafanaHealthSlashResponse struct {
-	Body         []byte
-	HTTPResponse *http.Response
-	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *map[string]interface{}
-	// JSON401 the response for an HTTP 401 `application/json` response
-	JSON401 *GrafanaError
-	// JSON403 the response for an HTTP 403 `application/json` response
-	JSON403 *GrafanaError
-	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
-	ApplicationProblemJSON421 *HostNotAllowed
-	// JSON503 the response for an HTTP 503 `application/json` response
-	JSON503 *GrafanaError
-}
-
-// GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GrafanaHealthSlashResponse) GetJSON200() *map[string]interface{} {
-	return r.JSON200
-}
-
-// GetJSON401 returns the response for an HTTP 401 `application/json` response
-func (r GrafanaHealthSlashResponse) GetJSON401() *GrafanaError {
-	return r.JSON401
-}
-
-// GetJSON403 returns the response for an HTTP 403 `application/json` response
-func (r GrafanaHealthSlashResponse) GetJSON403() *GrafanaError {
-	return r.JSON403
-}
-
-// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
-func (r GrafanaHealthSlashResponse) GetApplicationProblemJSON421() *HostNotAllowed {
-	return r.ApplicationProblemJSON421
-}
-
-// GetJSON503 returns the response for an HTTP 503 `application/json` response
-func (r GrafanaHealthSlashResponse) GetJSON503() *GrafanaError {
-	return r.JSON503
-}
-
-// GetBody returns the raw response body bytes
-func (r GrafanaHealthSlashResponse) GetBody() []byte {
-	return r.Body
-}
-
-// Status returns HTTPResponse.Status
-func (r GrafanaHealthSlashResponse) Status() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Status
-	}
-	return http.StatusText(0)
-}
-
-// StatusCode returns HTTPResponse.StatusCode
-func (r GrafanaHealthSlashResponse) StatusCode() int {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.StatusCode
-	}
-	return 0
-}
-
-// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r GrafanaHealthSlashResponse) ContentType() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Header.Get("Content-Type")
-	}
-	return ""
-}
-
 type GrafanaAnnotationsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *[]map[string]interface{}
+	JSON200 *GrafanaEmptyList
 	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
 	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
@@ -4180,7 +4486,7 @@ type GrafanaAnnotationsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GrafanaAnnotationsResponse) GetJSON200() *[]map[string]interface{} {
+func (r GrafanaAnnotationsResponse) GetJSON200() *GrafanaEmptyList {
 	return r.JSON200
 }
 
@@ -4232,7 +4538,7 @@ type GrafanaPayloadOptionsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *[]map[string]interface{}
+	JSON200 *[]GrafanaOption
 	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
 	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
@@ -4242,7 +4548,7 @@ type GrafanaPayloadOptionsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GrafanaPayloadOptionsResponse) GetJSON200() *[]map[string]interface{} {
+func (r GrafanaPayloadOptionsResponse) GetJSON200() *[]GrafanaOption {
 	return r.JSON200
 }
 
@@ -4294,7 +4600,7 @@ type GrafanaMetricsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *[]map[string]interface{}
+	JSON200 *[]GrafanaMetric
 	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
 	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
@@ -4304,7 +4610,7 @@ type GrafanaMetricsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GrafanaMetricsResponse) GetJSON200() *[]map[string]interface{} {
+func (r GrafanaMetricsResponse) GetJSON200() *[]GrafanaMetric {
 	return r.JSON200
 }
 
@@ -4356,7 +4662,7 @@ type GrafanaQueryResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *[]map[string]interface{}
+	JSON200 *[]GrafanaElement
 	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
 	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
@@ -4366,7 +4672,7 @@ type GrafanaQueryResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GrafanaQueryResponse) GetJSON200() *[]map[string]interface{} {
+func (r GrafanaQueryResponse) GetJSON200() *[]GrafanaElement {
 	return r.JSON200
 }
 
@@ -4480,7 +4786,7 @@ type GrafanaTagKeysResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *[]map[string]interface{}
+	JSON200 *GrafanaEmptyList
 	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
 	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
@@ -4490,7 +4796,7 @@ type GrafanaTagKeysResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GrafanaTagKeysResponse) GetJSON200() *[]map[string]interface{} {
+func (r GrafanaTagKeysResponse) GetJSON200() *GrafanaEmptyList {
 	return r.JSON200
 }
 
@@ -4542,7 +4848,7 @@ type GrafanaTagValuesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *[]map[string]interface{}
+	JSON200 *GrafanaEmptyList
 	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
 	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
@@ -4552,7 +4858,7 @@ type GrafanaTagValuesResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GrafanaTagValuesResponse) GetJSON200() *[]map[string]interface{} {
+func (r GrafanaTagValuesResponse) GetJSON200() *GrafanaEmptyList {
 	return r.JSON200
 }
 
@@ -4604,7 +4910,7 @@ type GrafanaVariableResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *[]map[string]interface{}
+	JSON200 *[]GrafanaVariableOption
 	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
 	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
@@ -4614,7 +4920,7 @@ type GrafanaVariableResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GrafanaVariableResponse) GetJSON200() *[]map[string]interface{} {
+func (r GrafanaVariableResponse) GetJSON200() *[]GrafanaVariableOption {
 	return r.JSON200
 }
 
@@ -4759,12 +5065,19 @@ type GetOpenAPIResponse503Headers struct {
 type GetOpenAPIResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// YAML200 the response for an HTTP 200 `application/yaml` response
+	YAML200 *string
 	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
 	ApplicationProblemJSON421 *HostNotAllowed
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationProblemJSON503 *Overloaded
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetOpenAPIResponse503Headers
+}
+
+// GetYAML200 returns the response for an HTTP 200 `application/yaml` response
+func (r GetOpenAPIResponse) GetYAML200() *string {
+	return r.YAML200
 }
 
 // GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
@@ -5810,7 +6123,9 @@ func (c *ClientWithResponses) GetDocsWithResponse(ctx context.Context, reqEditor
 
 // GrafanaHealthWithResponse Datasource health check ("Save & test")
 //
-// Answers 200 with or without a trailing slash.
+// Answers 200 when the datasource is reachable. Grafana calls the
+// datasource URL as configured, so `/grafana/` (with a trailing slash)
+// answers the same.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -5823,20 +6138,9 @@ func (c *ClientWithResponses) GrafanaHealthWithResponse(ctx context.Context, req
 	return ParseGrafanaHealthResponse(rsp)
 }
 
-// GrafanaHealthSlashWithResponse Datasource health check, with the trailing slash
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /grafana/ (the `GrafanaHealthSlash` operationId).
-func (c *ClientWithResponses) GrafanaHealthSlashWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GrafanaHealthSlashResponse, error) {
-	rsp, err := c.GrafanaHealthSlash(ctx, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseGrafanaHealthSlashResponse(rsp)
-}
-
 // GrafanaAnnotationsWithBodyWithResponse Annotations (the older simple-json plugin; always empty)
+//
+// The gateway keeps no events, so there are no annotations.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -5851,6 +6155,8 @@ func (c *ClientWithResponses) GrafanaAnnotationsWithBodyWithResponse(ctx context
 
 // GrafanaAnnotationsWithResponse Annotations (the older simple-json plugin; always empty)
 //
+// The gateway keeps no events, so there are no annotations.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /grafana/annotations (the `GrafanaAnnotations` operationId).
@@ -5864,6 +6170,10 @@ func (c *ClientWithResponses) GrafanaAnnotationsWithResponse(ctx context.Context
 
 // GrafanaPayloadOptionsWithBodyWithResponse The values a payload option can take
 //
+// The choices of the query builder's select named by the body's
+// `name`: the aggregates for `agg`, common windows for `resolution`,
+// none for any other name.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /grafana/metric-payload-options (the `GrafanaPayloadOptions` operationId).
@@ -5876,6 +6186,10 @@ func (c *ClientWithResponses) GrafanaPayloadOptionsWithBodyWithResponse(ctx cont
 }
 
 // GrafanaPayloadOptionsWithResponse The values a payload option can take
+//
+// The choices of the query builder's select named by the body's
+// `name`: the aggregates for `agg`, common windows for `resolution`,
+// none for any other name.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -5966,6 +6280,8 @@ func (c *ClientWithResponses) GrafanaQueryWithResponse(ctx context.Context, body
 
 // GrafanaSearchWithBodyWithResponse Series ids by prefix (the older simple-json plugin)
 //
+// The series ids starting with the body's `target`.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /grafana/search (the `GrafanaSearch` operationId).
@@ -5978,6 +6294,8 @@ func (c *ClientWithResponses) GrafanaSearchWithBodyWithResponse(ctx context.Cont
 }
 
 // GrafanaSearchWithResponse Series ids by prefix (the older simple-json plugin)
+//
+// The series ids starting with the body's `target`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -5992,6 +6310,8 @@ func (c *ClientWithResponses) GrafanaSearchWithResponse(ctx context.Context, bod
 
 // GrafanaTagKeysWithBodyWithResponse Ad hoc filter keys (series have no tags; always empty)
 //
+// Series carry no tags, so ad hoc filters have no keys.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /grafana/tag-keys (the `GrafanaTagKeys` operationId).
@@ -6004,6 +6324,8 @@ func (c *ClientWithResponses) GrafanaTagKeysWithBodyWithResponse(ctx context.Con
 }
 
 // GrafanaTagKeysWithResponse Ad hoc filter keys (series have no tags; always empty)
+//
+// Series carry no tags, so ad hoc filters have no keys.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6018,6 +6340,8 @@ func (c *ClientWithResponses) GrafanaTagKeysWithResponse(ctx context.Context, bo
 
 // GrafanaTagValuesWithBodyWithResponse Ad hoc filter values (always empty)
 //
+// Series carry no tags, so ad hoc filters have no values.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /grafana/tag-values (the `GrafanaTagValues` operationId).
@@ -6030,6 +6354,8 @@ func (c *ClientWithResponses) GrafanaTagValuesWithBodyWithResponse(ctx context.C
 }
 
 // GrafanaTagValuesWithResponse Ad hoc filter values (always empty)
+//
+// Series carry no tags, so ad hoc filters have no values.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6044,6 +6370,10 @@ func (c *ClientWithResponses) GrafanaTagValuesWithResponse(ctx context.Context, 
 
 // GrafanaVariableWithBodyWithResponse Values of a template variable (series ids)
 //
+// The series ids a dashboard variable of type Query offers: those
+// starting with the variable's query (`payload.target`, or
+// `payload.prefix` in raw JSON mode).
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /grafana/variable (the `GrafanaVariable` operationId).
@@ -6056,6 +6386,10 @@ func (c *ClientWithResponses) GrafanaVariableWithBodyWithResponse(ctx context.Co
 }
 
 // GrafanaVariableWithResponse Values of a template variable (series ids)
+//
+// The series ids a dashboard variable of type Query offers: those
+// starting with the variable's query (`payload.target`, or
+// `payload.prefix` in raw JSON mode).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6550,61 +6884,7 @@ func ParseGrafanaHealthResponse(rsp *http.Response) (*GrafanaHealthResponse, err
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest map[string]interface{}
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON200 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest GrafanaError
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON401 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest GrafanaError
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON403 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
-		var dest HostNotAllowed
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationProblemJSON421 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
-		var dest GrafanaError
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON503 = &dest
-
-	}
-
-	return response, nil
-}
-
-// ParseGrafanaHealthSlashResponse parses an HTTP response from a GrafanaHealthSlashWithResponse call
-func ParseGrafanaHealthSlashResponse(rsp *http.Response) (*GrafanaHealthSlashResponse, error) {
-	bodyBytes, err := io.ReadAll(rsp.Body)
-	defer func() { _ = rsp.Body.Close() }()
-	if err != nil {
-		return nil, err
-	}
-
-	response := &GrafanaHealthSlashResponse{
-		Body:         bodyBytes,
-		HTTPResponse: rsp,
-	}
-
-	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest map[string]interface{}
+		var dest GrafanaHealth
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -6658,7 +6938,7 @@ func ParseGrafanaAnnotationsResponse(rsp *http.Response) (*GrafanaAnnotationsRes
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest []map[string]interface{}
+		var dest GrafanaEmptyList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -6705,7 +6985,7 @@ func ParseGrafanaPayloadOptionsResponse(rsp *http.Response) (*GrafanaPayloadOpti
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest []map[string]interface{}
+		var dest []GrafanaOption
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -6752,7 +7032,7 @@ func ParseGrafanaMetricsResponse(rsp *http.Response) (*GrafanaMetricsResponse, e
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest []map[string]interface{}
+		var dest []GrafanaMetric
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -6799,7 +7079,7 @@ func ParseGrafanaQueryResponse(rsp *http.Response) (*GrafanaQueryResponse, error
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest []map[string]interface{}
+		var dest []GrafanaElement
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -6893,7 +7173,7 @@ func ParseGrafanaTagKeysResponse(rsp *http.Response) (*GrafanaTagKeysResponse, e
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest []map[string]interface{}
+		var dest GrafanaEmptyList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -6940,7 +7220,7 @@ func ParseGrafanaTagValuesResponse(rsp *http.Response) (*GrafanaTagValuesRespons
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest []map[string]interface{}
+		var dest GrafanaEmptyList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -6987,7 +7267,7 @@ func ParseGrafanaVariableResponse(rsp *http.Response) (*GrafanaVariableResponse,
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest []map[string]interface{}
+		var dest []GrafanaVariableOption
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -7098,6 +7378,13 @@ func ParseGetOpenAPIResponse(rsp *http.Response) (*GetOpenAPIResponse, error) {
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "yaml") && rsp.StatusCode == 200:
+		var dest string
+		if err := yaml.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.YAML200 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
 		var dest HostNotAllowed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {

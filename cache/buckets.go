@@ -32,6 +32,8 @@ type bucketKey struct {
 	// and so the key.
 	late        bool
 	lateVersion int64
+	// gen is the series' generation (see Invalidate).
+	gen uint64
 }
 
 type bucketEntry struct {
@@ -52,6 +54,7 @@ type Buckets struct {
 	mu    sync.Mutex
 	lru   *lru.LRU[bucketKey, *bucketEntry]
 	large *lru.LRU[bucketKey, struct{}] // buckets too large for an entry
+	gens  map[string]uint64                // series -> generation, for series ever invalidated
 	bytes int64
 	group singleflight.Group
 
@@ -99,7 +102,7 @@ func (b *Buckets) Bucket(g partial.Group) partial.BucketRead {
 	if first.Bucket != g.Bucket.Start || !b.final(whole) {
 		return partial.BucketRead{}
 	}
-	k := bucketKey{version: bucketKeyVersion, table: first.Table, series: first.Series, start: g.Bucket.Start, end: g.Bucket.End, events: g.Bucket.EventBuckets}
+	k := bucketKey{version: bucketKeyVersion, table: first.Table, series: first.Series, start: g.Bucket.Start, end: g.Bucket.End, events: g.Bucket.EventBuckets, gen: b.generation(first.Series)}
 	if late != nil {
 		lr := *late
 		lr.Span = g.Bucket.Span()
@@ -211,6 +214,26 @@ func (b *Buckets) load(ctx context.Context, k bucketKey, reads []tiers.ReadReque
 	return run, it.Err()
 }
 
+// Invalidate makes every cached bucket of the series unreachable (the LRU
+// evicts them in time): an import writes into buckets the cache takes as
+// final.
+func (b *Buckets) Invalidate(series ...string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.gens == nil {
+		b.gens = map[string]uint64{}
+	}
+	for _, s := range series {
+		b.gens[s]++
+	}
+}
+
+func (b *Buckets) generation(series string) uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.gens[series]
+}
+
 func (b *Buckets) get(k bucketKey) (e *bucketEntry, large bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -258,7 +281,7 @@ func bucketKeyString(k bucketKey) string {
 	if k.late {
 		late = 1
 	}
-	for _, n := range []int64{k.start, k.end, int64(k.events), late, k.lateVersion} {
+	for _, n := range []int64{k.start, k.end, int64(k.events), late, k.lateVersion, int64(k.gen)} {
 		for i := range 8 {
 			b = append(b, byte(n>>(8*i)))
 		}
@@ -267,6 +290,5 @@ func bucketKeyString(k bucketKey) string {
 }
 
 // lateVersion is the version of the late mark a late partition is read
-// under; 0 while late reads carry none, and Finality then never calls a
-// late read final, so no run includes a late partition.
-func lateVersion(tiers.ReadRequest) int64 { return 0 }
+// under (Finality calls a late read final only under one).
+func lateVersion(r tiers.ReadRequest) int64 { return r.Version }

@@ -202,3 +202,20 @@ func TestBucketsMergeAFinalLatePartitionLastAndLeaveAnotherToTheRead(t *testing.
 		}
 	}
 }
+
+func TestBucketsInvalidateASeries(t *testing.T) {
+	store := &eventReader{countingReader: countingReader{rows: rowsUpTo(100)}, events: 1}
+	b := NewBuckets(store, func(tiers.ReadRequest) bool { return true }, 1<<20)
+	g := bucketGroup(0, 100, 1, tiers.Span{From: 0, To: 100})
+	if _, err := b.Bucket(g).Load(context.Background(), &partial.Stats{}); err != nil {
+		t.Fatal(err)
+	}
+	b.Invalidate("other")
+	if b.Bucket(g).Run == nil {
+		t.Fatal("invalidating another series dropped this one's bucket")
+	}
+	b.Invalidate("s")
+	if br := b.Bucket(g); br.Run != nil || br.Load == nil {
+		t.Fatal("a bucket of an invalidated series was served from memory")
+	}
+}

@@ -222,3 +222,35 @@ func TestSeriesCacheWidensOnLocalWrites(t *testing.T) {
 		t.Fatal("an expired entry was not refreshed")
 	}
 }
+
+// A late partition's version and a series' invalidation are part of the
+// key: a read under another version, or after Invalidate, goes to the
+// store and sees what it holds now.
+func TestPartitionsKeyOnVersionAndGeneration(t *testing.T) {
+	next := &countingReader{rows: rowsUpTo(100)}
+	c := NewPartitions(next, func(tiers.ReadRequest) bool { return true }, 1<<20)
+	ctx := context.Background()
+	read := func(version int64) []tiers.Row {
+		r := req(0, 50, false)
+		r.Version = version
+		return drain(t, c.Read(ctx, r))
+	}
+	read(1)
+	read(1)
+	if n := next.reads.Load(); n != 1 {
+		t.Fatalf("%d store reads of one version, want 1", n)
+	}
+	next.rows[3].Sum = 1000 // the store changes, and so does the version
+	if got := read(2); got[3].Sum != 1000 {
+		t.Fatalf("read under a new version served the old rows: %v", got[3])
+	}
+	next.rows[4].Sum = 2000 // the store changes under the same version, then the series is invalidated
+	c.Invalidate("other")
+	if got := read(2); got[4].Sum == 2000 {
+		t.Fatal("invalidating another series dropped this one's entries")
+	}
+	c.Invalidate("s")
+	if got := read(2); got[4].Sum != 2000 {
+		t.Fatalf("read after Invalidate served the old rows: %v", got[4])
+	}
+}

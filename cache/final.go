@@ -18,7 +18,9 @@ type Rollups interface {
 //   - raw rows once no on-time point can land in the span any more: the
 //     span ended more than the lateness (plus the grace of lagging
 //     writers) ago;
-//   - never late rows: a late write may land in any bucket at any time;
+//   - late rows read under a version of their bucket's late mark (the
+//     version is part of the cache key, and every late write changes it),
+//     never late rows read without one;
 //   - rollup rows once the worker has recomputed every window of the span
 //     (its watermark is past the span) and no late point can still correct
 //     them: late points are accepted for as long as the raw tier keeps
@@ -40,7 +42,7 @@ func (f Finality) Final(req tiers.ReadRequest) bool {
 	case tiers.TableRaw:
 		return req.Span.To+f.Lateness.Milliseconds() <= n
 	case tiers.TableLate:
-		return false
+		return req.Version != 0
 	}
 	t, ok := f.Pyramid.ByTable(req.Key.Table)
 	if !ok || t.Level == tiers.LevelRaw {

@@ -13,8 +13,9 @@ type fixedRollups tiers.Watermarks
 func (f fixedRollups) Watermarks(context.Context) tiers.Watermarks { return tiers.Watermarks(f) }
 
 // The finality rules, edge by edge: raw rows are final once no on-time
-// point can land, late rows never, rollup rows once rolled up and older
-// than any late point can reach.
+// point can land, late rows under a version of their late mark (never
+// without one), rollup rows once rolled up and older than any late point
+// can reach.
 func TestFinality(t *testing.T) {
 	p := tiers.DefaultPyramid()
 	now := time.UnixMilli(400 * tiers.Day)
@@ -27,6 +28,7 @@ func TestFinality(t *testing.T) {
 	read := func(table tiers.Table, to int64) tiers.ReadRequest {
 		return tiers.ReadRequest{Key: tiers.PartitionKey{Table: table, Series: "s"}, Span: tiers.Span{From: to - tiers.Hour, To: to}}
 	}
+	versioned := func(r tiers.ReadRequest, v int64) tiers.ReadRequest { r.Version = v; return r }
 	for _, c := range []struct {
 		name  string
 		req   tiers.ReadRequest
@@ -34,7 +36,8 @@ func TestFinality(t *testing.T) {
 	}{
 		{"raw span ending at the lateness edge", read(tiers.TableRaw, settled), true},
 		{"raw span ending 1ms later", read(tiers.TableRaw, settled+1), false},
-		{"late rows, however old", read(tiers.TableLate, n-300*tiers.Day), false},
+		{"late rows without a version, however old", read(tiers.TableLate, n-300*tiers.Day), false},
+		{"late rows under a version of their mark, however recent", versioned(read(tiers.TableLate, n), 7), true},
 		{"minute rows older than raw retention, rolled up", read("rollup_1m", n-grace.Milliseconds()-rawRetention-tiers.Minute), true},
 		{"minute rows a late point can still correct", read("rollup_1m", n-grace.Milliseconds()-rawRetention-tiers.Minute+1), false},
 		{"hour rows old enough and rolled up", read("rollup_1h", n-grace.Milliseconds()-rawRetention-tiers.Hour), true},

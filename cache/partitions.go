@@ -11,11 +11,14 @@
 //
 // Partition reads are cached only when a predicate (Finality.Final) says
 // the rows of the requested span are final — a closed raw bucket past the
-// late-data window, a rollup bucket no late point can still correct —
-// so the cache never holds data that a write could change, and entries
-// never need invalidation. Keys carry a format version and the whole
-// request (table, series, bucket, event bucket, span), and an entry is
-// checked against the full key on every hit. Concurrent misses of one key
+// late-data window, a rollup bucket no late point can still correct, a
+// late partition read under its late-index version — so the cache never
+// holds data that a write could change without changing the key. Entries
+// need no invalidation, except after imports of history into buckets that
+// were final, which invalidate the series' entries. Keys carry a format
+// version and the whole request (table, series, bucket, event bucket,
+// span, late-index version), and an entry is checked against the full key
+// on every hit. Concurrent misses of one key
 // load once. The cache is bounded in bytes.
 package cache
 
@@ -33,7 +36,7 @@ import (
 )
 
 // keyVersion is part of every key; bump it when the cached form changes.
-const keyVersion = 1
+const keyVersion = 2
 
 // rowBytes is the memory one cached row takes.
 const rowBytes = 40
@@ -42,6 +45,8 @@ type partitionKey struct {
 	version int
 	key     tiers.PartitionKey
 	span    tiers.Span
+	rows    int64  // the late-index version the rows were read under; 0 elsewhere
+	gen     uint64 // the series' generation (see Invalidate)
 }
 
 type entry struct {
@@ -60,6 +65,7 @@ type Partitions struct {
 	lru   *lru.LRU[partitionKey, *entry]
 	bytes int64
 	group singleflight.Group
+	gens  map[string]uint64 // series -> generation, for series ever invalidated
 
 	hits, misses atomic.Int64
 }
@@ -85,7 +91,7 @@ func (p *Partitions) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowP
 	if p.maxEntry < rowBytes || !p.immutable(req) {
 		return p.next.Read(ctx, req)
 	}
-	k := partitionKey{version: keyVersion, key: req.Key, span: req.Span}
+	k := partitionKey{version: keyVersion, key: req.Key, span: req.Span, rows: req.Version, gen: p.generation(req.Key.Series)}
 	if e := p.get(k); e != nil {
 		p.hits.Add(1)
 		return newCachedPages(e.rows, req, true)
@@ -138,6 +144,26 @@ func (p *Partitions) load(ctx context.Context, req tiers.ReadRequest) ([]tiers.R
 	}
 }
 
+// Invalidate makes every cached read of the series unreachable (the LRU
+// evicts the entries in time). Bulk imports call it after writing history
+// into buckets that were final, once their writes are durable.
+func (p *Partitions) Invalidate(series ...string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gens == nil {
+		p.gens = map[string]uint64{}
+	}
+	for _, s := range series {
+		p.gens[s]++
+	}
+}
+
+func (p *Partitions) generation(series string) uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.gens[series]
+}
+
 func (p *Partitions) get(k partitionKey) *entry {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -177,7 +203,7 @@ func keyString(k partitionKey) string {
 	b = append(b, 0)
 	b = append(b, k.key.Series...)
 	b = append(b, 0)
-	for _, n := range []int64{k.key.Bucket, int64(k.key.EventBucket), k.span.From, k.span.To} {
+	for _, n := range []int64{k.key.Bucket, int64(k.key.EventBucket), k.span.From, k.span.To, k.rows, int64(k.gen)} {
 		for i := range 8 {
 			b = append(b, byte(n>>(8*i)))
 		}

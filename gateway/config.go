@@ -37,6 +37,7 @@ type Config struct {
 	Pyramid    tiers.Pyramid
 	Query      query.Config
 	Ingest     ingest.Config
+	Import     ingest.ImportConfig
 	Rollup     rollup.Config
 	HTTP       httpapi.Config
 	Prometheus promapi.Config
@@ -53,7 +54,7 @@ func DefaultConfig() Config {
 		Store: "embedded", DataDir: "data",
 		CacheBytes: 256 << 20, SeriesCacheSize: 100000, SeriesTTL: 2 * time.Second, LayoutTTL: time.Minute,
 		Pyramid: tiers.DefaultPyramid(), Query: query.DefaultConfig(),
-		Ingest: ingest.DefaultConfig(), Rollup: rollup.DefaultConfig(), HTTP: httpapi.DefaultConfig(),
+		Ingest: ingest.DefaultConfig(), Import: ingest.DefaultImportConfig(), Rollup: rollup.DefaultConfig(), HTTP: httpapi.DefaultConfig(),
 		Prometheus: promapi.DefaultConfig(), Cassandra: cassandra.DefaultConfig(), Layouts: layouts.DefaultConfig(),
 	}
 }
@@ -86,6 +87,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Query.MaxPartitions, "max-partitions", c.Query.MaxPartitions, "the most partitions one page may plan to read (larger: 400 naming the resolution to use; 0: no bound)")
 	DurationVar(fs, &c.Ingest.Lateness, "lateness", "points older than this on arrival go to the late table; rollups wait this long")
 	DurationVar(fs, &c.Ingest.ClockSkew, "clock-skew", "how far in the future a point may be")
+	c.RegisterImportFlags(fs)
 	DurationVar(fs, &c.Rollup.Interval, "rollup-interval", "how often the rollup worker runs (0: only on demand)")
 	fs.IntVar(&c.Rollup.Parallelism, "rollup-parallelism", c.Rollup.Parallelism, "series recomputed at once")
 	fs.Int64Var(&c.HTTP.MaxBodyBytes, "max-body-bytes", c.HTTP.MaxBodyBytes, "largest write body accepted (larger: 413)")
@@ -94,6 +96,12 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.HTTP.Limits.RegisterFlags(fs) // limits, timeouts, CORS and hosts
 	c.Auth.RegisterFlags(fs)        // bearer tokens
 	registerLayoutFlags(fs, &c.Layouts)
+}
+
+// RegisterImportFlags adds the flags of the import path, which `serve`
+// (POST /v1/import) and `import` share.
+func (c *Config) RegisterImportFlags(fs *flag.FlagSet) {
+	DurationVar(fs, &c.Import.Margin, "import-margin", "imported points go to a tier only this far inside the retention of the tier their coarser windows are rolled up from")
 }
 
 // Finish completes the configuration once the flags are parsed: it builds
@@ -112,7 +120,7 @@ func (c *Config) Finish() error {
 
 // Validate reports every setting that cannot work.
 func (c Config) Validate() error {
-	errs := []error{c.Pyramid.Validate(), c.Query.Validate(), c.Ingest.Validate(), c.Rollup.Validate(), c.HTTP.Validate(), c.Prometheus.Validate(), c.Auth.Validate(), c.Layouts.Validate()}
+	errs := []error{c.Pyramid.Validate(), c.Query.Validate(), c.Ingest.Validate(), c.Import.Validate(), c.Rollup.Validate(), c.HTTP.Validate(), c.Prometheus.Validate(), c.Auth.Validate(), c.Layouts.Validate()}
 	switch c.Store {
 	case "embedded":
 		if c.DataDir == "" {

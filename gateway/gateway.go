@@ -69,6 +69,8 @@ type Gateway struct {
 	Engine  query.Engine
 	Writer  *ingest.Writer
 	Rollups *rollup.Worker
+	// Importer writes history (POST /v1/import, gateway import).
+	Importer *ingest.Importer
 	// Layouts is layout administration, the wide-partition tracker and
 	// the blocked list.
 	Layouts *layouts.Service
@@ -155,6 +157,7 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 	g.Rollups = rollup.New(store, cfg.Pyramid, cfg.Query.Scan, rc, now, log, rollup.NewMetrics(reg))
 
 	var reader tiers.PartitionReader = timedReader{store, sm}
+	var invalidate func(...string) // imports change buckets the cache takes as final
 	if opts.WrapReader != nil {
 		reader = opts.WrapReader(reader)
 	}
@@ -170,6 +173,7 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tsgate_cache_bytes", Help: "Memory held by the cache of final buckets."},
 				func() float64 { return float64(buckets.Bytes()) }),
 		)
+		invalidate = buckets.Invalidate
 	}
 	g.Metrics = httpapi.NewMetrics(reg)
 	g.PromMetrics = promapi.NewMetrics(reg)
@@ -180,6 +184,7 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 	g.Engine = query.Observe(engine, g.Metrics.ObserveRead)
 	g.Writer = ingest.NewWriter(writerStore{timedWriter{store, sm}, g.Series}, g.Series, cfg.Pyramid, cfg.Ingest, now)
 	g.Writer.RefuseBlocked(g.Layouts.ForWrites())
+	g.Importer = ingest.NewImporter(g.Writer, cfg.Pyramid, g.Rollups, cfg.Import, invalidate)
 	return g, nil
 }
 
@@ -244,7 +249,7 @@ func (g *Gateway) Handler() http.Handler {
 	}, g.Config.Prometheus)
 	srv := httpapi.New(httpapi.Deps{
 		Engine: g.Engine, Limits: g.Config.Query.Limits, Pyramid: g.Config.Pyramid,
-		Writer: g.Writer, Registry: registry, Rollups: g.Rollups,
+		Writer: g.Writer, Importer: g.Importer, Registry: registry, Rollups: g.Rollups,
 		Ready: g.Store.Ping, Logger: g.Logger, Now: g.Now,
 		Metrics: g.Metrics, Gatherer: g.Registry, Home: g.opts.Home, Layouts: g.Layouts,
 		Mounts:      g.mounts(map[string]http.Handler{"/grafana": gf.Handler(), "/prometheus": prom.Handler()}),

@@ -34,7 +34,7 @@ type contract struct {
 // itself rather than the contract: a write body is up to the configured
 // limit (16 MiB by default) and is validated point by point as it streams,
 // with a message per point.
-var handlerValidatesBody = map[string]bool{"POST /v1/points": true}
+var handlerValidatesBody = map[string]bool{"POST /v1/points": true, "POST /v1/import": true}
 
 // newContract loads the document, adjusted to the configured maximum page
 // size.

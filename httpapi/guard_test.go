@@ -116,7 +116,9 @@ func TestEveryEndpointAnswersByRole(t *testing.T) {
 		"POST /v1/query":                    `{"from":"now-1h","queries":[{"series":"s1"}]}`,
 		"PUT /v1/admin/series/{id}/blocked": `{"reason":"role test"}`,
 		"PUT /v1/admin/series/{id}/layout":  fmt.Sprintf(`{"since":%d,"bucket_ms":3600000,"event_buckets":8}`, (now/86_400_000+3)*86_400_000),
+		"POST /v1/import":                   fmt.Sprintf("series,t,v\ns1,%d,3\n", now-600),
 	}
+	contentTypes := map[string]string{"POST /v1/import": "text/csv"}
 	roles := specRoles(t)
 	h := s.Env.Gateway.Handler()
 	tested := 0
@@ -159,6 +161,9 @@ func TestEveryEndpointAnswersByRole(t *testing.T) {
 		}
 		if body == "" {
 			ct = ""
+		}
+		if c, ok := contentTypes[key]; ok {
+			ct = c
 		}
 		for _, tok := range []struct {
 			name  string

@@ -22,6 +22,7 @@ type Metrics struct {
 	storeErrs  prometheus.Counter
 	points     prometheus.Counter
 	late       prometheus.Counter
+	imported   *prometheus.CounterVec
 	guard      *guardMetrics
 }
 
@@ -57,12 +58,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		late: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tsgate_late_points_total", Help: "Points that arrived later than the lateness threshold and went to the late table.",
 		}),
+		imported: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tsgate_import_points_total", Help: "Points imported as history, by where they went: raw, a rollup tier they were aggregated into, or dropped (older than every tier keeps).",
+		}, []string{"to"}),
 	}
 	for _, reason := range []string{"slo", "unavailable"} {
 		m.partials.WithLabelValues(reason)
 	}
 	m.guard = newGuardMetrics(reg)
-	reg.MustRegister(m.requests, m.latency, m.partitions, m.rowsRead, m.pages, m.partials, m.storeErrs, m.points, m.late)
+	reg.MustRegister(m.requests, m.latency, m.partitions, m.rowsRead, m.pages, m.partials, m.storeErrs, m.points, m.late, m.imported)
 	return m
 }
 

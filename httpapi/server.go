@@ -73,9 +73,11 @@ func (c Config) Validate() error {
 type Deps struct {
 	Engine query.Engine
 	// Limits are the engine's; the contract states the page limit.
-	Limits   query.Limits
-	Pyramid  tiers.Pyramid
-	Writer   *ingest.Writer
+	Limits  query.Limits
+	Pyramid tiers.Pyramid
+	Writer  *ingest.Writer
+	// Importer writes history (POST /v1/import).
+	Importer *ingest.Importer
 	Registry Registry
 	// Rollups runs pending rollups on demand.
 	Rollups interface {
@@ -176,6 +178,7 @@ func (s *Server) Handler() http.Handler {
 	r.Group(func(r chi.Router) {
 		r.Use(s.need(auth.Write), validate)
 		r.Post("/v1/points", s.writePoints)
+		r.Post("/v1/import", s.importPoints)
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(s.need(auth.Admin), validate, jsonBodyOnly(s.refuseProblem))

@@ -20,7 +20,7 @@ func (s *recordingStore) NoteSeries(context.Context, []tiers.SeriesInfo) error {
 	return nil
 }
 func (s *recordingStore) MarkLate(context.Context, []tiers.LateMark) error { return nil }
-func (s *recordingStore) LateBuckets(context.Context, string, tiers.Span) ([]int64, error) {
+func (s *recordingStore) LateBuckets(context.Context, string, tiers.Span) ([]tiers.LateBucket, error) {
 	return nil, nil
 }
 func (s *recordingStore) MarkDirty(context.Context, int64, int64, []tiers.DirtyWindow) error {

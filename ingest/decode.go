@@ -165,10 +165,19 @@ func DecodeNDJSON(r io.Reader, now int64) ([]Point, error) {
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
 	verr := &ValidationError{}
 	var points []Point
+	var series string
 	i := 0
 	for sc.Scan() {
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
+			continue
+		}
+		// Lines of the plain form, and valid, take the scanner; any other
+		// line gets encoding/json's decoding and error report.
+		if p, ok := ndjsonLineFast(line, i, now, &series); ok {
+			points = append(points, p)
+			verr.decoded = append(verr.decoded, i)
+			i++
 			continue
 		}
 		var rp rawPoint

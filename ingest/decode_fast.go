@@ -31,62 +31,8 @@ func decodeJSONFast(body []byte, now int64) ([]Point, bool) {
 		if !s.next('{') {
 			return nil, false // also an empty array: the stream reports it
 		}
-		var rp rawPoint
-		var id string
-		var v json.RawMessage
-		for {
-			key, ok := s.str()
-			if !ok || !s.next(':') {
-				return nil, false
-			}
-			switch string(key) {
-			case "series":
-				b, ok := s.str()
-				if !ok || rp.Series != nil {
-					return nil, false
-				}
-				if string(b) != series {
-					series = string(b)
-				}
-				id = series
-				rp.Series = &id
-			case "t":
-				if rp.T != nil {
-					return nil, false
-				}
-				s.skipSpace()
-				start := s.i
-				if s.i < len(s.b) && s.b[s.i] == '"' {
-					if _, ok := s.str(); !ok {
-						return nil, false
-					}
-				} else if !s.number() {
-					return nil, false
-				}
-				rp.T = json.RawMessage(s.b[start:s.i])
-			case "v":
-				if rp.V != nil {
-					return nil, false
-				}
-				s.skipSpace()
-				start := s.i
-				if !s.number() {
-					return nil, false
-				}
-				v = json.RawMessage(s.b[start:s.i])
-				rp.V = &v
-			default:
-				return nil, false
-			}
-			if s.next(',') {
-				continue
-			}
-			if s.next('}') {
-				break
-			}
-			return nil, false
-		}
-		if rp.Series == nil || rp.T == nil || rp.V == nil {
+		rp, ok := s.point(&series)
+		if !ok {
 			return nil, false
 		}
 		p, ok := checkPoint(rp, i, now, verr)
@@ -107,6 +53,86 @@ func decodeJSONFast(body []byte, now int64) ([]Point, bool) {
 	}
 	s.skipSpace()
 	return points, s.i == len(s.b)
+}
+
+// point reads the members of one point object after its '{', through its
+// '}'. series holds the last series id read, reused while points repeat it.
+func (s *scanner) point(series *string) (rawPoint, bool) {
+	var rp rawPoint
+	var v json.RawMessage
+	for {
+		key, ok := s.str()
+		if !ok || !s.next(':') {
+			return rp, false
+		}
+		switch string(key) {
+		case "series":
+			b, ok := s.str()
+			if !ok || rp.Series != nil {
+				return rp, false
+			}
+			if string(b) != *series {
+				*series = string(b)
+			}
+			id := *series
+			rp.Series = &id
+		case "t":
+			if rp.T != nil {
+				return rp, false
+			}
+			s.skipSpace()
+			start := s.i
+			if s.i < len(s.b) && s.b[s.i] == '"' {
+				if _, ok := s.str(); !ok {
+					return rp, false
+				}
+			} else if !s.number() {
+				return rp, false
+			}
+			rp.T = json.RawMessage(s.b[start:s.i])
+		case "v":
+			if rp.V != nil {
+				return rp, false
+			}
+			s.skipSpace()
+			start := s.i
+			if !s.number() {
+				return rp, false
+			}
+			v = json.RawMessage(s.b[start:s.i])
+			rp.V = &v
+		default:
+			return rp, false
+		}
+		if s.next(',') {
+			continue
+		}
+		if s.next('}') {
+			break
+		}
+		return rp, false
+	}
+	return rp, rp.Series != nil && rp.T != nil && rp.V != nil
+}
+
+// ndjsonLineFast decodes one NDJSON line of the plain form, a single
+// point object, and checks it; ok is false for any other line, which the
+// caller leaves to encoding/json so that its errors are reported the same.
+func ndjsonLineFast(line []byte, i int, now int64, series *string) (Point, bool) {
+	s := scanner{b: line}
+	if !s.next('{') {
+		return Point{}, false
+	}
+	rp, ok := s.point(series)
+	if !ok {
+		return Point{}, false
+	}
+	s.skipSpace()
+	if s.i != len(s.b) {
+		return Point{}, false
+	}
+	verr := &ValidationError{}
+	return checkPoint(rp, i, now, verr)
 }
 
 // scanner reads the tokens of the plain form.

@@ -145,7 +145,10 @@ func (w *Writer) timeError(t, now int64) (string, bool) {
 // Check completes a decoder's rejection of a batch with the checks Write
 // would make of the points that did decode, so that the answer names every
 // bad point at once, in batch order.
-func (w *Writer) Check(verr *ValidationError) {
+func (w *Writer) Check(verr *ValidationError) { w.check(verr, w.timeError) }
+
+// check adds timeError's verdict on each point that did decode.
+func (w *Writer) check(verr *ValidationError, timeError func(t, now int64) (string, bool)) {
 	now := w.now().UnixMilli()
 	type indexed struct {
 		i int
@@ -156,7 +159,7 @@ func (w *Writer) Check(verr *ValidationError) {
 		all = append(all, indexed{pointIndex(e.Param), e})
 	}
 	for k, p := range verr.points {
-		if msg, bad := w.timeError(p.T, now); bad {
+		if msg, bad := timeError(p.T, now); bad {
 			verr.Invalid++
 			i := verr.decoded[k]
 			all = append(all, indexed{i, params.Error{Param: fmt.Sprintf("points[%d].t", i), Message: msg}})
@@ -299,6 +302,14 @@ func (w *Writer) write(ctx context.Context, points []Point, onTime bool) (Result
 	}
 	if err := w.store.Write(ctx, writes); err != nil {
 		return Result{}, err
+	}
+	if len(marks) > 0 {
+		// Marked again now that the late rows are durable: the new version
+		// tells readers that cached the late partition under an earlier
+		// one that it changed.
+		if err := w.store.MarkLate(ctx, marks); err != nil {
+			return Result{}, err
+		}
 	}
 	return res, nil
 }

@@ -219,7 +219,7 @@ func (w *Worker) RunOnce(ctx context.Context, all bool) (Report, error) {
 	g.SetLimit(w.cfg.Parallelism)
 	for series, windows := range dirty {
 		g.Go(func() error {
-			n, err := w.recompute(gctx, series, windows, &rowsRead)
+			n, err := w.recompute(gctx, series, windows, 1, &rowsRead)
 			for l := range n {
 				counts[l].Add(n[l])
 			}
@@ -257,9 +257,30 @@ func (w *Worker) RunOnce(ctx context.Context, all bool) (Report, error) {
 	return rep, nil
 }
 
-// recompute rebuilds the rows of one series' dirty windows in the finest
-// rollup tier and of the windows of every coarser tier that contain them.
-func (w *Worker) recompute(ctx context.Context, series string, windows []int64, rowsRead *atomic.Int64) ([]int64, error) {
+// RollUpFrom recomputes the windows of the tiers coarser than level that
+// contain the given windows of level (their starts), from level's rows up:
+// for rows written straight into a rollup tier, such as history older than
+// the finer tiers keep. It returns the rows rewritten per tier name.
+func (w *Worker) RollUpFrom(ctx context.Context, series string, level tiers.Level, windows []int64) (map[string]int64, error) {
+	out := map[string]int64{}
+	if int(level)+1 >= len(w.pyramid) || len(windows) == 0 {
+		return out, nil
+	}
+	var rowsRead atomic.Int64
+	n, err := w.recompute(ctx, series, slices.Clone(windows), level+1, &rowsRead)
+	for _, l := range w.pyramid.Levels()[level+1:] {
+		if n[l] > 0 {
+			out[w.pyramid.Tier(l).Name] = n[l]
+		}
+	}
+	return out, err
+}
+
+// recompute rebuilds, from tier first on, the rows of one series' windows
+// that contain the given dirty instants (windows of the finest rollup tier
+// for the log's entries) and of the windows of every coarser tier that
+// contain them.
+func (w *Worker) recompute(ctx context.Context, series string, windows []int64, first tiers.Level, rowsRead *atomic.Int64) ([]int64, error) {
 	counts := make([]int64, len(w.pyramid))
 	info, err := w.store.LookupSeries(ctx, series)
 	if errors.Is(err, tiers.ErrNotFound) {
@@ -269,7 +290,7 @@ func (w *Worker) recompute(ctx context.Context, series string, windows []int64, 
 		return counts, fmt.Errorf("series %s: %w", series, err)
 	}
 	dirty := windows
-	for _, l := range w.pyramid.Rollups() {
+	for _, l := range w.pyramid.Levels()[first:] {
 		t := w.pyramid.Tier(l)
 		for i, d := range dirty {
 			dirty[i] = tiers.AlignDown(d, t.Step)

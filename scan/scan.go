@@ -121,7 +121,7 @@ func (s *Scanner) Segments(info tiers.SeriesInfo, parts []router.Segment, page t
 // index once for the raw segment.
 func (s *Scanner) Groups(ctx context.Context, series string, segs []Segment, desc bool) (iter.Seq[partial.Group], int, error) {
 	maxGroup := 1
-	var late map[int64]bool
+	var late map[int64]int64 // bucket -> version of its late mark
 	for _, seg := range segs {
 		if seg.Tier.Level != tiers.LevelRaw {
 			continue
@@ -132,9 +132,9 @@ func (s *Scanner) Groups(ctx context.Context, series string, segs []Segment, des
 		if err != nil {
 			return nil, 0, err
 		}
-		late = make(map[int64]bool, len(buckets))
+		late = make(map[int64]int64, len(buckets))
 		for _, b := range buckets {
-			late[b] = true
+			late[b.Bucket] = b.Version
 		}
 		for _, le := range seg.Layout {
 			maxGroup = max(maxGroup, le.EventBuckets+1)
@@ -152,11 +152,11 @@ func (s *Scanner) Groups(ctx context.Context, series string, segs []Segment, des
 						Span: gs, Desc: desc, PageSize: pageSize,
 					})
 				}
-				if seg.Tier.Level == tiers.LevelRaw && late[b.Start] {
+				if v, ok := late[b.Start]; ok && seg.Tier.Level == tiers.LevelRaw {
 					// Last, so that on equal timestamps the late write wins.
 					g.Reads = append(g.Reads, tiers.ReadRequest{
 						Key:  tiers.PartitionKey{Table: tiers.TableLate, Series: series, Bucket: b.Start},
-						Span: gs, Desc: desc, PageSize: pageSize,
+						Span: gs, Desc: desc, PageSize: pageSize, Version: v,
 					})
 				}
 				if !yield(g) {

@@ -60,6 +60,11 @@ type ReadRequest struct {
 	Span     Span
 	Desc     bool
 	PageSize int
+	// Version, when not 0, is the late index's version of a late
+	// partition's bucket at the time of the read (see LateBucket): rows
+	// read under one version are the same for as long as it holds. Stores
+	// ignore it; caches key on it.
+	Version int64
 }
 
 // RowPages iterates over the pages of one partition read.
@@ -136,14 +141,27 @@ type LateMark struct {
 	Retention int64
 }
 
+// LateBucket is a marked raw bucket and the version of its mark.
+type LateBucket struct {
+	Bucket int64
+	// Version is never 0 and changes every time the bucket is marked again,
+	// never returning to an earlier value. Writers mark a bucket once more
+	// after its late rows are durable, so a read of the late partition made
+	// after seeing version v holds every late row written before the bucket
+	// was last marked with v: it stays current for as long as the version
+	// does, which is what lets late partitions be cached.
+	Version int64
+}
+
 // LateIndex records which raw buckets hold late points, so that reads merge
 // the late table in only where it has something.
 type LateIndex interface {
-	// MarkLate records the marks (idempotent, no read).
+	// MarkLate records the marks (no read) and gives each marked bucket a
+	// new version.
 	MarkLate(ctx context.Context, marks []LateMark) error
-	// LateBuckets returns the marked bucket starts b of the series with
-	// span.From <= b < span.To, ascending.
-	LateBuckets(ctx context.Context, series string, span Span) ([]int64, error)
+	// LateBuckets returns the marked buckets b of the series with
+	// span.From <= b < span.To, ascending, each with its current version.
+	LateBuckets(ctx context.Context, series string, span Span) ([]LateBucket, error)
 }
 
 // DirtyWindow names a window of the finest rollup tier, [Window,

@@ -626,6 +626,28 @@ type GrafanaVariableOption struct {
 	UnderscoreUnderscoreValue string `json:"__value"`
 }
 
+// ImportAnswer defines model for ImportAnswer.
+type ImportAnswer struct {
+	// Aggregated Per tier, the points older than the finer tiers keep that were
+	// aggregated straight into it.
+	Aggregated map[string]int `json:"aggregated"`
+
+	// Dropped Points older than every tier keeps; not written.
+	Dropped int `json:"dropped"`
+
+	// Points Points in the body.
+	Points int `json:"points"`
+
+	// Raw Points written to the raw partitions; their windows are marked
+	// for the rollup worker (they reach aggregates after its next run,
+	// or at once with `POST /v1/admin/rollups/run`).
+	Raw int `json:"raw"`
+
+	// Windows Per tier, the windows (rows) written: built from the points, or
+	// recomputed from a finer tier's rows.
+	Windows map[string]int `json:"windows"`
+}
+
 // LayoutEntry From `since` on, buckets of `bucket_ms` split into `event_buckets` partitions.
 type LayoutEntry struct {
 	// BucketMs Width of a bucket in ms.
@@ -1798,6 +1820,46 @@ type ClientInterface interface {
 	// Corresponds with PUT /v1/admin/series/{id}/layout (the `ChangeSeriesLayout` operationId).
 	ChangeSeriesLayout(ctx context.Context, id PathSeriesID, body ChangeSeriesLayoutJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ImportPointsWithBody Import history
+	//
+	// Writes a batch of points of any age — history from another system,
+	// a backfill — all or nothing, and answers where each went. The
+	// answer comes once every row is durably written.
+	//
+	// - Points the raw tier still keeps (its retention, less a margin of
+	//   one hour) go to the raw partitions themselves, not to the late
+	//   table, whatever their age, and their windows are marked for the
+	//   rollup worker (`raw`).
+	// - Older points are aggregated into the finest tier from whose rows
+	//   every coarser window can still be rolled up (a year of 1-minute
+	//   data lands in the minute, hour and day tiers), and the coarser
+	//   windows are recomputed at once (`aggregated`, `windows`).
+	// - Points older than every tier keeps are dropped and counted
+	//   (`dropped`); age alone is never an error.
+	//
+	// Raw points are idempotent by `(series, t)`: a batch may be sent
+	// again. History older than the raw tier keeps is written a window at
+	// a time — each window of a tier is rebuilt from the points this
+	// request holds for it — so the points of one window (a day, for the
+	// day tier) belong in one request; `gateway import` cuts its batches
+	// between windows of input grouped by series and ordered by time.
+	//
+	// The body is `application/x-ndjson` (one `{"series", "t", "v"}`
+	// object per line, as for `POST /v1/points`) or `text/csv` (lines
+	// `series,t,v`, `t` in Unix milliseconds or RFC 3339, with an optional
+	// header line `series,t,v`). Points are validated as for
+	// `POST /v1/points`, except that age is no error; any invalid point
+	// rejects the batch with a 400 `invalid-points` problem and nothing is
+	// written. The body limit is the same (413 beyond it).
+	//
+	// Points that arrive late in normal operation belong in
+	// `POST /v1/points`, which keeps the raw table time-ordered.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/import (the `ImportPoints` operationId).
+	ImportPointsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// WritePointsWithBody Write points
 	//
 	// Writes a batch of points, all or nothing. The answer comes once every
@@ -2656,6 +2718,56 @@ func (c *Client) ChangeSeriesLayoutWithBody(ctx context.Context, id PathSeriesID
 // Corresponds with PUT /v1/admin/series/{id}/layout (the `ChangeSeriesLayout` operationId).
 func (c *Client) ChangeSeriesLayout(ctx context.Context, id PathSeriesID, body ChangeSeriesLayoutJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewChangeSeriesLayoutRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ImportPointsWithBody Import history
+//
+// Writes a batch of points of any age — history from another system,
+// a backfill — all or nothing, and answers where each went. The
+// answer comes once every row is durably written.
+//
+//   - Points the raw tier still keeps (its retention, less a margin of
+//     one hour) go to the raw partitions themselves, not to the late
+//     table, whatever their age, and their windows are marked for the
+//     rollup worker (`raw`).
+//   - Older points are aggregated into the finest tier from whose rows
+//     every coarser window can still be rolled up (a year of 1-minute
+//     data lands in the minute, hour and day tiers), and the coarser
+//     windows are recomputed at once (`aggregated`, `windows`).
+//   - Points older than every tier keeps are dropped and counted
+//     (`dropped`); age alone is never an error.
+//
+// Raw points are idempotent by `(series, t)`: a batch may be sent
+// again. History older than the raw tier keeps is written a window at
+// a time — each window of a tier is rebuilt from the points this
+// request holds for it — so the points of one window (a day, for the
+// day tier) belong in one request; `gateway import` cuts its batches
+// between windows of input grouped by series and ordered by time.
+//
+// The body is `application/x-ndjson` (one `{"series", "t", "v"}`
+// object per line, as for `POST /v1/points`) or `text/csv` (lines
+// `series,t,v`, `t` in Unix milliseconds or RFC 3339, with an optional
+// header line `series,t,v`). Points are validated as for
+// `POST /v1/points`, except that age is no error; any invalid point
+// rejects the batch with a 400 `invalid-points` problem and nothing is
+// written. The body limit is the same (413 beyond it).
+//
+// Points that arrive late in normal operation belong in
+// `POST /v1/points`, which keeps the raw table time-ordered.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/import (the `ImportPoints` operationId).
+func (c *Client) ImportPointsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewImportPointsRequestWithBody(c.Server, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3743,6 +3855,35 @@ func NewChangeSeriesLayoutRequestWithBody(server string, id PathSeriesID, conten
 	return req, nil
 }
 
+// NewImportPointsRequestWithBody constructs an http.Request for the ImportPoints method, with any body, and a specified content type
+func NewImportPointsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/import")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewWritePointsRequest calls the generic WritePoints builder with application/json body
 func NewWritePointsRequest(server string, body WritePointsJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -4732,6 +4873,46 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /v1/admin/series/{id}/layout (the `ChangeSeriesLayout` operationId).
 	ChangeSeriesLayoutWithResponse(ctx context.Context, id PathSeriesID, body ChangeSeriesLayoutJSONRequestBody, reqEditors ...RequestEditorFn) (*ChangeSeriesLayoutResponse, error)
+
+	// ImportPointsWithBodyWithResponse Import history
+	//
+	// Writes a batch of points of any age — history from another system,
+	// a backfill — all or nothing, and answers where each went. The
+	// answer comes once every row is durably written.
+	//
+	// - Points the raw tier still keeps (its retention, less a margin of
+	//   one hour) go to the raw partitions themselves, not to the late
+	//   table, whatever their age, and their windows are marked for the
+	//   rollup worker (`raw`).
+	// - Older points are aggregated into the finest tier from whose rows
+	//   every coarser window can still be rolled up (a year of 1-minute
+	//   data lands in the minute, hour and day tiers), and the coarser
+	//   windows are recomputed at once (`aggregated`, `windows`).
+	// - Points older than every tier keeps are dropped and counted
+	//   (`dropped`); age alone is never an error.
+	//
+	// Raw points are idempotent by `(series, t)`: a batch may be sent
+	// again. History older than the raw tier keeps is written a window at
+	// a time — each window of a tier is rebuilt from the points this
+	// request holds for it — so the points of one window (a day, for the
+	// day tier) belong in one request; `gateway import` cuts its batches
+	// between windows of input grouped by series and ordered by time.
+	//
+	// The body is `application/x-ndjson` (one `{"series", "t", "v"}`
+	// object per line, as for `POST /v1/points`) or `text/csv` (lines
+	// `series,t,v`, `t` in Unix milliseconds or RFC 3339, with an optional
+	// header line `series,t,v`). Points are validated as for
+	// `POST /v1/points`, except that age is no error; any invalid point
+	// rejects the batch with a 400 `invalid-points` problem and nothing is
+	// written. The body limit is the same (413 beyond it).
+	//
+	// Points that arrive late in normal operation belong in
+	// `POST /v1/points`, which keeps the raw table time-ordered.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/import (the `ImportPoints` operationId).
+	ImportPointsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportPointsResponse, error)
 
 	// WritePointsWithBodyWithResponse Write points
 	//
@@ -6436,6 +6617,110 @@ func (r ChangeSeriesLayoutResponse) ContentType() string {
 	return ""
 }
 
+// ImportPointsResponse401Headers the declared response headers of an HTTP 401 response for ImportPoints
+type ImportPointsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ImportPointsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ImportAnswer
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *Problem
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *BodyTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *StoreUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ImportPointsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ImportPointsResponse) GetJSON200() *ImportAnswer {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ImportPointsResponse) GetApplicationProblemJSON400() *Problem {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ImportPointsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ImportPointsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ImportPointsResponse) GetApplicationProblemJSON413() *BodyTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ImportPointsResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ImportPointsResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ImportPointsResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ImportPointsResponse) GetApplicationProblemJSON503() *StoreUnavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ImportPointsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ImportPointsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ImportPointsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ImportPointsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // WritePointsResponse401Headers the declared response headers of an HTTP 401 response for WritePoints
 type WritePointsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -7730,6 +8015,52 @@ func (c *ClientWithResponses) ChangeSeriesLayoutWithResponse(ctx context.Context
 		return nil, err
 	}
 	return ParseChangeSeriesLayoutResponse(rsp)
+}
+
+// ImportPointsWithBodyWithResponse Import history
+//
+// Writes a batch of points of any age — history from another system,
+// a backfill — all or nothing, and answers where each went. The
+// answer comes once every row is durably written.
+//
+//   - Points the raw tier still keeps (its retention, less a margin of
+//     one hour) go to the raw partitions themselves, not to the late
+//     table, whatever their age, and their windows are marked for the
+//     rollup worker (`raw`).
+//   - Older points are aggregated into the finest tier from whose rows
+//     every coarser window can still be rolled up (a year of 1-minute
+//     data lands in the minute, hour and day tiers), and the coarser
+//     windows are recomputed at once (`aggregated`, `windows`).
+//   - Points older than every tier keeps are dropped and counted
+//     (`dropped`); age alone is never an error.
+//
+// Raw points are idempotent by `(series, t)`: a batch may be sent
+// again. History older than the raw tier keeps is written a window at
+// a time — each window of a tier is rebuilt from the points this
+// request holds for it — so the points of one window (a day, for the
+// day tier) belong in one request; `gateway import` cuts its batches
+// between windows of input grouped by series and ordered by time.
+//
+// The body is `application/x-ndjson` (one `{"series", "t", "v"}`
+// object per line, as for `POST /v1/points`) or `text/csv` (lines
+// `series,t,v`, `t` in Unix milliseconds or RFC 3339, with an optional
+// header line `series,t,v`). Points are validated as for
+// `POST /v1/points`, except that age is no error; any invalid point
+// rejects the batch with a 400 `invalid-points` problem and nothing is
+// written. The body limit is the same (413 beyond it).
+//
+// Points that arrive late in normal operation belong in
+// `POST /v1/points`, which keeps the raw table time-ordered.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/import (the `ImportPoints` operationId).
+func (c *ClientWithResponses) ImportPointsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportPointsResponse, error) {
+	rsp, err := c.ImportPointsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseImportPointsResponse(rsp)
 }
 
 // WritePointsWithBodyWithResponse Write points
@@ -9220,6 +9551,101 @@ func ParseChangeSeriesLayoutResponse(rsp *http.Response) (*ChangeSeriesLayoutRes
 	switch {
 	case rsp.StatusCode == 401:
 		var headers ChangeSeriesLayoutResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseImportPointsResponse parses an HTTP response from a ImportPointsWithResponse call
+func ParseImportPointsResponse(rsp *http.Response) (*ImportPointsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ImportPointsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ImportAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest StoreUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ImportPointsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -2,6 +2,7 @@
 //
 //	gateway serve    serve the HTTP API (see -help for flags)
 //	gateway schema   print the CQL of the configured tiers; --apply creates it
+//	gateway import   import history from NDJSON or CSV files or stdin
 //	gateway token    print a new bearer token and its token-file line
 //	gateway size     print the layout the sizing rule gives for a write rate
 //	gateway version  print the version
@@ -26,7 +27,9 @@ var version = "dev"
 // can run it.
 type Main struct {
 	Stdout, Stderr io.Writer
-	LookupEnv      func(string) (string, bool)
+	// Stdin is read by import; os.Stdin when nil.
+	Stdin     io.Reader
+	LookupEnv func(string) (string, bool)
 	// Ready, when set, is called with the address the server listens on.
 	Ready func(addr string)
 }
@@ -34,7 +37,7 @@ type Main struct {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	m := Main{Stdout: os.Stdout, Stderr: os.Stderr, LookupEnv: os.LookupEnv}
+	m := Main{Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin, LookupEnv: os.LookupEnv}
 	os.Exit(m.Run(ctx, os.Args[1:]))
 }
 
@@ -50,6 +53,8 @@ func (m Main) Run(ctx context.Context, args []string) int {
 		err = m.serve(ctx, args[1:])
 	case "schema":
 		err = m.schema(ctx, args[1:])
+	case "import":
+		err = m.importCmd(ctx, args[1:])
 	case "token":
 		err = m.token(args[1:])
 	case "size":
@@ -84,6 +89,8 @@ func (m Main) usage(w io.Writer) {
 commands:
   serve    serve the HTTP API (gateway serve -help lists the flags)
   schema   print the CQL for the configured tiers; --apply creates it
+  import   import history (NDJSON or CSV, files or stdin) into the store
+           or through a gateway (gateway import -help lists the flags)
   token    print a new bearer token and its line of the token file (--name, --role)
   size     the bucket widths and event buckets the sizing rule gives for
            a write rate (gateway size --rate 10/s --row-bytes 30 --target 50MB)

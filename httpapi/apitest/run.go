@@ -29,6 +29,7 @@ func Run(t *testing.T, newStore func(t *testing.T) tiers.Store) {
 		{"BatchQuery", batchQuery},
 		{"OperationalEndpoints", operationalEndpoints},
 		{"GeneratedClient", generatedClient},
+		{"ImportHistory", importHistory},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {

@@ -12,9 +12,16 @@ import (
 )
 
 // MarkLate inserts one row per (series, bucket) with a TTL that expires it
-// at Bucket + Retention; marks past that are not written.
+// at Bucket + Retention; marks past that are not written. The version is
+// also the write timestamp (in microseconds), so that of two marks the one
+// with the larger version wins whatever order they reach the replicas in:
+// versions are the writers' clocks, made strictly increasing per process,
+// so a mark written after a read carries a version the read has not seen
+// unless its writer's clock lags the other writers' by more than the time
+// between the two.
 func (s *Store) MarkLate(ctx context.Context, marks []tiers.LateMark) error {
 	now := s.now().UnixMilli()
+	version := tiers.NewVersion()
 	bySeries := map[string][]stmt{}
 	for _, m := range marks {
 		if m.Retention < 0 {
@@ -24,7 +31,7 @@ func (s *Store) MarkLate(ctx context.Context, marks []tiers.LateMark) error {
 		if !ok {
 			continue
 		}
-		bySeries[m.Series] = append(bySeries[m.Series], stmt{s.stmts.markLate, []any{m.Series, m.Bucket, ttl}})
+		bySeries[m.Series] = append(bySeries[m.Series], stmt{s.stmts.markLate, []any{m.Series, m.Bucket, version, ttl, version / 1000}})
 	}
 	groups := make([]group, 0, len(bySeries))
 	for series, st := range bySeries {
@@ -34,16 +41,22 @@ func (s *Store) MarkLate(ctx context.Context, marks []tiers.LateMark) error {
 }
 
 // LateBuckets reads a clustering slice of the series' marks; expired marks
-// are gone by TTL.
-func (s *Store) LateBuckets(ctx context.Context, series string, span tiers.Span) ([]int64, error) {
+// are gone by TTL. A mark written before marks had versions reads as
+// version 1, which the next mark of its bucket replaces.
+func (s *Store) LateBuckets(ctx context.Context, series string, span tiers.Span) ([]tiers.LateBucket, error) {
 	if span.Empty() {
 		return nil, nil
 	}
 	iter := s.session.Query(s.stmts.lateBuckets, series, span.From, span.To).IterContext(ctx)
-	var out []int64
+	var out []tiers.LateBucket
 	var b int64
-	for iter.Scan(&b) {
-		out = append(out, b)
+	var v *int64
+	for iter.Scan(&b, &v) {
+		version := int64(1)
+		if v != nil && *v != 0 {
+			version = *v
+		}
+		out = append(out, tiers.LateBucket{Bucket: b, Version: version})
 	}
 	if err := iter.Close(); err != nil {
 		return nil, fmt.Errorf("cassandra: late buckets of %q: %w", series, wrapCtx(ctx, err))

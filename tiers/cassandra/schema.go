@@ -67,9 +67,12 @@ func Schema(cfg Config, p tiers.Pyramid) []string {
 	}
 	stmts = append(stmts,
 		// One row per raw bucket holding late points; each row has its own
-		// TTL (the bucket's end of retention).
-		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (\n    series text,\n    bucket timestamp,\n    PRIMARY KEY ((series), bucket)\n) WITH CLUSTERING ORDER BY (bucket ASC)\n  AND gc_grace_seconds = %d",
+		// TTL (the bucket's end of retention) and the version of its last
+		// mark, which keys cached reads of the bucket's late partition.
+		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (\n    series text,\n    bucket timestamp,\n    version bigint,\n    PRIMARY KEY ((series), bucket)\n) WITH CLUSTERING ORDER BY (bucket ASC)\n  AND gc_grace_seconds = %d",
 			ks, tableLateBuckets, gcGraceSeconds(raw.BucketWidth)),
+		// Keyspaces created before marks had versions gain the column.
+		fmt.Sprintf("ALTER TABLE %s.%s ADD IF NOT EXISTS version bigint", ks, tableLateBuckets),
 		// The registry: ids spread over a fixed number of shards so that a
 		// listing is a merge of a few clustering-ordered partitions. The
 		// cells are overwritten on every ingest batch, hence leveled

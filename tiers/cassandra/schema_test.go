@@ -3,6 +3,7 @@ package cassandra
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -28,8 +29,11 @@ func tableStatement(t *testing.T, stmts []string, ks, table string) string {
 func TestSchemaOfTheDefaultPyramid(t *testing.T) {
 	cfg := DefaultConfig()
 	stmts := Schema(cfg, tiers.DefaultPyramid())
-	if len(stmts) != 13 {
-		t.Fatalf("%d statements, want a keyspace and 12 tables:\n%s", len(stmts), strings.Join(stmts, "\n\n"))
+	if len(stmts) != 14 {
+		t.Fatalf("%d statements, want a keyspace, 12 tables and the late index's version column:\n%s", len(stmts), strings.Join(stmts, "\n\n"))
+	}
+	if want := "ALTER TABLE tsgate.late_buckets ADD IF NOT EXISTS version bigint"; !slices.Contains(stmts, want) {
+		t.Errorf("no statement adds the version column to a late index created without it (%q)", want)
 	}
 	for _, s := range stmts {
 		if strings.HasSuffix(strings.TrimSpace(s), ";") {
@@ -75,7 +79,7 @@ func TestSchemaOfTheDefaultPyramid(t *testing.T) {
 	}
 
 	others := map[string][]string{
-		"late_buckets":   {"PRIMARY KEY ((series), bucket)", "bucket timestamp", "gc_grace_seconds = 14400"},
+		"late_buckets":   {"PRIMARY KEY ((series), bucket)", "bucket timestamp", "version bigint", "gc_grace_seconds = 14400"},
 		"series":         {"PRIMARY KEY ((shard), id)", "shard int", "id text", "first timestamp", "last timestamp", "CLUSTERING ORDER BY (id ASC)"},
 		"series_layout":  {"PRIMARY KEY ((series), since)", "width bigint", "event_buckets int"},
 		"rollup_dirty":   {"PRIMARY KEY ((slot, shard), series, window)", "slot timestamp", "window timestamp", "TimeWindowCompactionStrategy"},

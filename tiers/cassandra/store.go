@@ -92,8 +92,8 @@ func newStmts(ks string) stmts {
 		lookup:       q("SELECT first, last FROM %s WHERE shard = ? AND id = ?", tableSeries),
 		layout:       q("SELECT since, width, event_buckets FROM %s WHERE series = ?", tableSeriesLayout),
 		appendLayout: q("INSERT INTO %s (series, since, width, event_buckets) VALUES (?, ?, ?, ?)", tableSeriesLayout),
-		markLate:     q("INSERT INTO %s (series, bucket) VALUES (?, ?) USING TTL ?", tableLateBuckets),
-		lateBuckets:  q("SELECT bucket FROM %s WHERE series = ? AND bucket >= ? AND bucket < ?", tableLateBuckets),
+		markLate:     q("INSERT INTO %s (series, bucket, version) VALUES (?, ?, ?) USING TTL ? AND TIMESTAMP ?", tableLateBuckets),
+		lateBuckets:  q("SELECT bucket, version FROM %s WHERE series = ? AND bucket >= ? AND bucket < ?", tableLateBuckets),
 		markDirty:    q("INSERT INTO %s (slot, shard, series, window) VALUES (?, ?, ?, ?) USING TTL ?", tableRollupDirty),
 		dirtyWindows: q("SELECT series, window FROM %s WHERE slot = ? AND shard = ?", tableRollupDirty),
 		setState:     q("UPDATE %s USING TIMESTAMP ? SET value = ? WHERE name = ?", tableRollupState),
@@ -195,6 +195,15 @@ func (s *Store) checkSchema(ctx context.Context, p tiers.Pyramid) error {
 	if len(missing) > 0 {
 		slices.Sort(missing)
 		return fmt.Errorf("cassandra: keyspace %s lacks the tables %s: %s", ks, strings.Join(missing, ", "), hint)
+	}
+	var col string
+	err = s.session.Query("SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ? AND column_name = ?",
+		ks, tableLateBuckets, "version").ScanContext(ctx, &col)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return fmt.Errorf("cassandra: table %s.%s lacks the column version: %s", ks, tableLateBuckets, hint)
+	}
+	if err != nil {
+		return fmt.Errorf("cassandra: read the columns of %s.%s: %w", ks, tableLateBuckets, err)
 	}
 	want := map[tiers.Table]int64{tiers.TableLate: retentionTTL(p.Raw().Retention)}
 	for _, l := range p.Levels() {

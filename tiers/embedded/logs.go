@@ -3,6 +3,7 @@ package embedded
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -11,8 +12,9 @@ import (
 	"github.com/tsgate/tsgate/tiers"
 )
 
-// MarkLate sets one key per (series, bucket); a repeated mark overwrites
-// with the later expiry, as a Cassandra upsert would.
+// MarkLate sets one key per (series, bucket) holding the mark's expiry and
+// a new version; a repeated mark overwrites both, as a Cassandra upsert
+// would. Commits are ordered, so the last one's version is the current one.
 func (s *Store) MarkLate(ctx context.Context, marks []tiers.LateMark) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -30,6 +32,7 @@ func (s *Store) MarkLate(ctx context.Context, marks []tiers.LateMark) error {
 	}
 	defer s.mu.RUnlock()
 	now := s.nowMs()
+	version := tiers.NewVersion()
 	b := s.db.NewBatch()
 	defer b.Close()
 	for _, m := range marks {
@@ -38,15 +41,18 @@ func (s *Store) MarkLate(ctx context.Context, marks []tiers.LateMark) error {
 			continue
 		}
 		key := appendTime(lateMarkPrefix(m.Series), m.Bucket)
-		if err := b.Set(key, int64Value(exp), nil); err != nil {
+		v := binary.LittleEndian.AppendUint64(int64Value(exp), uint64(version))
+		if err := b.Set(key, v, nil); err != nil {
 			return fmt.Errorf("embedded: mark late: %w", err)
 		}
 	}
 	return s.commitExpiring(b)
 }
 
-// LateBuckets scans the series' marks between the span's bounds.
-func (s *Store) LateBuckets(ctx context.Context, series string, span tiers.Span) ([]int64, error) {
+// LateBuckets scans the series' marks between the span's bounds. A mark
+// written before marks had versions reads as version 1, which the next
+// mark of its bucket replaces.
+func (s *Store) LateBuckets(ctx context.Context, series string, span tiers.Span) ([]tiers.LateBucket, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -56,13 +62,17 @@ func (s *Store) LateBuckets(ctx context.Context, series string, span tiers.Span)
 	prefix := lateMarkPrefix(series)
 	lower := appendTime(bytes.Clone(prefix), span.From)
 	upper := appendTime(bytes.Clone(prefix), span.To)
-	var out []int64
+	var out []tiers.LateBucket
 	err := s.scan(ctx, lower, upper, func(key, v []byte, now int64) error {
-		if len(key) != len(prefix)+timeLen || len(v) != expiryLen {
+		if len(key) != len(prefix)+timeLen || (len(v) != expiryLen && len(v) != expiryLen+8) {
 			return fmt.Errorf("embedded: corrupt late mark %x", key)
 		}
 		if !expired(getExpiry(v), now) {
-			out = append(out, getTime(key[len(prefix):]))
+			version := int64(1)
+			if len(v) == expiryLen+8 {
+				version = int64(binary.LittleEndian.Uint64(v[expiryLen:]))
+			}
+			out = append(out, tiers.LateBucket{Bucket: getTime(key[len(prefix):]), Version: version})
 		}
 		return nil
 	})

@@ -463,8 +463,47 @@ func (s suite) lateIndex(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(got, c.want) {
-			t.Fatalf("LateBuckets(%+v) = %v, want %v", c.span, got, c.want)
+		var starts []int64
+		for _, b := range got {
+			starts = append(starts, b.Bucket)
+			if b.Version == 0 {
+				t.Fatalf("LateBuckets(%+v): bucket %d has version 0", c.span, b.Bucket)
+			}
+		}
+		if !slices.Equal(starts, c.want) {
+			t.Fatalf("LateBuckets(%+v) = %v, want buckets %v", c.span, got, c.want)
+		}
+	}
+
+	// Every new mark of a bucket changes its version to one never seen
+	// before, and leaves the other buckets' versions alone: readers key
+	// cached late partitions on it.
+	all := tiers.Span{From: base - tiers.Day, To: base + tiers.Day}
+	versions := func() map[int64]int64 {
+		t.Helper()
+		got, err := s.store.LateBuckets(ctx(t), id, all)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[int64]int64{}
+		for _, b := range got {
+			out[b.Bucket] = b.Version
+		}
+		return out
+	}
+	before := versions()
+	seen := map[int64]bool{before[base]: true}
+	for range 5 {
+		if err := s.store.MarkLate(ctx(t), []tiers.LateMark{{Series: id, Bucket: base, Retention: tiers.Week}}); err != nil {
+			t.Fatal(err)
+		}
+		after := versions()
+		if seen[after[base]] || after[base] == 0 {
+			t.Fatalf("a new mark of bucket %d left it at version %d, seen before", base, after[base])
+		}
+		seen[after[base]] = true
+		if after[base+3*tiers.Hour] != before[base+3*tiers.Hour] {
+			t.Fatalf("a mark of bucket %d changed the version of bucket %d", base, base+3*tiers.Hour)
 		}
 	}
 }

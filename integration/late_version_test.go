@@ -1,0 +1,50 @@
+//go:build integration
+
+package integration
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tsgate/tsgate/tiers"
+	"github.com/tsgate/tsgate/tiers/cassandra"
+)
+
+// A keyspace created before late marks had versions lacks the column: the
+// gateway refuses to open it, saying to apply the schema, and applying it
+// adds the column without touching the marks already there, which read as
+// version 1 until they are marked again.
+func TestCassandraSchemaAddsTheLateMarkVersion(t *testing.T) {
+	s := newSession(t)
+	ks := newKeyspace(t, s)
+	cfg := storeConfig(t, s, ks)
+	p := tiers.DefaultPyramid()
+	ctx := testContext(t)
+	if err := cassandra.ApplySchema(ctx, cfg, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Query("ALTER TABLE " + ks + ".late_buckets DROP version").ExecContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Query("INSERT INTO "+ks+".late_buckets (series, bucket) VALUES (?, ?)", "old", int64(3600000)).ExecContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if store, err := cassandra.Open(ctx, cfg, p, storeLogger()); err == nil {
+		store.Close()
+		t.Fatal("Open succeeded on a late index without the version column")
+	} else if !strings.Contains(err.Error(), "version") || !strings.Contains(err.Error(), "gateway schema --apply") {
+		t.Fatalf("Open: %v", err)
+	}
+	if err := cassandra.ApplySchema(ctx, cfg, p); err != nil {
+		t.Fatalf("apply over the old late index: %v", err)
+	}
+	store, err := cassandra.Open(ctx, cfg, p, storeLogger())
+	if err != nil {
+		t.Fatalf("open after applying the schema: %v", err)
+	}
+	defer store.Close()
+	got, err := store.LateBuckets(ctx, "old", tiers.Span{From: 0, To: tiers.Day})
+	if err != nil || len(got) != 1 || got[0].Bucket != 3600000 || got[0].Version != 1 {
+		t.Fatalf("the mark written before versions: %+v, %v", got, err)
+	}
+}

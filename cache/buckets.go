@@ -54,7 +54,7 @@ type Buckets struct {
 	mu    sync.Mutex
 	lru   *lru.LRU[bucketKey, *bucketEntry]
 	large *lru.LRU[bucketKey, struct{}] // buckets too large for an entry
-	gens  map[string]uint64                // series -> generation, for series ever invalidated
+	gens  map[string]uint64             // series -> generation, for series ever invalidated
 	bytes int64
 	group singleflight.Group
 

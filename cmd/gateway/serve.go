@@ -192,6 +192,11 @@ func (m Main) serve(ctx context.Context, args []string) error {
 			log.Error("closing the store", "err", err)
 		}
 	}()
+	ln, err := awaitStore(ctx, c.addr, store.Ping, log)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	if err := checkLayout(ctx, store, &c.pyramid); err != nil {
 		return err
 	}
@@ -239,14 +244,10 @@ func (m Main) serve(ctx context.Context, args []string) error {
 		Engine: engine, Writer: writer, Registry: registryView{series, store}, Rollups: worker,
 		Ready: store.Ping, Logger: log, Now: now, Metrics: httpapi.NewMetrics(reg), Gatherer: reg,
 	}, c.http)
-	return m.listenAndServe(ctx, c, srv.Handler(), worker, log)
+	return m.listenAndServe(ctx, c, ln, srv.Handler(), worker, log)
 }
 
-func (m Main) listenAndServe(ctx context.Context, c serveConfig, h http.Handler, worker *rollup.Worker, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", c.addr)
-	if err != nil {
-		return err
-	}
+func (m Main) listenAndServe(ctx context.Context, c serveConfig, ln net.Listener, h http.Handler, worker *rollup.Worker, log *slog.Logger) error {
 	server := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,

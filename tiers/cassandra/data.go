@@ -76,13 +76,20 @@ loop:
 	return wrapCtx(ctx, g.Wait())
 }
 
+// execBatch marks the batch idempotent: its rows carry their values and
+// TTLs, so applying it twice stores the same, and the driver may resend it
+// to another coordinator when the first fails with it in flight.
 func (s *Store) execBatch(ctx context.Context, chunk []stmt) error {
-	if len(chunk) == 1 {
-		return s.session.Query(chunk[0].cql, chunk[0].args...).ExecContext(ctx)
+	session, err := s.sess()
+	if err != nil {
+		return err
 	}
-	b := s.session.Batch(gocql.UnloggedBatch)
+	if len(chunk) == 1 {
+		return session.Query(chunk[0].cql, chunk[0].args...).Idempotent(true).ExecContext(ctx)
+	}
+	b := session.Batch(gocql.UnloggedBatch)
 	for _, st := range chunk {
-		b.Query(st.cql, st.args...)
+		b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: st.cql, Args: st.args, Idempotent: true})
 	}
 	return b.ExecContext(ctx)
 }
@@ -145,11 +152,16 @@ func (s *Store) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPages 
 	if req.Desc {
 		cql = t.selDesc
 	}
+	session, err := s.sess()
+	if err != nil {
+		p.fail(err)
+		return p
+	}
 	args := append(t.partitionArgs(req.Key, 2), req.Span.From, req.Span.To)
 	// The driver page is the caller's page, so one Next is about one round
 	// trip, and the driver's prefetch of the next page overlaps with the
 	// caller's work on this one.
-	p.query = s.session.Query(cql, args...).PageSize(p.pageSize)
+	p.query = s.read(session.Query(cql, args...).PageSize(p.pageSize))
 	return p
 }
 

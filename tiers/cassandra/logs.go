@@ -40,7 +40,11 @@ func (s *Store) LateBuckets(ctx context.Context, series string, span tiers.Span)
 	if span.Empty() {
 		return nil, nil
 	}
-	iter := s.session.Query(s.stmts.lateBuckets, series, span.From, span.To).IterContext(ctx)
+	session, err := s.sess()
+	if err != nil {
+		return nil, err
+	}
+	iter := s.read(session.Query(s.stmts.lateBuckets, series, span.From, span.To)).IterContext(ctx)
 	var out []int64
 	var b int64
 	for iter.Scan(&b) {
@@ -104,11 +108,15 @@ func (s *Store) MarkDirty(ctx context.Context, slot, retention int64, windows []
 // (series, window) within a shard, and a series lives in one shard, so
 // every window comes once.
 func (s *Store) DirtyWindows(ctx context.Context, slot int64) ([]tiers.DirtyWindow, error) {
+	session, err := s.sess()
+	if err != nil {
+		return nil, err
+	}
 	var parts [dirtyShards][]tiers.DirtyWindow
 	g, gctx := errgroup.WithContext(ctx)
 	for sh := range dirtyShards {
 		g.Go(func() error {
-			iter := s.session.Query(s.stmts.dirtyWindows, slot, sh).IterContext(gctx)
+			iter := s.read(session.Query(s.stmts.dirtyWindows, slot, sh)).IterContext(gctx)
 			var w tiers.DirtyWindow
 			for iter.Scan(&w.Series, &w.Window) {
 				parts[sh] = append(parts[sh], w)
@@ -143,7 +151,11 @@ func (s *Store) Checkpoint(ctx context.Context, name string) (int64, bool, error
 // it (see maxWinsStamp): the largest value ever written wins, whatever the
 // order, so concurrent workers never move the checkpoint back.
 func (s *Store) AdvanceCheckpoint(ctx context.Context, name string, to int64) error {
-	err := s.session.Query(s.stmts.setState, maxWinsStamp(to), to, stateCheckpointPrefix+name).ExecContext(ctx)
+	session, err := s.sess()
+	if err != nil {
+		return err
+	}
+	err = session.Query(s.stmts.setState, maxWinsStamp(to), to, stateCheckpointPrefix+name).ExecContext(ctx)
 	if err != nil {
 		return fmt.Errorf("cassandra: advance checkpoint %q: %w", name, wrapCtx(ctx, err))
 	}
@@ -151,8 +163,12 @@ func (s *Store) AdvanceCheckpoint(ctx context.Context, name string, to int64) er
 }
 
 func (s *Store) getState(ctx context.Context, name string) (int64, bool, error) {
+	session, err := s.sess()
+	if err != nil {
+		return 0, false, err
+	}
 	var v *int64
-	err := s.session.Query(s.stmts.getState, name).ScanContext(ctx, &v)
+	err = s.read(session.Query(s.stmts.getState, name)).ScanContext(ctx, &v)
 	if errors.Is(err, gocql.ErrNotFound) || (err == nil && v == nil) {
 		return 0, false, nil
 	}
@@ -174,8 +190,12 @@ func (s *Store) Secret(ctx context.Context, name string, generate func() ([]byte
 	if err != nil {
 		return nil, fmt.Errorf("cassandra: generate secret %q: %w", name, err)
 	}
+	session, err := s.sess()
+	if err != nil {
+		return nil, err
+	}
 	existing := map[string]any{}
-	applied, err := s.session.Query(s.stmts.putMeta, name, v).MapScanCASContext(ctx, existing)
+	applied, err := session.Query(s.stmts.putMeta, name, v).MapScanCASContext(ctx, existing)
 	if err != nil {
 		// The transaction's outcome may be unknown (a timeout after the
 		// proposal): whatever is stored now is the answer.
@@ -197,8 +217,12 @@ func (s *Store) Secret(ctx context.Context, name string, generate func() ([]byte
 // readSecret reads at SERIAL (or LOCAL_SERIAL) consistency, so that a value
 // some instance's transaction is committing is seen, not missed.
 func (s *Store) readSecret(ctx context.Context, name string) ([]byte, bool, error) {
+	session, err := s.sess()
+	if err != nil {
+		return nil, false, err
+	}
 	var v []byte
-	err := s.session.Query(s.stmts.getMeta, name).Consistency(s.serial).ScanContext(ctx, &v)
+	err = session.Query(s.stmts.getMeta, name).Consistency(s.serial).ScanContext(ctx, &v)
 	if errors.Is(err, gocql.ErrNotFound) {
 		return nil, false, nil
 	}

@@ -45,11 +45,15 @@ func (s *Store) NoteSeries(ctx context.Context, spans []tiers.SeriesInfo) error 
 // LookupSeries reads the series' registry entry and its layout history at
 // the same time.
 func (s *Store) LookupSeries(ctx context.Context, id string) (tiers.SeriesInfo, error) {
+	session, err := s.sess()
+	if err != nil {
+		return tiers.SeriesInfo{}, err
+	}
 	info := tiers.SeriesInfo{ID: id}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		var first, last *int64
-		err := s.session.Query(s.stmts.lookup, seriesShard(id), id).ScanContext(gctx, &first, &last)
+		err := s.read(session.Query(s.stmts.lookup, seriesShard(id), id)).ScanContext(gctx, &first, &last)
 		if errors.Is(err, gocql.ErrNotFound) || (err == nil && first == nil && last == nil) {
 			return tiers.ErrNotFound
 		}
@@ -69,7 +73,7 @@ func (s *Store) LookupSeries(ctx context.Context, id string) (tiers.SeriesInfo, 
 		return nil
 	})
 	g.Go(func() error {
-		iter := s.session.Query(s.stmts.layout, id).IterContext(gctx)
+		iter := s.read(session.Query(s.stmts.layout, id)).IterContext(gctx)
 		var e tiers.LayoutEntry
 		for iter.Scan(&e.Since, &e.Width, &e.EventBuckets) {
 			info.Layout = append(info.Layout, e)
@@ -91,7 +95,11 @@ func (s *Store) AppendLayout(ctx context.Context, id string, entry tiers.LayoutE
 	if err := (tiers.Layout{entry}).Validate(); err != nil {
 		return fmt.Errorf("cassandra: append layout to %q: %w", id, err)
 	}
-	err := s.session.Query(s.stmts.appendLayout, id, entry.Since, entry.Width, entry.EventBuckets).ExecContext(ctx)
+	session, err := s.sess()
+	if err != nil {
+		return err
+	}
+	err = session.Query(s.stmts.appendLayout, id, entry.Since, entry.Width, entry.EventBuckets).ExecContext(ctx)
 	if err != nil {
 		return fmt.Errorf("cassandra: append layout to %q: %w", id, wrapCtx(ctx, err))
 	}
@@ -105,6 +113,10 @@ func (s *Store) AppendLayout(ctx context.Context, id string, entry tiers.LayoutE
 func (s *Store) ListSeries(ctx context.Context, prefix, after string, limit int) ([]tiers.SeriesInfo, error) {
 	if limit <= 0 {
 		return nil, nil
+	}
+	session, err := s.sess()
+	if err != nil {
+		return nil, err
 	}
 	var where []string
 	var bounds []any
@@ -133,7 +145,7 @@ func (s *Store) ListSeries(ctx context.Context, prefix, after string, limit int)
 	for sh := range seriesShards {
 		args := append(append([]any{sh}, bounds...), limit)
 		g.Go(func() error {
-			inputs[sh] = &seriesIter{ctx: ctx, iter: s.session.Query(cql, args...).PageSize(pageSize).IterContext(ctx)}
+			inputs[sh] = &seriesIter{ctx: ctx, iter: s.read(session.Query(cql, args...).PageSize(pageSize)).IterContext(ctx)}
 			return nil
 		})
 	}

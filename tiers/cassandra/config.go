@@ -50,7 +50,9 @@ type Config struct {
 	// AddressMap rewrites the addresses of nodes the driver discovers (or
 	// is told about in events): "host:port=host:port,...", for nodes that
 	// are reachable through a proxy or NAT under another address than the
-	// one they advertise. Contact points are dialed as given.
+	// one they advertise. Contact points are dialed as given. The driver
+	// tells nodes apart by IP address, so every node needs a target IP of
+	// its own (on loopback, 127.0.1.1, 127.0.1.2, ...).
 	AddressMap string
 	// SpeculativeDelay, when positive, sends an idempotent read to the next
 	// replica too when the first has not answered within it, and takes
@@ -216,6 +218,11 @@ func parseAddressMap(s string) (map[addrPort]addrPort, error) {
 		}
 		if _, dup := out[src]; dup {
 			return nil, fmt.Errorf("%s:%d is mapped twice", src.ip, src.port)
+		}
+		for _, d := range out {
+			if d.ip == dst.ip {
+				return nil, fmt.Errorf("two nodes are mapped to %s: the driver tells nodes apart by IP address, so each needs an address of its own", dst.ip)
+			}
 		}
 		out[src] = dst
 	}

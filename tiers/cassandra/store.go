@@ -222,21 +222,19 @@ func (s *Store) keepConnecting() {
 			s.log.Info("cassandra: connected", "hosts", strings.Join(s.cfg.Hosts, ","), "attempts", attempt)
 			return
 		}
-		if prev := s.setReason(err); prev == nil || prev.Error() != err.Error() {
+		s.setReason(err)
+		if attempt&(attempt-1) == 0 { // a power of two: a log line that thins out
 			s.log.Warn("cassandra: still not connected; retrying", "err", err, "attempt", attempt)
 		}
 		wait = min(2*wait, s.cfg.ReconnectInterval)
 	}
 }
 
-// setReason records why the store is not connected, returning the previous
-// reason.
-func (s *Store) setReason(err error) error {
+// setReason records why the store is not connected.
+func (s *Store) setReason(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	prev := s.reason
 	s.reason = err
-	return prev
 }
 
 // sess is the session, or ErrNotConnected with the reason.

@@ -3,7 +3,10 @@
 #   make build           bin/gateway
 #   make generate        regenerate the Go client from api/openapi.yaml
 #   make run             the gateway on the embedded store (./data) with demo series
-#   make test            vet, unit tests, then integration tests against Cassandra
+#   make test            vet, unit tests, then integration tests against Cassandra: a
+#                        single node, then a three-node cluster (cluster-test)
+#   make cluster-test    the fault tests on a three-node cluster started for them
+#                        (scripts/cassandra.sh cluster run; integration/cluster)
 #   make bench           benchmarks: embedded-store and encoding ones, then the ones
 #                        against Cassandra (docs/benchmarks.md; BENCH_ARGS passes
 #                        flags such as -bench.rounds=9 to the latter)
@@ -26,7 +29,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 BENCH_ARGS ?=
 
-.PHONY: build generate run test vet unit-test integration-test bench cassandra-up cassandra-down
+.PHONY: build generate run test vet unit-test integration-test cluster-test bench cassandra-up cassandra-down
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/gateway ./cmd/gateway
@@ -39,11 +42,12 @@ generate:
 run:
 	$(GO) run -ldflags "-X main.version=$(VERSION)" ./cmd/gateway serve --demo --data-dir data
 
-test: vet unit-test integration-test
+test: vet unit-test integration-test cluster-test
 
 vet:
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./integration/...
+	$(GO) vet -tags cluster ./integration/cluster/
 
 unit-test:
 	@scripts/install-test-tools.sh
@@ -52,6 +56,12 @@ unit-test:
 
 integration-test:
 	scripts/cassandra.sh run $(GO) test -tags integration -count=1 ./integration/...
+
+# Its own cluster on 127.0.0.1-3 (native port 9043, storage port 7001), never
+# a running one: the tests kill and restart its nodes. Stopped afterwards,
+# also when the tests fail.
+cluster-test:
+	scripts/cassandra.sh cluster run $(GO) test -tags cluster -count=1 -timeout 15m ./integration/cluster/
 
 # Benchmarks never run in make test. The ones against Cassandra run once
 # (-benchtime 1x): each runs its own interleaved rounds and reports medians.

@@ -231,9 +231,10 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 // notReady is the store-unavailable problem with the store's reason: a
 // probe's answer is read by operators, who need to know why.
 func notReady(err error) *Problem {
-	p := toProblem(storeError{err})
-	p.Detail = "not ready: " + err.Error()
-	return p
+	return &Problem{
+		Type: problemType("store-unavailable"), Title: "Store unavailable", Status: http.StatusServiceUnavailable,
+		Detail: "not ready: " + err.Error(),
+	}
 }
 
 // Starting answers while the gateway waits for its store: /healthz says the

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Single-node Apache Cassandra for integration tests and benchmarks.
+# Apache Cassandra for integration tests and benchmarks: a single node, or a
+# local multi-node cluster (the "cluster" subcommands).
 #
 #   scripts/cassandra.sh start        fetch Cassandra (once), start a node, wait until CQL works
 #   scripts/cassandra.sh stop         stop the node started by this script
@@ -7,6 +8,19 @@
 #                                     answers CQL, 3 if it is not running, 1 if it runs but
 #                                     does not answer
 #   scripts/cassandra.sh cql STMT...  run one CQL statement, print rows tab-separated
+#   scripts/cassandra.sh cluster start [N]     a cluster of N nodes (3), node i on 127.0.0.i,
+#                                     started one after another; returns once every node
+#                                     lists the others as peers and all agree on the schema
+#   scripts/cassandra.sh cluster stop          stop every node of the cluster
+#   scripts/cassandra.sh cluster kill NODE     SIGKILL node NODE (1..N)
+#   scripts/cassandra.sh cluster restart NODE  stop NODE if it runs, start it on its data,
+#                                     wait until it answers CQL
+#   scripts/cassandra.sh cluster status        one line per node; exit 0 if all answer CQL,
+#                                     1 if some do not, 3 if none does
+#   scripts/cassandra.sh cluster run CMD...    CMD with CASSANDRA_CLUSTER_HOSTS set to the
+#                                     nodes' addresses, starting a cluster for it (and
+#                                     stopping it after CMD, also when CMD fails) unless one
+#                                     runs already (then it is used and left running)
 #   scripts/cassandra.sh run CMD...   run CMD with CASSANDRA_HOSTS set: to CASSANDRA_HOSTS
 #                                     if that is set already (nothing is started), else to
 #                                     the running local node (left running), else to a
@@ -26,6 +40,8 @@
 #   node/            conf, data, commit log, ... of the node (fresh on every start)
 #   logs/            cassandra.log (the node's output), maven.log, heap dumps
 #   cassandra.pid    pid of the running node; cassandra.port its native port
+#   cluster/         cluster mode: size, nodeN.pid, nodeN/ (conf, data, commit log,
+#                    logs/cassandra.log of node N; fresh on every cluster start)
 #
 # Environment:
 #   CASSANDRA_NATIVE_PORT    CQL port (9042)
@@ -41,6 +57,11 @@
 #   CASSANDRA_HOME_CACHE     cache directory (<repo>/.cassandra)
 #   CASSANDRA_JAVA_HOME      JDK to run Cassandra with (default: a JDK 17 found in /usr/lib/jvm)
 #   CASSANDRA_JVM_OPTS       extra JVM options, appended last (word-split)
+#   CASSANDRA_CLUSTER_NATIVE_PORT   cluster mode: CQL port of every node (9043)
+#   CASSANDRA_CLUSTER_STORAGE_PORT  cluster mode: internode port of every node (7001)
+#   CASSANDRA_CLUSTER_JMX_PORT      cluster mode: node i's local JMX port is this + i (7300)
+#   CASSANDRA_CLUSTER_HEAP          cluster mode: heap of each node (768M)
+#   CASSANDRA_CLUSTER_SIZE          cluster run: number of nodes (3)
 #   CASSANDRA_HOSTS          for cql: where to connect (default 127.0.0.1:<port of
 #                            the running node>); for run: the cluster to use instead
 #                            of a local node
@@ -637,7 +658,16 @@ cmd_cluster_status() {
 }
 
 cmd_cluster_run() {
+  local i
   [ "$#" -gt 0 ] || die "usage: $0 cluster run COMMAND..."
+  for ((i = 1; i <= $(cl_size); i++)); do
+    if cl_pid "$i" >/dev/null; then
+      log "using the running cluster of $(cl_size) nodes ($(cl_hosts "$(cl_size)")); it is left running"
+      CASSANDRA_CLUSTER_HOSTS="$(cl_hosts "$(cl_size)")" "$@"
+      return
+    fi
+  done
+  # Stopped on any exit; a signal becomes an exit so that the trap runs.
   trap 'cmd_cluster_stop >&2' EXIT
   trap 'exit 130' INT TERM
   cmd_cluster_start "${CASSANDRA_CLUSTER_SIZE:-3}"

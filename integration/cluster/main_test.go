@@ -182,14 +182,23 @@ var (
 // clusterCmd runs scripts/cassandra.sh cluster ARGS.
 func clusterCmd(t *testing.T, args ...string) {
 	t.Helper()
+	if err := runCluster(t, args...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runCluster runs scripts/cassandra.sh cluster ARGS; it may be called from
+// any goroutine.
+func runCluster(t *testing.T, args ...string) error {
 	var out bytes.Buffer
 	cmd := exec.Command(script, append([]string{"cluster"}, args...)...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("cassandra.sh cluster %s: %v\n%s", strings.Join(args, " "), err, out.String())
+		return fmt.Errorf("cassandra.sh cluster %s: %v\n%s", strings.Join(args, " "), err, out.String())
 	}
 	t.Logf("cluster %s (%s): %s", strings.Join(args, " "), time.Since(start).Round(time.Millisecond), strings.TrimSpace(out.String()))
+	return nil
 }
 
 // kill kills node n with SIGKILL; it is restarted when the test ends.
@@ -205,13 +214,24 @@ func kill(t *testing.T, n int) {
 	clusterCmd(t, "kill", fmt.Sprint(n))
 }
 
-// restart restarts a killed node and waits until it answers CQL.
-func restart(t *testing.T, n int) {
+// restart restarts killed nodes, all at once, and waits until they answer
+// CQL.
+func restart(t *testing.T, ns ...int) {
 	t.Helper()
-	clusterCmd(t, "restart", fmt.Sprint(n))
-	killedMu.Lock()
-	delete(killed, n)
-	killedMu.Unlock()
+	errs := make([]error, len(ns))
+	var wg sync.WaitGroup
+	for i, n := range ns {
+		wg.Go(func() { errs[i] = runCluster(t, "restart", fmt.Sprint(n)) })
+	}
+	wg.Wait()
+	for i, n := range ns {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		killedMu.Lock()
+		delete(killed, n)
+		killedMu.Unlock()
+	}
 }
 
 func restartKilled(t *testing.T) {
@@ -221,9 +241,7 @@ func restartKilled(t *testing.T) {
 		ns = append(ns, n)
 	}
 	killedMu.Unlock()
-	for _, n := range ns {
-		restart(t, n)
-	}
+	restart(t, ns...)
 	// The next test starts with every node up and seen up by the others.
 	waitFor(t, 60*time.Second, "every node to serve quorum reads", func() error {
 		return quorumEverywhere()

@@ -4,6 +4,7 @@ package cluster
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -122,9 +123,9 @@ func TestTwoNodesDown(t *testing.T) {
 
 	kill(t, 2)
 	kill(t, 3)
-	// The surviving coordinator answers Unavailable once its failure
-	// detector has convicted the dead nodes; until then requests to them
-	// time out.
+	// /readyz says not ready at once (its probe times out); the surviving
+	// coordinator answers Unavailable once its failure detector has
+	// convicted the dead nodes, and from then on every answer is prompt.
 	d := waitFor(t, 60*time.Second, "/readyz to say not ready", func() error {
 		status, body, err := call(gw, "GET", "/readyz", nil)
 		if err != nil || status != 503 {
@@ -133,6 +134,14 @@ func TestTwoNodesDown(t *testing.T) {
 		return nil
 	})
 	t.Logf("/readyz not ready %s after the second kill", d.Round(time.Millisecond))
+	d = waitFor(t, 60*time.Second, "the coordinator to see the nodes down", func() error {
+		status, body, err := call(gw, "GET", "/readyz", nil)
+		if err != nil || status != 503 || !strings.Contains(string(body), "Cannot achieve consistency level") {
+			return fmt.Errorf("/readyz: %d %s %v", status, body, err)
+		}
+		return nil
+	})
+	t.Logf("coordinator answers Unavailable %s later", d.Round(time.Millisecond))
 	status, body, err := call(gw, "GET", "/readyz", nil)
 	expectProblem(t, "/readyz", status, body, err, 503, "store-unavailable", "not ready: cassandra: read at LOCAL_QUORUM")
 	t.Logf("/readyz: %s", body)
@@ -158,8 +167,7 @@ func TestTwoNodesDown(t *testing.T) {
 	}
 	expectProblem(t, "write", status, body, err, 503, "store-unavailable")
 
-	restart(t, 2)
-	restart(t, 3)
+	restart(t, 2, 3)
 	d = waitFor(t, 60*time.Second, "complete answers", func() error {
 		status, p, body, err := read(gw, s, q)
 		if err != nil || status != 200 || p.Partial || len(p.Points) != len(pts) {

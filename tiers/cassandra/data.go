@@ -140,7 +140,7 @@ func (s *Store) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPages 
 	if err != nil {
 		return &rowPages{err: err}
 	}
-	p := &rowPages{ctx: ctx, kind: t.kind, key: req.Key, pageSize: s.cfg.PageSize}
+	p := &rowPages{ctx: ctx, kind: t.kind, key: req.Key, pageSize: s.cfg.PageSize, store: s}
 	if req.PageSize > 0 {
 		p.pageSize = min(p.pageSize, req.PageSize)
 	}
@@ -168,7 +168,9 @@ func (s *Store) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPages 
 // rowPages turns the driver's iterator into pages of at most pageSize rows.
 type rowPages struct {
 	ctx      context.Context
+	store    *Store
 	query    *gocql.Query
+	started  bool // a page has been returned
 	iter     *gocql.Iter
 	kind     kind
 	key      tiers.PartitionKey
@@ -210,12 +212,18 @@ func (p *rowPages) Next() ([]tiers.Row, error) {
 		rows = append(rows, r)
 	}
 	if len(rows) == p.pageSize {
+		p.started = true
 		return rows, nil
 	}
 	// The iterator ended: the partition is exhausted, or the read failed
 	// after the rows scanned so far, which are still valid.
 	err := p.iter.Close()
 	p.iter = nil
+	if len(rows) == 0 && !p.started && p.store.lostRace(err) {
+		p.query = noSpeculation(p.query)
+		p.store = nil // once
+		return p.Next()
+	}
 	p.finished = true
 	if err != nil {
 		p.fail(err)
@@ -226,6 +234,7 @@ func (p *rowPages) Next() ([]tiers.Row, error) {
 	if len(rows) == 0 {
 		return nil, tiers.ErrDone
 	}
+	p.started = true
 	return rows, nil
 }
 

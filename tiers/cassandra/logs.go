@@ -36,6 +36,11 @@ func (s *Store) MarkLate(ctx context.Context, marks []tiers.LateMark) error {
 
 // LateBuckets reads a clustering slice of the series' marks; expired marks
 // are gone by TTL.
+//
+// Like LookupSeries, it reads from one replica when too few answer for the
+// configured consistency: the data partitions of such a read fail at that
+// consistency too, so its answer is partial either way, and the marks found
+// still tell which late partitions to try.
 func (s *Store) LateBuckets(ctx context.Context, series string, span tiers.Span) ([]int64, error) {
 	if span.Empty() {
 		return nil, nil
@@ -44,13 +49,26 @@ func (s *Store) LateBuckets(ctx context.Context, series string, span tiers.Span)
 	if err != nil {
 		return nil, err
 	}
-	iter := s.read(session.Query(s.stmts.lateBuckets, series, span.From, span.To)).IterContext(ctx)
-	var out []int64
-	var b int64
-	for iter.Scan(&b) {
-		out = append(out, b)
+	scan := func(q *gocql.Query) ([]int64, error) {
+		iter := q.IterContext(ctx)
+		var out []int64
+		var b int64
+		for iter.Scan(&b) {
+			out = append(out, b)
+		}
+		return out, iter.Close()
 	}
-	if err := iter.Close(); err != nil {
+	q := func() *gocql.Query { return s.read(session.Query(s.stmts.lateBuckets, series, span.From, span.To)) }
+	out, err := scan(q())
+	if s.lostRace(err) {
+		out, err = scan(noSpeculation(q()))
+	}
+	if tooFewReplicas(err) {
+		if weak, werr := scan(noSpeculation(q()).Consistency(s.weaker())); werr == nil {
+			return weak, nil
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("cassandra: late buckets of %q: %w", series, wrapCtx(ctx, err))
 	}
 	return out, nil

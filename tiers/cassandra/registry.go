@@ -44,16 +44,49 @@ func (s *Store) NoteSeries(ctx context.Context, spans []tiers.SeriesInfo) error 
 
 // LookupSeries reads the series' registry entry and its layout history at
 // the same time.
+//
+// When too few replicas answer for the configured consistency, it reads
+// them from one replica instead. Both only ever grow (first/last widen,
+// layout entries are appended before points use them), so a stale answer
+// is a narrower range, not a wrong one, and it lets a read go on to the
+// data partitions, which never fall back: their failures make the answer
+// partial (reason "unavailable"), not the whole request fail.
 func (s *Store) LookupSeries(ctx context.Context, id string) (tiers.SeriesInfo, error) {
 	session, err := s.sess()
 	if err != nil {
 		return tiers.SeriesInfo{}, err
 	}
+	info, err := s.lookupSeries(ctx, session, id, nil, true)
+	if s.lostRace(err) {
+		info, err = s.lookupSeries(ctx, session, id, nil, false)
+	}
+	if tooFewReplicas(err) {
+		weaker := s.weaker()
+		if info, werr := s.lookupSeries(ctx, session, id, &weaker, false); werr == nil || errors.Is(werr, tiers.ErrNotFound) {
+			return info, werr
+		}
+	}
+	return info, err
+}
+
+// lookupSeries is LookupSeries at the configured consistency or at cons,
+// with or without speculative reads.
+func (s *Store) lookupSeries(ctx context.Context, session *gocql.Session, id string, cons *gocql.Consistency, speculate bool) (tiers.SeriesInfo, error) {
+	query := func(stmt string, args ...any) *gocql.Query {
+		q := s.read(session.Query(stmt, args...))
+		if !speculate {
+			q = noSpeculation(q)
+		}
+		if cons != nil {
+			q = q.Consistency(*cons)
+		}
+		return q
+	}
 	info := tiers.SeriesInfo{ID: id}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		var first, last *int64
-		err := s.read(session.Query(s.stmts.lookup, seriesShard(id), id)).ScanContext(gctx, &first, &last)
+		err := query(s.stmts.lookup, seriesShard(id), id).ScanContext(gctx, &first, &last)
 		if errors.Is(err, gocql.ErrNotFound) || (err == nil && first == nil && last == nil) {
 			return tiers.ErrNotFound
 		}
@@ -73,7 +106,7 @@ func (s *Store) LookupSeries(ctx context.Context, id string) (tiers.SeriesInfo, 
 		return nil
 	})
 	g.Go(func() error {
-		iter := s.read(session.Query(s.stmts.layout, id)).IterContext(gctx)
+		iter := query(s.stmts.layout, id).IterContext(gctx)
 		var e tiers.LayoutEntry
 		for iter.Scan(&e.Since, &e.Width, &e.EventBuckets) {
 			info.Layout = append(info.Layout, e)

@@ -262,6 +262,37 @@ func (s *Store) read(q *gocql.Query) *gocql.Query {
 	return q
 }
 
+// lostRace tells whether a read failed only because its speculative
+// attempt found no second host: the driver then fails the read at once
+// with ErrNoConnections, although the first attempt may still be on its
+// way. Such a read is sent again without speculation (noSpeculation).
+func (s *Store) lostRace(err error) bool {
+	return s != nil && s.spec != nil && errors.Is(err, gocql.ErrNoConnections)
+}
+
+// noSpeculation turns speculative execution off for one query.
+func noSpeculation(q *gocql.Query) *gocql.Query {
+	return q.SetSpeculativeExecutionPolicy(gocql.NonSpeculativeExecution{})
+}
+
+// weaker is the level a registry lookup falls back to when the configured
+// one cannot be reached: one replica, in the local data center when the
+// configured level is a local one.
+func (s *Store) weaker() gocql.Consistency {
+	if s.serial == gocql.LocalSerial {
+		return gocql.LocalOne
+	}
+	return gocql.One
+}
+
+// tooFewReplicas tells whether err says that the configured consistency
+// could not be reached, as opposed to a failure of the request itself.
+func tooFewReplicas(err error) bool {
+	var unavailable *gocql.RequestErrUnavailable
+	var timeout *gocql.RequestErrReadTimeout
+	return errors.As(err, &unavailable) || errors.As(err, &timeout)
+}
+
 // checkSchema fails when the keyspace or a table is missing, and warns when
 // a tier table's default TTL no longer matches the configured retention
 // (the tables are created once; later retention changes need ALTER TABLE).
@@ -324,6 +355,9 @@ func (s *Store) Ping(ctx context.Context) error {
 	}
 	var v []byte
 	err = s.read(session.Query(s.stmts.getMeta, "ping")).ScanContext(ctx, &v)
+	if s.lostRace(err) {
+		err = noSpeculation(s.read(session.Query(s.stmts.getMeta, "ping"))).ScanContext(ctx, &v)
+	}
 	if err != nil && !errors.Is(err, gocql.ErrNotFound) {
 		return fmt.Errorf("cassandra: read at %s: %w", s.cfg.Consistency, wrapCtx(ctx, err))
 	}

@@ -154,7 +154,12 @@ func windowRows(pts []point, from, to, step int64) [][]float64 {
 func sameRows(t *testing.T, what string, got, want [][]float64) {
 	t.Helper()
 	if len(got) != len(want) {
-		t.Fatalf("%s: %d rows, want %d", what, len(got), len(want))
+		for i := range min(len(got), len(want)) {
+			if !slices.Equal(got[i], want[i]) {
+				t.Fatalf("%s: %d rows, want %d; row %d is %v, want %v", what, len(got), len(want), i, got[i], want[i])
+			}
+		}
+		t.Fatalf("%s: %d rows, want %d; the shorter is a prefix of the longer", what, len(got), len(want))
 	}
 	for i := range got {
 		if !slices.Equal(got[i], want[i]) {

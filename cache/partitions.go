@@ -2,9 +2,9 @@
 // (read-through, for a short time, widened in place by local writes) and
 // the rows of partition reads that can no longer change.
 //
-// Partition reads are cached only when the caller's Immutable predicate
-// says the rows of the requested span are final — a closed raw bucket past
-// the late-data window, a rollup bucket no late point can still correct —
+// Partition reads are cached only when a predicate (Finality.Final) says
+// the rows of the requested span are final — a closed raw bucket past the
+// late-data window, a rollup bucket no late point can still correct —
 // so the cache never holds data that a write could change, and entries
 // never need invalidation. Keys carry a format version and the whole
 // request (table, series, bucket, event bucket, span), and an entry is

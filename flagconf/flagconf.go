@@ -5,8 +5,9 @@
 // the default.
 //
 // YAML keys are the flag names; nested maps join their keys with dashes, so
-// {raw: {retention: 7d}} sets --raw-retention, and lists become comma
-// separated values.
+// {raw: {retention: 7d}} sets --raw-retention, lists become comma separated
+// values, and a list of maps (such as the tiers of a pyramid) becomes its
+// maps as comma lists of key=value, separated by semicolons.
 package flagconf
 
 import (
@@ -111,14 +112,23 @@ func flatten(data []byte) (map[string]string, error) {
 			}
 		case []any:
 			parts := make([]string, len(x))
+			sep := ","
 			for i, e := range x {
+				if m, ok := e.(map[string]any); ok {
+					kv, err := keyValues(m)
+					if err != nil {
+						return fmt.Errorf("%s[%d]: %w", prefix, i, err)
+					}
+					parts[i], sep = kv, ";"
+					continue
+				}
 				s, err := scalar(e)
 				if err != nil {
 					return fmt.Errorf("%s: %w", prefix, err)
 				}
 				parts[i] = s
 			}
-			out[prefix] = strings.Join(parts, ",")
+			out[prefix] = strings.Join(parts, sep)
 		default:
 			s, err := scalar(x)
 			if err != nil {
@@ -129,6 +139,30 @@ func flatten(data []byte) (map[string]string, error) {
 		return nil
 	}
 	return out, walk("", doc)
+}
+
+// keyValues writes a map of scalars as key=value pairs, comma separated,
+// name first and the rest sorted, so that the text is stable.
+func keyValues(m map[string]any) (string, error) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		if k != "name" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	if _, ok := m["name"]; ok {
+		keys = append([]string{"name"}, keys...)
+	}
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		v, err := scalar(m[k])
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", k, err)
+		}
+		parts[i] = k + "=" + v
+	}
+	return strings.Join(parts, ","), nil
 }
 
 func scalar(v any) (string, error) {

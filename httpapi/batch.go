@@ -6,23 +6,25 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/tsgate/tsgate/jsonenc"
+	"github.com/tsgate/tsgate/params"
+	"github.com/tsgate/tsgate/problem"
 	"github.com/tsgate/tsgate/query"
 )
 
-// MaxBatchQueries bounds the series of one POST /v1/query.
-const MaxBatchQueries = 100
+// DefaultMaxQueries bounds the series of one POST /v1/query, and of one
+// Grafana query, unless configured otherwise.
+const DefaultMaxQueries = 100
 
 // maxBatchBodyBytes bounds the body of one POST /v1/query.
 const maxBatchBodyBytes = 1 << 20
 
-// batchParallelism is how many series of one batch are read at once; each
+// BatchParallelism is how many series of one batch are read at once; each
 // also fans out over its partitions.
-const batchParallelism = 4
+const BatchParallelism = 4
 
 // batchFields are the read parameters a batch sets for all its queries and
 // each query may override. Times and numbers may be JSON strings or numbers.
@@ -49,32 +51,33 @@ type batchRequest struct {
 	batchFields
 }
 
-// scalarText turns a JSON string or number into the text a query parameter
-// would carry; param names it in errors.
-func scalarText(raw json.RawMessage, param string) (string, *ParamError) {
+// aggText reads the agg member: a comma list in a string, or an array of
+// names (what generated clients send), as the values of the agg parameter.
+func aggText(raw json.RawMessage, param string) ([]string, *params.Error) {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
-	}
-	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", &ParamError{Param: param, Message: "not a valid string"}
+	if len(raw) > 0 && raw[0] == '[' {
+		var list []string
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return nil, params.Bad(param, "must be a comma list of aggregates or an array of their names")
 		}
-		return s, nil
+		if len(list) == 0 {
+			return nil, params.Bad(param, "must name at least one aggregate")
+		}
+		return list, nil
 	}
-	if _, err := strconv.ParseFloat(string(raw), 64); err == nil {
-		return string(raw), nil
+	text, ok := jsonenc.ScalarText(raw)
+	if !ok {
+		return nil, params.Bad(param, "must be a comma list of aggregates or an array of their names")
 	}
-	return "", &ParamError{Param: param, Message: "must be a string or a number"}
+	if text == "" {
+		return nil, nil
+	}
+	return []string{text}, nil
 }
 
 func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
-	if mt := r.Header.Get("Content-Type"); !strings.HasPrefix(mt, "application/json") {
-		writeJSONProblem(w, &Problem{
-			Type: problemType("unsupported-media-type"), Title: "Unsupported media type", Status: http.StatusUnsupportedMediaType,
-			Detail: "send the batch as application/json (Content-Type was " + quoteOrMissing(mt) + ")",
-		})
+	if !hasMediaType(r, "application/json") {
+		s.writeProblem(w, r, unsupportedMedia("send the batch as application/json", r.Header.Get("Content-Type")))
 		return
 	}
 	var body batchRequest
@@ -86,69 +89,82 @@ func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
 			s.writeProblem(w, r, err)
 			return
 		}
-		s.writeProblem(w, r, badParam("body", "not a valid batch: "+err.Error()))
+		s.writeProblem(w, r, params.Bad("body", "not a valid batch: %s", jsonProblem(err)))
 		return
 	}
 	if len(body.Queries) == 0 {
-		s.writeProblem(w, r, badParam("queries", "must hold at least one query"))
+		s.writeProblem(w, r, params.Bad("queries", "must hold at least one query"))
 		return
 	}
-	if len(body.Queries) > MaxBatchQueries {
-		s.writeProblem(w, r, badParam("queries", fmt.Sprintf("at most %d queries per batch", MaxBatchQueries)))
+	if max := s.maxQueries(); len(body.Queries) > max {
+		s.writeProblem(w, r, params.Bad("queries", "at most %d queries per batch", max))
 		return
 	}
-	now, arrival := s.deps.Now(), time.Now()
-	var errs []ParamError
-	var fromQuery map[string]bool // parameters the current query sets itself
-	pick := func(i int, name string, own, shared json.RawMessage) string {
-		param := fmt.Sprintf("queries[%d].%s", i, name)
-		if len(bytes.TrimSpace(own)) == 0 || string(bytes.TrimSpace(own)) == "null" {
-			own, param = shared, name
-		} else {
-			fromQuery[name] = true
-		}
-		text, perr := scalarText(own, param)
-		if perr != nil {
-			errs = append(errs, *perr)
+	arrival := time.Now()
+	var errs params.Errors
+	scalar := func(raw json.RawMessage, param string) string {
+		text, ok := jsonenc.ScalarText(raw)
+		if !ok {
+			errs.Add(param, "must be a string or a number")
 		}
 		return text
 	}
-	sloText, perr := scalarText(body.SLO, "slo")
-	if perr != nil {
-		errs = append(errs, *perr)
+	set := func(raw json.RawMessage) bool {
+		raw = bytes.TrimSpace(raw)
+		return len(raw) > 0 && string(raw) != "null"
 	}
+	sloText := scalar(body.SLO, "slo")
 	reqs := make([]query.Request, len(body.Queries))
 	for i, q := range body.Queries {
-		fromQuery = map[string]bool{"series": true, "id": true, "cursor": true}
-		in := readInput{
-			Series:     q.Series,
-			From:       pick(i, "from", q.From, body.From),
-			To:         pick(i, "to", q.To, body.To),
-			Resolution: pick(i, "resolution", q.Resolution, body.Resolution),
-			MaxPoints:  pick(i, "max_points", q.MaxPoints, body.MaxPoints),
-			Agg:        pick(i, "agg", q.Agg, body.Agg),
-			Order:      pick(i, "order", q.Order, body.Order),
-			Limit:      pick(i, "limit", q.Limit, body.Limit),
-			Partial:    pick(i, "partial", q.Partial, body.Partial),
-			Cursor:     pick(i, "cursor", q.Cursor, nil),
+		// A parameter the query sets itself is named queries[i].x in
+		// errors; one it takes from the batch is named x.
+		own := map[string]bool{"series": true, "cursor": true}
+		pick := func(name string, mine, shared json.RawMessage) string {
+			if set(mine) {
+				own[name] = true
+				return scalar(mine, fmt.Sprintf("queries[%d].%s", i, name))
+			}
+			return scalar(shared, name)
+		}
+		name := func(p string) string {
+			if own[p] {
+				return fmt.Sprintf("queries[%d].%s", i, p)
+			}
+			return p
+		}
+		f := readFields{
+			From:       pick("from", q.From, body.From),
+			To:         pick("to", q.To, body.To),
+			Resolution: pick("resolution", q.Resolution, body.Resolution),
+			MaxPoints:  pick("max_points", q.MaxPoints, body.MaxPoints),
+			Order:      pick("order", q.Order, body.Order),
+			Limit:      pick("limit", q.Limit, body.Limit),
+			Partial:    pick("partial", q.Partial, body.Partial),
+			Cursor:     pick("cursor", q.Cursor, nil),
 			SLO:        sloText,
 		}
-		req, perrs := s.parseRead(in, now)
-		for _, pe := range perrs {
-			if pe.Param == "id" {
-				pe.Param = "series"
-			}
-			if fromQuery[pe.Param] {
-				pe.Param = fmt.Sprintf("queries[%d].%s", i, pe.Param)
-			}
-			errs = append(errs, pe)
+		aggRaw, aggParam := body.Agg, "agg"
+		if set(q.Agg) {
+			own["agg"] = true
+			aggRaw, aggParam = q.Agg, fmt.Sprintf("queries[%d].agg", i)
+		}
+		aggs, perr := aggText(aggRaw, aggParam)
+		if perr != nil {
+			errs = append(errs, perr)
+		}
+		f.Agg = aggs
+		req, perrs := f.request(q.Series, name)
+		errs = append(errs, perrs...)
+		if len(perrs) == 0 {
+			// The engine checks the rest, the cursor included: a forged
+			// cursor refuses the batch like any other bad parameter.
+			errs = append(errs, params.List(params.Rename(s.deps.Engine.Check(req), name))...)
 		}
 		req.Start = arrival // one budget for the whole batch
 		reqs[i] = req
 	}
 	if len(errs) > 0 {
-		errs = dedupParamErrors(errs)
-		s.writeProblem(w, r, badParams(errs[0].Param+": "+errs[0].Message, errs))
+		s.writeProblem(w, r, errs)
 		return
 	}
 	// Every query shares the budget, which runs from the request's arrival.
@@ -174,17 +190,17 @@ func (s *Server) answerOne(r *http.Request, req query.Request) []byte {
 		return s.errorResult(r, req.Series, err)
 	}
 	defer res.Close()
-	b := appendAnswerHead(nil, res)
+	h := res.Head()
+	b := appendAnswerHead(nil, h)
 	first := true
 	for res.Next() {
 		if !first {
 			b = append(b, ',')
 		}
 		first = false
-		b = appendItem(b, res, res.Item())
+		b = appendItem(b, h, res.Item())
 	}
 	tr := res.Trailer()
-	s.deps.Metrics.observeRead(tr)
 	if tr.Err != nil {
 		return s.errorResult(r, req.Series, tr.Err)
 	}
@@ -192,37 +208,25 @@ func (s *Server) answerOne(r *http.Request, req query.Request) []byte {
 }
 
 func (s *Server) errorResult(r *http.Request, series string, err error) []byte {
-	p := toProblem(err)
+	p := problem.From(err)
 	if p.Status >= 500 {
 		s.logger(r).Warn("batch query failed", "series", series, "status", p.Status, "err", err)
 	}
 	pb, _ := json.Marshal(p)
 	b := []byte(`{"series":`)
-	b = appendString(b, series)
+	b = jsonenc.AppendString(b, series)
 	b = append(b, `,"error":`...)
 	b = append(b, pb...)
 	return append(b, '}')
 }
 
-func dedupParamErrors(errs []ParamError) []ParamError {
-	seen := map[ParamError]bool{}
-	out := errs[:0]
-	for _, e := range errs {
-		if !seen[e] {
-			seen[e] = true
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// forEachParallel calls fn for 0 … n-1, batchParallelism calls at a time,
+// ForEachParallel calls fn for 0 … n-1, BatchParallelism calls at a time,
 // and returns once all have returned. The reads it runs share one budget
 // because each request carries the same arrival time (Start), so running
 // them side by side is what lets many series fit in one budget.
-func forEachParallel(n int, fn func(i int)) {
+func ForEachParallel(n int, fn func(i int)) {
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, batchParallelism)
+	sem := make(chan struct{}, BatchParallelism)
 	for i := range n {
 		wg.Go(func() {
 			sem <- struct{}{}
@@ -232,3 +236,5 @@ func forEachParallel(n int, fn func(i int)) {
 	}
 	wg.Wait()
 }
+
+func forEachParallel(n int, fn func(i int)) { ForEachParallel(n, fn) }

@@ -14,6 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tsgate/tsgate/api"
+	"github.com/tsgate/tsgate/params"
 )
 
 // contract is api/openapi.yaml as the server enforces it. Operations are
@@ -110,8 +111,8 @@ func (e contractError) Unwrap() error { return e.err }
 
 // contractParamErrors names each parameter, or member of the body, that a
 // contract violation is about, with what is expected of it.
-func contractParamErrors(err error) []ParamError {
-	var out []ParamError
+func contractParamErrors(err error) params.Errors {
+	var out params.Errors
 	var walk func(error)
 	walk = func(err error) {
 		switch e := err.(type) {
@@ -128,67 +129,67 @@ func contractParamErrors(err error) []ParamError {
 			case e.RequestBody != nil:
 				out = append(out, bodyErrors(e.Err)...)
 			default:
-				out = append(out, ParamError{Param: "request", Message: e.Error()})
+				out = append(out, &params.Error{Param: "request", Message: e.Error()})
 			}
 		default:
-			out = append(out, ParamError{Param: "request", Message: err.Error()})
+			out = append(out, &params.Error{Param: "request", Message: err.Error()})
 		}
 	}
 	walk(err)
 	if len(out) == 0 {
-		return []ParamError{{Param: "request", Message: err.Error()}}
+		return params.Errors{{Param: "request", Message: err.Error()}}
 	}
-	return dedupParamErrors(out)
+	return out
 }
 
-func parameterErrors(p *openapi3.Parameter, err error) []ParamError {
+func parameterErrors(p *openapi3.Parameter, err error) params.Errors {
 	if errors.Is(err, openapi3filter.ErrInvalidRequired) {
-		return []ParamError{{Param: p.Name, Message: "required"}}
+		return params.Errors{{Param: p.Name, Message: "required"}}
 	}
 	if errors.Is(err, openapi3filter.ErrInvalidEmptyValue) {
-		return []ParamError{{Param: p.Name, Message: "must not be empty"}}
+		return params.Errors{{Param: p.Name, Message: "must not be empty"}}
 	}
 	switch e := err.(type) {
 	case openapi3.MultiError:
-		var out []ParamError
+		var out params.Errors
 		for _, x := range e {
 			out = append(out, parameterErrors(p, x)...)
 		}
 		return out
 	case *openapi3.SchemaError:
-		return []ParamError{{Param: p.Name, Message: schemaMessage(e)}}
+		return params.Errors{{Param: p.Name, Message: schemaMessage(e)}}
 	case *openapi3filter.ParseError:
 		var schema *openapi3.Schema
 		if p.Schema != nil {
 			schema = p.Schema.Value
 		}
-		return []ParamError{{Param: p.Name, Message: "must be " + expected(schema)}}
+		return params.Errors{{Param: p.Name, Message: "must be " + expected(schema)}}
 	default:
-		return []ParamError{{Param: p.Name, Message: err.Error()}}
+		return params.Errors{{Param: p.Name, Message: err.Error()}}
 	}
 }
 
-func bodyErrors(err error) []ParamError {
+func bodyErrors(err error) params.Errors {
 	if errors.Is(err, openapi3filter.ErrInvalidRequired) {
-		return []ParamError{{Param: "body", Message: "required: a JSON object"}}
+		return params.Errors{{Param: "body", Message: "required: a JSON object"}}
 	}
 	switch e := err.(type) {
 	case openapi3.MultiError:
-		var out []ParamError
+		var out params.Errors
 		for _, x := range e {
 			out = append(out, bodyErrors(x)...)
 		}
 		return out
 	case *openapi3.SchemaError:
-		return []ParamError{{Param: pointerParam(e), Message: schemaMessage(e)}}
+		return params.Errors{{Param: pointerParam(e), Message: schemaMessage(e)}}
 	case *openapi3filter.ParseError:
 		msg := "not valid JSON"
 		if e.Cause != nil {
 			msg += ": " + e.Cause.Error()
 		}
-		return []ParamError{{Param: "body", Message: msg}}
+		return params.Errors{{Param: "body", Message: msg}}
 	default:
-		return []ParamError{{Param: "body", Message: err.Error()}}
+		return params.Errors{{Param: "body", Message: err.Error()}}
 	}
 }
 

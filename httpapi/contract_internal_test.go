@@ -5,15 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/go-chi/chi/v5"
-
-	"github.com/tsgate/tsgate/query/querytest"
-	"github.com/tsgate/tsgate/tiers"
-	"github.com/tsgate/tsgate/tiers/embedded"
 )
 
 // The contract follows the configured page size, not the default the
@@ -67,52 +62,6 @@ func BenchmarkRequestValidation(b *testing.B) {
 			}
 			if w.Code != http.StatusOK {
 				b.Fatalf("status %d: %s", w.Code, w.Body)
-			}
-		})
-	}
-}
-
-// BenchmarkReadPoints is a whole read of one series over the embedded
-// store, validation included: the scale against which to judge the
-// validation's cost.
-func BenchmarkReadPoints(b *testing.B) {
-	store, err := embedded.OpenInMemory(embedded.Options{SweepInterval: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
-	env := querytest.NewEnv(b, store, store)
-	h := New(Deps{Engine: env.Engine, Writer: env.Writer, Registry: store, Rollups: env.Rollups, Ready: store.Ping, Now: env.Clock.Now}, DefaultConfig()).Handler()
-	now := env.Clock.Now().UnixMilli()
-	var body strings.Builder
-	body.WriteString(`{"points":[`)
-	for i := range 1000 {
-		if i > 0 {
-			body.WriteByte(',')
-		}
-		fmt.Fprintf(&body, `{"series":"sensor-1","t":%d,"v":%d.5}`, now-tiers.Hour+int64(i)*3*tiers.Second, i)
-	}
-	body.WriteString(`]}`)
-	req := httptest.NewRequest("POST", "/v1/points", strings.NewReader(body.String()))
-	req.Header.Set("Content-Type", "application/json")
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, req)
-	if w.Code != 200 {
-		b.Fatalf("write: %d %s", w.Code, w.Body)
-	}
-	for _, c := range []struct{ name, path string }{
-		{"raw-1000", "/v1/series/sensor-1/points?from=now-2h&resolution=raw"},
-		{"5m-12", "/v1/series/sensor-1/points?from=now-2h&resolution=5m&agg=min,max,avg"},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			req := httptest.NewRequest("GET", c.path, nil)
-			b.ReportAllocs()
-			for b.Loop() {
-				w := httptest.NewRecorder()
-				h.ServeHTTP(w, req)
-				if w.Code != 200 {
-					b.Fatalf("%d %s", w.Code, w.Body)
-				}
 			}
 		})
 	}

@@ -15,10 +15,8 @@ import (
 	"testing"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tsgate/tsgate/api"
-	"github.com/tsgate/tsgate/httpapi"
 	"github.com/tsgate/tsgate/httpapi/apitest"
 )
 
@@ -35,10 +33,10 @@ func TestRoutesMatchSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httpapi.New(httpapi.Deps{Gatherer: prometheus.NewRegistry()}, httpapi.DefaultConfig())
-	mux, ok := srv.Handler().(chi.Routes)
+	h := apitest.NewMemServer(t).Env.Gateway.Handler()
+	mux, ok := h.(chi.Routes)
 	if !ok {
-		t.Fatalf("the handler is a %T, not a chi router", srv.Handler())
+		t.Fatalf("the handler is a %T, not a chi router", h)
 	}
 	routed := map[string]bool{}
 	err = chi.Walk(mux, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
@@ -143,9 +141,13 @@ func TestProblemTypesAreDocumented(t *testing.T) {
 // package's source.
 func problemTypesInCode(t *testing.T) []string {
 	t.Helper()
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
+	var files []string
+	for _, dir := range []string{".", "../problem", "../grafana"} {
+		fs, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, fs...)
 	}
 	fset := token.NewFileSet()
 	var slugs []string
@@ -157,15 +159,36 @@ func problemTypesInCode(t *testing.T) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
+		inProblem := file.Name.Name == "problem"
 		ast.Inspect(file, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
-			if !ok || len(call.Args) != 1 {
+			if !ok {
 				return true
 			}
-			if id, ok := call.Fun.(*ast.Ident); !ok || id.Name != "problemType" {
+			// problem.New(status, slug, ...) and problem.Type(slug), or
+			// New and Type inside package problem.
+			var name string
+			switch fn := call.Fun.(type) {
+			case *ast.SelectorExpr:
+				if x, ok := fn.X.(*ast.Ident); ok && x.Name == "problem" {
+					name = fn.Sel.Name
+				}
+			case *ast.Ident:
+				if inProblem {
+					name = fn.Name
+				}
+			}
+			arg := -1
+			switch {
+			case name == "New" && len(call.Args) == 4:
+				arg = 1
+			case name == "Type" && len(call.Args) == 1:
+				arg = 0
+			}
+			if arg < 0 {
 				return true
 			}
-			if lit, ok := call.Args[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+			if lit, ok := call.Args[arg].(*ast.BasicLit); ok && lit.Kind == token.STRING {
 				s, _ := strconv.Unquote(lit.Value)
 				if !slices.Contains(slugs, s) {
 					slugs = append(slugs, s)
@@ -174,9 +197,7 @@ func problemTypesInCode(t *testing.T) []string {
 			return true
 		})
 	}
-	// problem.go's fallback for a problem that cannot be encoded.
-	slugs = append(slugs, "internal")
-	return slices.Compact(slices.Sorted(slices.Values(slugs)))
+	return slugs
 }
 
 // The checker itself must catch answers that break the document, or the
@@ -203,7 +224,7 @@ func TestCheckerCatchesViolations(t *testing.T) {
 		body   string
 	}{
 		{"missing member", get("/v1/series/s/points?from=1"), 200, jsonCT, strings.Replace(okAnswer, `"partial":false,`, "", 1)},
-		{"wrong tier", get("/v1/series/s/points?from=1"), 200, jsonCT, strings.Replace(okAnswer, `"tier":"raw"`, `"tier":"second"`, 1)},
+		{"wrong tier", get("/v1/series/s/points?from=1"), 200, jsonCT, strings.Replace(okAnswer, `"tier":"raw"`, `"tier":"Minute tier"`, 1)},
 		{"string point", get("/v1/series/s/points?from=1"), 200, jsonCT, strings.Replace(okAnswer, `[[1,2.5]]`, `[["1",2.5]]`, 1)},
 		{"undocumented status", get("/v1/series/s/points?from=1"), 201, jsonCT, okAnswer},
 		{"wrong content type", get("/v1/series/s/points?from=1"), 200, http.Header{"Content-Type": {"text/plain"}}, okAnswer},

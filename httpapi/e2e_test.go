@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/tsgate/tsgate/httpapi/apitest"
-	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/embedded"
 )
@@ -16,16 +15,8 @@ func TestEndToEnd(t *testing.T) {
 	apitest.Run(t, func(t *testing.T) tiers.Store { return newMemStore(t, time.Now) })
 }
 
-// newMemStore opens an in-memory embedded store that decides expiry by
-// now and closes with the test.
 func newMemStore(t *testing.T, now func() time.Time) *embedded.Store {
-	t.Helper()
-	store, err := embedded.OpenInMemory(embedded.Options{Now: now, SweepInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	return store
+	return apitest.NewMemStore(t, now)
 }
 
 // testServer is the API over an in-memory embedded store, every answer
@@ -35,21 +26,8 @@ type testServer struct {
 	t *testing.T
 }
 
-// newTestServer serves the API over a fresh in-memory embedded store that
-// keeps time by the server's clock, so that a test may set it to a fixed
-// time, in the past or not.
 func newTestServer(t *testing.T) *testServer {
-	t.Helper()
-	var env *querytest.Env
-	store := newMemStore(t, func() time.Time {
-		if env == nil {
-			return time.Now()
-		}
-		return env.Clock.Now()
-	})
-	s := apitest.NewServer(t, store)
-	env = s.Env
-	return &testServer{Server: s, t: t}
+	return &testServer{Server: apitest.NewMemServer(t), t: t}
 }
 
 // q encodes a query string of key, value pairs.

@@ -1,155 +1,158 @@
 package httpapi
 
 import (
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tsgate/tsgate/params"
-	"github.com/tsgate/tsgate/partial"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/router"
-	"github.com/tsgate/tsgate/tiers"
 )
 
-// MaxMaxPoints bounds max_points; beyond it the answer is raw-resolution
-// anyway and the page limit applies.
-const MaxMaxPoints = 10_000_000
-
-// readInput is the text of a read's parameters, from a query string or a
-// JSON body.
-type readInput struct {
-	Series, From, To, Resolution, MaxPoints, Agg, Order, Limit, Cursor, SLO, Partial string
+// readFields are the read parameters of /points, /plan and the queries of
+// a batch, as text. The syntax of each is parsed here; what the values mean
+// together (ranges, limits, defaults, the cursor) is the engine's to check,
+// once, when it normalises the request.
+type readFields struct {
+	From, To, Resolution, MaxPoints, Order, Limit, Cursor, SLO, Partial string
+	// Agg is every value given: agg=min,max and agg=min&agg=max alike.
+	Agg []string
 }
 
-// parseRead checks every read parameter and reports all that are wrong, each
-// under its own name.
-func (s *Server) parseRead(in readInput, now time.Time) (query.Request, []ParamError) {
-	var errs []ParamError
-	bad := func(param, msg string) { errs = append(errs, ParamError{Param: param, Message: msg}) }
-	nowMs := now.UnixMilli()
-	// The latency budget runs on the wall clock from the request's arrival,
-	// whatever the clock that decides which data is current says.
-	req := query.Request{Series: in.Series, Start: time.Now()}
-	if err := params.SeriesID(in.Series); err != nil {
-		bad("id", err.Error())
+// singleValued are the read parameters that take one value; a query string
+// that repeats one is refused rather than silently truncated.
+var singleValued = []string{"from", "to", "resolution", "max_points", "order", "limit", "cursor", "slo", "partial"}
+
+// queryFields reads the read parameters of a query string.
+func queryFields(q url.Values) (readFields, params.Errors) {
+	var errs params.Errors
+	for _, name := range singleValued {
+		if len(q[name]) > 1 {
+			errs.Add(name, "is given %d times; it takes one value", len(q[name]))
+		}
 	}
-	var fromCanon, toCanon string
-	if in.From == "" {
+	return readFields{
+		From: q.Get("from"), To: q.Get("to"), Resolution: q.Get("resolution"), MaxPoints: q.Get("max_points"),
+		Agg: q["agg"], Order: q.Get("order"), Limit: q.Get("limit"), Cursor: q.Get("cursor"),
+		SLO: q.Get("slo"), Partial: q.Get("partial"),
+	}, errs
+}
+
+// request parses the fields' syntax into a typed request for series;
+// name maps a parameter to the name the client knows it by.
+func (f readFields) request(series string, name func(string) string) (query.Request, params.Errors) {
+	var errs params.Errors
+	bad := func(param, format string, args ...any) { errs.Add(name(param), format, args...) }
+	req := query.Request{Series: series, Cursor: f.Cursor, Start: time.Now()}
+	if f.From != "" {
+		t, err := params.ParseInstant(f.From)
+		if err != nil {
+			bad("from", "%s", err)
+		}
+		req.From = t
+	} else {
 		bad("from", "required: the start of the range (RFC 3339, Unix ms, or now-<duration>)")
-	} else if t, err := params.Time(in.From, nowMs); err != nil {
-		bad("from", err.Error())
-	} else {
-		req.Span.From, fromCanon = t, canonTime(in.From, t)
 	}
-	to := in.To
-	if to == "" {
-		to = "now"
-	}
-	if t, err := params.Time(to, nowMs); err != nil {
-		bad("to", err.Error())
-	} else {
-		req.Span.To, toCanon = t, canonTime(to, t)
-	}
-	if fromCanon != "" && toCanon != "" && req.Span.From >= req.Span.To {
-		bad("from", "must be before to (ranges are [from, to))")
-	}
-	resText := in.Resolution
-	switch resText {
-	case "", "auto":
-		resText = "auto"
-		req.Resolution = router.Resolution{Kind: router.Auto}
-	case "raw":
-		req.Resolution = router.Resolution{Kind: router.RawPoints}
-	default:
-		d, err := params.Duration(resText)
-		switch {
-		case err != nil:
-			bad("resolution", "must be auto, raw or a window duration like 5m: "+err.Error())
-		case d < router.MinWindow:
-			bad("resolution", "a window must be at least 1s")
-		default:
-			req.Resolution = router.Resolution{Kind: router.Window, Window: d}
-			resText = strconv.FormatInt(d, 10)
+	if f.To != "" {
+		t, err := params.ParseInstant(f.To)
+		if err != nil {
+			bad("to", "%s", err)
 		}
+		req.To = t
 	}
-	if in.MaxPoints != "" {
-		n, err := strconv.ParseInt(in.MaxPoints, 10, 64)
-		switch {
-		case err != nil || n < 1 || n > MaxMaxPoints:
-			bad("max_points", "must be an integer from 1 to 10000000")
-		case req.Resolution.Kind != router.Auto:
-			bad("max_points", "applies only to resolution=auto")
-		default:
-			req.MaxPoints = n
+	res, err := ParseResolution(f.Resolution)
+	if err != nil {
+		bad("resolution", "%s", err)
+	}
+	req.Resolution = res
+	if f.MaxPoints != "" {
+		// The range of a number is the engine's to check; what does not
+		// parse as one is out of range too.
+		n, err := strconv.ParseInt(f.MaxPoints, 10, 64)
+		if err != nil || n < 1 {
+			n = -1
 		}
+		req.MaxPoints = n
 	}
-	aggText := in.Agg
-	if aggText == "" {
-		aggText = "avg"
-	}
-	if aggs, err := query.ParseAggs(aggText); err != nil {
-		bad("agg", err.Error())
-	} else {
+	if aggs := nonEmpty(f.Agg); len(aggs) > 0 {
+		aggs, err := query.ParseAggs(strings.Join(aggs, ","))
+		if err != nil {
+			bad("agg", "%s", err)
+		}
 		req.Aggs = aggs
 	}
-	switch in.Order {
+	switch f.Order {
 	case "", "asc":
 	case "desc":
 		req.Desc = true
 	default:
 		bad("order", "must be asc or desc")
 	}
-	cfg := s.deps.Engine.Config()
-	if in.Limit != "" {
-		n, err := strconv.Atoi(in.Limit)
-		if err != nil || n < 1 || n > cfg.MaxLimit {
-			bad("limit", "must be an integer from 1 to "+strconv.Itoa(cfg.MaxLimit))
-		} else {
-			req.Limit = n
+	if f.Limit != "" {
+		n, err := strconv.Atoi(f.Limit)
+		if err != nil || n < 1 {
+			n = -1
 		}
+		req.Limit = n
 	}
-	if in.SLO != "" {
-		d, err := params.Duration(in.SLO)
-		if err != nil || d <= 0 {
-			msg := "must be a positive duration like 500ms"
-			if err != nil {
-				msg += ": " + err.Error()
-			}
-			bad("slo", msg)
-		} else {
+	if f.SLO != "" {
+		d, err := params.Duration(f.SLO)
+		switch {
+		case err != nil:
+			bad("slo", "must be a positive duration like 500ms: %s", err)
+		case d == 0:
+			req.SLO = -1
+		default:
 			req.SLO = time.Duration(d) * time.Millisecond
 		}
 	}
-	switch in.Partial {
+	switch f.Partial {
 	case "", "allow":
 	case "deny":
 		req.Deny = true
 	default:
 		bad("partial", "must be allow or deny")
 	}
-	req.Cursor = in.Cursor
-	order := "asc"
-	if req.Desc {
-		order = "desc"
-	}
-	var maxPoints string
-	if req.MaxPoints > 0 {
-		maxPoints = strconv.FormatInt(req.MaxPoints, 10)
-	}
-	req.Binding = partial.Bind(in.Series, fromCanon, toCanon, resText, maxPoints, query.FormatAggs(req.Aggs), order)
 	return req, errs
 }
 
-// canonTime is how a time parameter enters a cursor's binding: relative
-// times as written (their meaning moves with the clock, the cursor pins
-// it), absolute ones as milliseconds so that equal instants bind equally.
-func canonTime(text string, ms int64) string {
-	if strings.HasPrefix(text, "now") {
-		return text
+// ParseResolution reads the resolution parameter: auto (or empty), raw, or
+// a window duration.
+func ParseResolution(s string) (router.Resolution, error) {
+	switch s {
+	case "", "auto":
+		return router.Resolution{Kind: router.Auto}, nil
+	case "raw":
+		return router.Resolution{Kind: router.RawPoints}, nil
 	}
-	return strconv.FormatInt(ms, 10)
+	d, err := params.Duration(s)
+	if err != nil {
+		return router.Resolution{}, errResolution(err)
+	}
+	return router.Resolution{Kind: router.Window, Window: d}, nil
 }
 
-// tierName is the API's name of a level.
-func tierName(l tiers.Level) string { return l.String() }
+type resolutionError struct{ err error }
+
+func (e resolutionError) Error() string {
+	return "must be auto, raw or a window duration like 5m: " + e.err.Error()
+}
+
+func errResolution(err error) error { return resolutionError{err} }
+
+// keep returns parameter names unchanged.
+func keep(s string) string { return s }
+
+// nonEmpty drops empty values: an empty optional parameter means its
+// default.
+func nonEmpty(values []string) []string {
+	var out []string
+	for _, v := range values {
+		if v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}

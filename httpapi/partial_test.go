@@ -51,8 +51,10 @@ func (r stuckReader) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowP
 func TestPartialAllowAndDeny(t *testing.T) {
 	for _, failing := range []bool{false, true} {
 		store := newMemStore(t, time.Now)
-		now := tiers.AlignDown(querytest.NewEnv(t, store, store).Clock.Now().UnixMilli(), tiers.Hour)
-		env := querytest.NewEnv(t, store, stuckReader{PartitionReader: store, stuckBucket: now - tiers.Hour, failing: failing})
+		now := tiers.AlignDown(time.Now().UnixMilli(), tiers.Hour)
+		env := querytest.NewEnv(t, store, querytest.Options{Wrap: func(r tiers.PartitionReader) tiers.PartitionReader {
+			return stuckReader{PartitionReader: r, stuckBucket: now - tiers.Hour, failing: failing}
+		}})
 		s := &testServer{Server: apitest.Serve(t, env), t: t}
 		var pts []string
 		for i := range 30 {

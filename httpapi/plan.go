@@ -2,6 +2,9 @@ package httpapi
 
 import (
 	"net/http"
+
+	"github.com/tsgate/tsgate/jsonenc"
+	"github.com/tsgate/tsgate/params"
 )
 
 // maxPlannedBuckets bounds the bucket list of a plan; the totals still count
@@ -15,29 +18,29 @@ func (s *Server) plan(w http.ResponseWriter, r *http.Request) {
 	}
 	ex, err := s.deps.Engine.Explain(r.Context(), req)
 	if err != nil {
-		s.writeProblem(w, r, err)
+		s.writeProblem(w, r, params.Rename(err, pathParam))
 		return
 	}
 	b := make([]byte, 0, 4096)
 	b = append(b, '{')
-	b = appendKey(b, "tier")
-	b = appendString(b, tierName(ex.Plan.Tier))
+	b = jsonenc.AppendKey(b, "tier")
+	b = jsonenc.AppendString(b, ex.Plan.TierName)
 	b = append(b, ',')
-	b = appendKey(b, "resolution_ms")
-	b = appendInt(b, ex.Plan.Step)
+	b = jsonenc.AppendKey(b, "resolution_ms")
+	b = jsonenc.AppendInt(b, ex.Plan.Step)
 	b = append(b, ',')
-	b = appendKey(b, "reason")
-	b = appendString(b, ex.Plan.Reason)
+	b = jsonenc.AppendKey(b, "reason")
+	b = jsonenc.AppendString(b, ex.Plan.Reason)
 	b = append(b, ',')
-	b = appendKey(b, "read")
+	b = jsonenc.AppendKey(b, "read")
 	b = append(b, '[')
-	b = appendInt(b, ex.Plan.Read.From)
+	b = jsonenc.AppendInt(b, ex.Plan.Read.From)
 	b = append(b, ',')
-	b = appendInt(b, ex.Plan.Read.To)
+	b = jsonenc.AppendInt(b, ex.Plan.Read.To)
 	b = append(b, ']', ',')
 	b = appendSegments(b, ex.Plan.Segments)
 	b = appendWarnings(b, ex.Plan.Warnings)
-	b = appendKey(b, "buckets")
+	b = jsonenc.AppendKey(b, "buckets")
 	b = append(b, '[')
 	var buckets, partitions int64
 	for pb := range ex.Buckets {
@@ -46,31 +49,31 @@ func (s *Server) plan(w http.ResponseWriter, r *http.Request) {
 				b = append(b, ',')
 			}
 			b = append(b, `{"start":`...)
-			b = appendInt(b, pb.Span.From)
+			b = jsonenc.AppendInt(b, pb.Span.From)
 			b = append(b, `,"end":`...)
-			b = appendInt(b, pb.Span.To)
+			b = jsonenc.AppendInt(b, pb.Span.To)
 			b = append(b, `,"tier":`...)
-			b = appendString(b, tierName(pb.Tier))
+			b = jsonenc.AppendString(b, pb.TierName)
 			b = append(b, `,"partitions":`...)
-			b = appendInt(b, int64(pb.Partitions))
+			b = jsonenc.AppendInt(b, int64(pb.Partitions))
 			b = append(b, '}')
 		}
 		buckets++
 		partitions += int64(pb.Partitions)
 	}
 	b = append(b, ']', ',')
-	b = appendKey(b, "bucket_count")
-	b = appendInt(b, buckets)
+	b = jsonenc.AppendKey(b, "bucket_count")
+	b = jsonenc.AppendInt(b, buckets)
 	b = append(b, ',')
-	b = appendKey(b, "buckets_truncated")
+	b = jsonenc.AppendKey(b, "buckets_truncated")
 	if buckets > maxPlannedBuckets {
 		b = append(b, "true"...)
 	} else {
 		b = append(b, "false"...)
 	}
 	b = append(b, ',')
-	b = appendKey(b, "partitions")
-	b = appendInt(b, partitions)
+	b = jsonenc.AppendKey(b, "partitions")
+	b = jsonenc.AppendInt(b, partitions)
 	b = append(b, '}', '\n')
 	writeJSON(w, http.StatusOK, b)
 }

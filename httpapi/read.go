@@ -5,28 +5,35 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/tsgate/tsgate/jsonenc"
+	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/router"
 )
 
-func (s *Server) readInput(r *http.Request) readInput {
-	q := r.URL.Query()
-	return readInput{
-		Series: chi.URLParam(r, "id"), From: q.Get("from"), To: q.Get("to"), Resolution: q.Get("resolution"),
-		MaxPoints: q.Get("max_points"), Agg: q.Get("agg"), Order: q.Get("order"), Limit: q.Get("limit"),
-		Cursor: q.Get("cursor"), SLO: q.Get("slo"), Partial: q.Get("partial"),
-	}
-}
-
-// readRequest parses a read's query parameters, answering the problem
-// itself when any is wrong.
+// readRequest parses a read's query parameters into a typed request and
+// lets the engine check it; it answers the problem itself when anything is
+// wrong. The series is the path's {id}, and is named so in errors.
 func (s *Server) readRequest(w http.ResponseWriter, r *http.Request) (query.Request, bool) {
-	req, errs := s.parseRead(s.readInput(r), s.deps.Now())
+	f, errs := queryFields(r.URL.Query())
+	req, perrs := f.request(chi.URLParam(r, "id"), keep)
+	errs = append(errs, perrs...)
+	if len(errs) == 0 {
+		errs = params.List(s.deps.Engine.Check(req))
+	}
 	if len(errs) > 0 {
-		s.writeProblem(w, r, badParams(errs[0].Param+": "+errs[0].Message, errs))
+		s.writeProblem(w, r, params.Rename(errs, pathParam))
 		return req, false
 	}
 	return req, true
+}
+
+// pathParam names the series parameter as the REST routes have it.
+func pathParam(p string) string {
+	if p == "series" {
+		return "id"
+	}
+	return p
 }
 
 func (s *Server) readPoints(w http.ResponseWriter, r *http.Request) {
@@ -36,19 +43,20 @@ func (s *Server) readPoints(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.deps.Engine.Query(r.Context(), req)
 	if err != nil {
-		s.writeProblem(w, r, err)
+		s.writeProblem(w, r, params.Rename(err, pathParam))
 		return
 	}
 	defer res.Close()
 	sp := newSpool(w, s.cfg.SpoolBytes, req.Deny)
-	sp.buf = appendAnswerHead(sp.buf, res)
+	h := res.Head()
+	sp.buf = appendAnswerHead(sp.buf, h)
 	first := true
 	for res.Next() {
 		if !first {
 			sp.buf = append(sp.buf, ',')
 		}
 		first = false
-		sp.buf = appendItem(sp.buf, res, res.Item())
+		sp.buf = appendItem(sp.buf, h, res.Item())
 		if len(sp.buf) >= s.cfg.SpoolBytes {
 			if err := sp.flush(); err != nil {
 				return // the client went away
@@ -56,7 +64,6 @@ func (s *Server) readPoints(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	tr := res.Trailer()
-	s.deps.Metrics.observeRead(tr)
 	if tr.Err != nil {
 		// partial=deny: nothing was sent yet, so the whole answer becomes
 		// the problem.
@@ -112,61 +119,61 @@ func (s *spool) finish() error {
 }
 
 // appendAnswerHead writes the members known before any point.
-func appendAnswerHead(b []byte, res *query.Result) []byte {
+func appendAnswerHead(b []byte, res *query.Head) []byte {
 	b = append(b, '{')
-	b = appendKey(b, "series")
-	b = appendString(b, res.Series)
+	b = jsonenc.AppendKey(b, "series")
+	b = jsonenc.AppendString(b, res.Series)
 	b = append(b, ',')
-	b = appendKey(b, "from")
-	b = appendInt(b, res.Span.From)
+	b = jsonenc.AppendKey(b, "from")
+	b = jsonenc.AppendInt(b, res.Span.From)
 	b = append(b, ',')
-	b = appendKey(b, "to")
-	b = appendInt(b, res.Span.To)
+	b = jsonenc.AppendKey(b, "to")
+	b = jsonenc.AppendInt(b, res.Span.To)
 	b = append(b, ',')
-	b = appendKey(b, "tier")
-	b = appendString(b, tierName(res.Plan.Tier))
+	b = jsonenc.AppendKey(b, "tier")
+	b = jsonenc.AppendString(b, res.Plan.TierName)
 	b = append(b, ',')
-	b = appendKey(b, "resolution_ms")
-	b = appendInt(b, res.Plan.Step)
+	b = jsonenc.AppendKey(b, "resolution_ms")
+	b = jsonenc.AppendInt(b, res.Plan.Step)
 	b = append(b, ',')
-	b = appendKey(b, "order")
+	b = jsonenc.AppendKey(b, "order")
 	if res.Desc {
-		b = appendString(b, "desc")
+		b = jsonenc.AppendString(b, "desc")
 	} else {
-		b = appendString(b, "asc")
+		b = jsonenc.AppendString(b, "asc")
 	}
 	b = append(b, ',')
-	b = appendKey(b, "columns")
+	b = jsonenc.AppendKey(b, "columns")
 	b = append(b, `["t"`...)
 	if res.Plan.Step == 0 {
 		b = append(b, `,"v"`...)
 	} else {
 		for _, a := range res.Aggs {
 			b = append(b, ',')
-			b = appendString(b, a.String())
+			b = jsonenc.AppendString(b, a.String())
 		}
 	}
 	b = append(b, ']', ',')
 	b = appendWarnings(b, res.Warnings)
 	b = appendSegments(b, res.Plan.Segments)
-	b = appendKey(b, "points")
+	b = jsonenc.AppendKey(b, "points")
 	return append(b, '[')
 }
 
 // appendItem writes one point or window as an array in column order.
-func appendItem(b []byte, res *query.Result, it query.Item) []byte {
+func appendItem(b []byte, res *query.Head, it query.Item) []byte {
 	b = append(b, '[')
-	b = appendInt(b, it.T)
+	b = jsonenc.AppendInt(b, it.T)
 	if res.Plan.Step == 0 {
 		b = append(b, ',')
-		b = appendFloat(b, it.Row.Value())
+		b = jsonenc.AppendFloat(b, it.Row.Value())
 	} else {
 		for _, a := range res.Aggs {
 			b = append(b, ',')
 			if a == query.Count {
-				b = appendInt(b, it.Row.Count)
+				b = jsonenc.AppendInt(b, it.Row.Count)
 			} else {
-				b = appendFloat(b, a.Of(it.Row))
+				b = jsonenc.AppendFloat(b, a.Of(it.Row))
 			}
 		}
 	}
@@ -176,37 +183,37 @@ func appendItem(b []byte, res *query.Result, it query.Item) []byte {
 // appendAnswerTail closes the points and writes what is known at the end.
 func appendAnswerTail(b []byte, tr query.Trailer) []byte {
 	b = append(b, ']', ',')
-	b = appendKey(b, "partial")
+	b = jsonenc.AppendKey(b, "partial")
 	if tr.Partial {
 		b = append(b, "true,"...)
-		b = appendKey(b, "partial_reason")
-		b = appendString(b, tr.Reason)
+		b = jsonenc.AppendKey(b, "partial_reason")
+		b = jsonenc.AppendString(b, tr.Reason)
 	} else {
 		b = append(b, "false"...)
 	}
 	b = append(b, ',')
-	b = appendKey(b, "covered")
+	b = jsonenc.AppendKey(b, "covered")
 	b = append(b, '[')
-	b = appendInt(b, tr.Covered.From)
+	b = jsonenc.AppendInt(b, tr.Covered.From)
 	b = append(b, ',')
-	b = appendInt(b, tr.Covered.To)
+	b = jsonenc.AppendInt(b, tr.Covered.To)
 	b = append(b, ']', ',')
 	if tr.NextCursor != "" {
-		b = appendKey(b, "next_cursor")
-		b = appendString(b, tr.NextCursor)
+		b = jsonenc.AppendKey(b, "next_cursor")
+		b = jsonenc.AppendString(b, tr.NextCursor)
 		b = append(b, ',')
 	}
-	b = appendKey(b, "stats")
+	b = jsonenc.AppendKey(b, "stats")
 	b = append(b, `{"buckets":`...)
-	b = appendInt(b, tr.Stats.Buckets)
+	b = jsonenc.AppendInt(b, tr.Stats.Buckets)
 	b = append(b, `,"partitions":`...)
-	b = appendInt(b, tr.Stats.Partitions)
+	b = jsonenc.AppendInt(b, tr.Stats.Partitions)
 	b = append(b, `,"rows_read":`...)
-	b = appendInt(b, tr.Stats.RowsRead)
+	b = jsonenc.AppendInt(b, tr.Stats.RowsRead)
 	b = append(b, `,"cache_hits":`...)
-	b = appendInt(b, tr.Stats.CacheHits)
+	b = jsonenc.AppendInt(b, tr.Stats.CacheHits)
 	b = append(b, `,"elapsed_ms":`...)
-	b = appendFloat(b, float64(tr.Stats.Elapsed.Microseconds())/1000)
+	b = jsonenc.AppendFloat(b, float64(tr.Stats.Elapsed.Microseconds())/1000)
 	return append(b, '}', '}')
 }
 
@@ -216,31 +223,31 @@ func appendWarnings(b []byte, warnings []string) []byte {
 	if len(warnings) == 0 {
 		return b
 	}
-	b = appendKey(b, "warnings")
+	b = jsonenc.AppendKey(b, "warnings")
 	b = append(b, '[')
 	for i, w := range warnings {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, w)
+		b = jsonenc.AppendString(b, w)
 	}
 	return append(b, ']', ',')
 }
 
 // appendSegments writes the segments member and its comma.
 func appendSegments(b []byte, segs []router.Segment) []byte {
-	b = appendKey(b, "segments")
+	b = jsonenc.AppendKey(b, "segments")
 	b = append(b, '[')
 	for i, seg := range segs {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, `{"from":`...)
-		b = appendInt(b, seg.Span.From)
+		b = jsonenc.AppendInt(b, seg.Span.From)
 		b = append(b, `,"to":`...)
-		b = appendInt(b, seg.Span.To)
+		b = jsonenc.AppendInt(b, seg.Span.To)
 		b = append(b, `,"tier":`...)
-		b = appendString(b, tierName(seg.Tier))
+		b = jsonenc.AppendString(b, seg.TierName)
 		b = append(b, '}')
 	}
 	return append(b, ']', ',')

@@ -9,7 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tsgate/tsgate/params"
-	"github.com/tsgate/tsgate/query"
+	"github.com/tsgate/tsgate/problem"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -28,35 +28,35 @@ type seriesEntry struct {
 func (s *Server) listSeries(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	prefix, after := q.Get("prefix"), q.Get("cursor")
-	var errs []ParamError
+	var errs params.Errors
 	if prefix != "" {
 		if err := params.SeriesID(prefix); err != nil {
-			errs = append(errs, ParamError{Param: "prefix", Message: err.Error()})
+			errs.Add("prefix", "%s", err)
 		}
 	}
 	if after != "" {
 		// The listing cursor is the last id of the previous page: nothing
 		// secret, and any valid id resumes the sorted listing after it.
 		if err := params.SeriesID(after); err != nil {
-			errs = append(errs, ParamError{Param: "cursor", Message: "not a cursor of this listing: " + err.Error()})
+			errs.Add("cursor", "not a cursor of this listing: %s", err)
 		}
 	}
 	limit := defaultSeriesLimit
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > maxSeriesLimit {
-			errs = append(errs, ParamError{Param: "limit", Message: "must be an integer from 1 to " + strconv.Itoa(maxSeriesLimit)})
+			errs.Add("limit", "must be an integer from 1 to %d", maxSeriesLimit)
 		}
 		limit = n
 	}
 	if len(errs) > 0 {
-		s.writeProblem(w, r, badParams(errs[0].Param+": "+errs[0].Message, errs))
+		s.writeProblem(w, r, errs)
 		return
 	}
 	// One more than asked tells whether another page exists.
 	list, err := s.deps.Registry.ListSeries(r.Context(), prefix, after, limit+1)
 	if err != nil {
-		s.writeProblem(w, r, storeError{err})
+		s.writeProblem(w, r, problem.Unavailable(err))
 		return
 	}
 	out := struct {
@@ -86,27 +86,27 @@ type tierInfo struct {
 func (s *Server) getSeries(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	if err := params.SeriesID(id); err != nil {
-		s.writeProblem(w, r, badParam("id", err.Error()))
+		s.writeProblem(w, r, params.Bad("id", "%s", err))
 		return
 	}
 	info, err := s.deps.Registry.LookupSeries(r.Context(), id)
 	if errors.Is(err, tiers.ErrNotFound) {
-		s.writeProblem(w, r, query.ErrSeriesNotFound)
+		s.writeProblem(w, r, err)
 		return
 	}
 	if err != nil {
-		s.writeProblem(w, r, storeError{err})
+		s.writeProblem(w, r, problem.Unavailable(err))
 		return
 	}
 	now := s.deps.Now().UnixMilli()
-	p := s.deps.Engine.Pyramid()
+	p := s.deps.Pyramid
 	out := struct {
 		seriesEntry
 		Tiers []tierInfo `json:"tiers"`
 	}{seriesEntry: seriesEntry{ID: info.ID, First: info.First, Last: info.Last}}
 	for _, l := range p.Levels() {
 		t := p.Tier(l)
-		ti := tierInfo{Name: t.Name(), StepMs: t.Step, BucketMs: t.BucketWidth, EventBuckets: t.EventBuckets, RetentionS: t.Retention / 1000}
+		ti := tierInfo{Name: t.Name, StepMs: t.Step, BucketMs: t.BucketWidth, EventBuckets: t.EventBuckets, RetentionS: t.Retention / 1000}
 		if l == tiers.LevelRaw && info.Layout != nil {
 			// The layout in force now is the one a reader of recent data meets.
 			b := info.Layout.BucketOf(now)

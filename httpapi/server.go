@@ -1,9 +1,10 @@
-// Package httpapi is the gateway's HTTP layer: the routes of the v1 API,
-// the Grafana JSON datasource protocol, the operational endpoints, request
-// validation against the OpenAPI contract, and the one table that turns
-// errors into problem+json answers. Handlers parse and check parameters,
-// call the query engine, the write path or the registry, and encode
-// answers; they hold no storage logic.
+// Package httpapi is the gateway's REST front end: the routes of the v1
+// API, the operational endpoints, the dashboard, and request validation
+// against the OpenAPI contract; other front ends (Grafana, the Prometheus
+// API) are mounted beside it. Handlers parse their parameters' syntax into
+// a typed query.Request, call the engine, the write path or the registry,
+// and encode answers; errors go through the one table of package problem.
+// They hold no storage logic.
 package httpapi
 
 import (
@@ -22,6 +23,7 @@ import (
 
 	"github.com/tsgate/tsgate/api"
 	"github.com/tsgate/tsgate/ingest"
+	"github.com/tsgate/tsgate/problem"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/rollup"
 	"github.com/tsgate/tsgate/tiers"
@@ -38,6 +40,8 @@ type Registry interface {
 type Config struct {
 	// MaxBodyBytes bounds a write's body; larger bodies get 413.
 	MaxBodyBytes int64
+	// MaxQueries bounds the series of one batch query.
+	MaxQueries int
 	// SpoolBytes is how much of an answer is buffered before the status is
 	// sent: an answer that fails before that point can still become a
 	// problem instead of a truncated 200.
@@ -46,13 +50,16 @@ type Config struct {
 
 // DefaultConfig returns the HTTP defaults.
 func DefaultConfig() Config {
-	return Config{MaxBodyBytes: 16 << 20, SpoolBytes: 64 << 10}
+	return Config{MaxBodyBytes: 16 << 20, MaxQueries: DefaultMaxQueries, SpoolBytes: 64 << 10}
 }
 
 // Validate checks the configuration.
 func (c Config) Validate() error {
 	if c.MaxBodyBytes < 1024 {
 		return errors.New("the body limit must be at least 1 KiB")
+	}
+	if c.MaxQueries < 1 {
+		return errors.New("the queries of a batch must be bounded by at least 1")
 	}
 	if c.SpoolBytes < 512 {
 		return errors.New("the spool must be at least 512 bytes")
@@ -62,7 +69,10 @@ func (c Config) Validate() error {
 
 // Deps are the parts the HTTP layer serves.
 type Deps struct {
-	Engine   *query.Engine
+	Engine query.Engine
+	// Limits are the engine's; the contract states the page limit.
+	Limits   query.Limits
+	Pyramid  tiers.Pyramid
 	Writer   *ingest.Writer
 	Registry Registry
 	// Rollups runs pending rollups on demand.
@@ -78,6 +88,9 @@ type Deps struct {
 	Gatherer prometheus.Gatherer
 	// Home serves GET /; the dashboard of package web when nil.
 	Home http.Handler
+	// Mounts are other front ends, by path prefix (/grafana), served
+	// behind the same middlewares.
+	Mounts map[string]http.Handler
 }
 
 // Server serves the API.
@@ -99,7 +112,7 @@ func New(deps Deps, cfg Config) *Server {
 
 // Handler returns the routed handler.
 func (s *Server) Handler() http.Handler {
-	c, err := newContract(s.maxLimit())
+	c, err := newContract(s.deps.Limits.MaxLimit)
 	if err != nil {
 		// The document is embedded: it is valid in any binary whose tests
 		// passed.
@@ -116,12 +129,10 @@ func (s *Server) Handler() http.Handler {
 	}
 	r.Use(s.recoverer)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeJSONProblem(w, &Problem{Type: problemType("not-found"), Title: "Not found", Status: http.StatusNotFound,
-			Detail: "no route " + r.URL.Path + "; the API is described at /docs"})
+		problem.Write(w, problem.New(http.StatusNotFound, "not-found", "Not found", "no route "+r.URL.Path+"; the API is described at /docs"))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeJSONProblem(w, &Problem{Type: problemType("method-not-allowed"), Title: "Method not allowed", Status: http.StatusMethodNotAllowed,
-			Detail: r.Method + " is not allowed on " + r.URL.Path})
+		problem.Write(w, problem.New(http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed", r.Method+" is not allowed on "+r.URL.Path))
 	})
 	// Every route is an operation of api/openapi.yaml (TestRoutesMatchSpec
 	// keeps the two equal). Middlewares of a group run once chi has matched
@@ -152,16 +163,18 @@ func (s *Server) Handler() http.Handler {
 	r.Method(http.MethodGet, "/assets/*", web.Handler())
 	r.Method(http.MethodHead, "/assets/*", web.Handler())
 	r.Head("/", s.home)
-	r.Route("/grafana", s.grafanaRoutes)
+	for prefix, h := range s.deps.Mounts {
+		r.Mount(prefix, h)
+	}
 	return r
 }
 
-// maxLimit is the largest page a read may ask for.
-func (s *Server) maxLimit() int {
-	if s.deps.Engine == nil {
-		return query.DefaultConfig().MaxLimit
+// maxQueries is the most queries one batch may hold.
+func (s *Server) maxQueries() int {
+	if s.cfg.MaxQueries < 1 {
+		return DefaultMaxQueries
 	}
-	return s.deps.Engine.Config().MaxLimit
+	return s.cfg.MaxQueries
 }
 
 func serveSpec(w http.ResponseWriter, r *http.Request) {
@@ -205,7 +218,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 					panic(v)
 				}
 				s.logger(r).Error("panic while handling request", "panic", v, "stack", string(debug.Stack()))
-				writeJSONProblem(w, toProblem(errors.New("panic")))
+				problem.Write(w, problem.From(errors.New("panic")))
 			}
 		}()
 		next.ServeHTTP(w, r)
@@ -221,7 +234,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.deps.Ready(ctx); err != nil {
-		writeJSONProblem(w, notReady(err))
+		s.writeProblem(w, r, notReady(err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -230,11 +243,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 
 // notReady is the store-unavailable problem with the store's reason: a
 // probe's answer is read by operators, who need to know why.
-func notReady(err error) *Problem {
-	return &Problem{
-		Type: problemType("store-unavailable"), Title: "Store unavailable", Status: http.StatusServiceUnavailable,
-		Detail: "not ready: " + err.Error(),
-	}
+func notReady(err error) *problem.Problem {
+	return problem.New(http.StatusServiceUnavailable, "store-unavailable", "Store unavailable", "not ready: "+err.Error())
 }
 
 // Starting answers while the gateway waits for its store: /healthz says the
@@ -253,14 +263,14 @@ func Starting(ready func(context.Context) error) http.Handler {
 		if err == nil {
 			err = errors.New("the gateway is starting")
 		}
-		writeJSONProblem(w, notReady(err))
+		problem.Write(w, notReady(err))
 	})
 }
 
 func (s *Server) runRollups(w http.ResponseWriter, r *http.Request) {
 	rep, err := s.deps.Rollups.RunOnce(r.Context(), true)
 	if err != nil {
-		s.writeProblem(w, r, storeError{err})
+		s.writeProblem(w, r, problem.Unavailable(err))
 		return
 	}
 	b, _ := json.Marshal(struct {

@@ -4,28 +4,21 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"mime"
 	"net/http"
 
 	"github.com/tsgate/tsgate/ingest"
+	"github.com/tsgate/tsgate/problem"
 )
 
 func (s *Server) writePoints(w http.ResponseWriter, r *http.Request) {
-	ct := r.Header.Get("Content-Type")
-	mediaType, _, err := mime.ParseMediaType(ct)
 	var decode func(io.Reader, int64) ([]ingest.Point, error)
-	switch {
-	case err != nil: // missing or malformed: no decoder
-	case mediaType == "application/json":
+	switch mediaType(r) {
+	case "application/json":
 		decode = ingest.DecodeJSON
-	case mediaType == "application/x-ndjson":
+	case "application/x-ndjson":
 		decode = ingest.DecodeNDJSON
-	}
-	if decode == nil {
-		writeJSONProblem(w, &Problem{
-			Type: problemType("unsupported-media-type"), Title: "Unsupported media type", Status: http.StatusUnsupportedMediaType,
-			Detail: "send points as application/json or application/x-ndjson (Content-Type was " + quoteOrMissing(ct) + ")",
-		})
+	default:
+		s.writeProblem(w, r, unsupportedMedia("send points as application/json or application/x-ndjson", r.Header.Get("Content-Type")))
 		return
 	}
 	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
@@ -38,7 +31,7 @@ func (s *Server) writePoints(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var ve *ingest.ValidationError
 		if !errors.As(err, &ve) {
-			err = storeError{err}
+			err = problem.Unavailable(err)
 		}
 		s.writeProblem(w, r, err)
 		return
@@ -52,11 +45,4 @@ func (s *Server) writePoints(w http.ResponseWriter, r *http.Request) {
 		Late     int `json:"late,omitempty"`
 	}{res.Accepted, res.Late})
 	writeJSON(w, http.StatusOK, append(b, '\n'))
-}
-
-func quoteOrMissing(s string) string {
-	if s == "" {
-		return "missing"
-	}
-	return `"` + s + `"`
 }

@@ -25,16 +25,11 @@ type Point struct {
 // MaxReportedErrors bounds the per-point errors of one rejected batch.
 const MaxReportedErrors = 100
 
-// FieldError is one invalid part of a write; Param is like "points[17].t".
-type FieldError struct {
-	Param   string
-	Message string
-}
-
 // ValidationError rejects a whole batch: nothing of it is written.
 type ValidationError struct {
-	// Errors holds at most MaxReportedErrors entries, in point order.
-	Errors []FieldError
+	// Errors holds at most MaxReportedErrors entries, in point order; each
+	// names a part of the body, like "points[17].t".
+	Errors []params.Error
 	// Invalid counts every invalid point, reported or not.
 	Invalid int
 	// Total is the number of points in the batch, when known.
@@ -53,7 +48,7 @@ func (e *ValidationError) Error() string {
 
 func (e *ValidationError) add(param, msg string) {
 	if len(e.Errors) < MaxReportedErrors {
-		e.Errors = append(e.Errors, FieldError{Param: param, Message: msg})
+		e.Errors = append(e.Errors, params.Error{Param: param, Message: msg})
 	}
 }
 
@@ -100,7 +95,7 @@ func decodeJSONStream(r io.Reader, now int64) ([]Point, error) {
 	dec.UseNumber()
 	verr := &ValidationError{}
 	bodyErr := func(msg string) error {
-		return &ValidationError{Errors: []FieldError{{Param: "body", Message: msg}}}
+		return &ValidationError{Errors: []params.Error{{Param: "body", Message: msg}}}
 	}
 	if tok, err := dec.Token(); err != nil {
 		return nil, syntaxError(err, bodyErr)
@@ -125,7 +120,7 @@ func decodeJSONStream(r io.Reader, now int64) ([]Point, error) {
 		if tok, err := dec.Token(); err != nil {
 			return nil, syntaxError(err, bodyErr)
 		} else if d, ok := tok.(json.Delim); !ok || d != '[' {
-			return nil, &ValidationError{Errors: []FieldError{{Param: "points", Message: "must be an array of points"}}}
+			return nil, &ValidationError{Errors: []params.Error{{Param: "points", Message: "must be an array of points"}}}
 		}
 		for i := 0; dec.More(); i++ {
 			var rp rawPoint
@@ -193,7 +188,7 @@ func DecodeNDJSON(r io.Reader, now int64) ([]Point, error) {
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, &ValidationError{Errors: []FieldError{{Param: fmt.Sprintf("points[%d]", i), Message: "line longer than 1 MiB"}}}
+			return nil, &ValidationError{Errors: []params.Error{{Param: fmt.Sprintf("points[%d]", i), Message: "line longer than 1 MiB"}}}
 		}
 		return nil, err // the body's reader failed (too large, or the client went away)
 	}
@@ -206,7 +201,7 @@ func finish(points []Point, verr *ValidationError) ([]Point, error) {
 		return nil, verr
 	}
 	if len(points) == 0 {
-		return nil, &ValidationError{Errors: []FieldError{{Param: "points", Message: "must hold at least one point"}}}
+		return nil, &ValidationError{Errors: []params.Error{{Param: "points", Message: "must hold at least one point"}}}
 	}
 	return points, nil
 }

@@ -79,13 +79,16 @@ type Writer struct {
 	store   Store
 	layouts LayoutSource
 	raw     tiers.Tier
-	cfg     Config
-	now     func() time.Time
+	// dirtyStep is the width of the windows marked for rollup: the finest
+	// rollup tier's step (0: the pyramid has no rollup tier).
+	dirtyStep int64
+	cfg       Config
+	now       func() time.Time
 }
 
 // NewWriter returns a writer into the raw tier of p.
-func NewWriter(store Store, layouts LayoutSource, p *tiers.Pyramid, cfg Config, now func() time.Time) *Writer {
-	return &Writer{store: store, layouts: layouts, raw: *p.Tier(tiers.LevelRaw), cfg: cfg, now: now}
+func NewWriter(store Store, layouts LayoutSource, p tiers.Pyramid, cfg Config, now func() time.Time) *Writer {
+	return &Writer{store: store, layouts: layouts, raw: *p.Raw(), dirtyStep: p.DirtyStep(), cfg: cfg, now: now}
 }
 
 // Result says what a write did.
@@ -170,7 +173,9 @@ func (w *Writer) write(ctx context.Context, points []Point, onTime bool) (Result
 			b := st.layout.BucketOf(p.T)
 			lateMarks[tiers.LateMark{Series: p.Series, Bucket: bucket, Retention: b.End - b.Start + w.raw.Retention}] = struct{}{}
 		}
-		dirty[tiers.DirtyWindow{Series: p.Series, Window: tiers.AlignDown(p.T, tiers.Minute)}] = struct{}{}
+		if w.dirtyStep > 0 {
+			dirty[tiers.DirtyWindow{Series: p.Series, Window: tiers.AlignDown(p.T, w.dirtyStep)}] = struct{}{}
+		}
 		wi, ok := parts[key]
 		if !ok {
 			wi = len(writes)
@@ -208,9 +213,11 @@ func (w *Writer) write(ctx context.Context, points []Point, onTime bool) (Result
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return w.store.NoteSeries(gctx, spans) })
-	g.Go(func() error {
-		return w.store.MarkDirty(gctx, tiers.AlignDown(now, tiers.DirtySlot), w.raw.Retention, windows)
-	})
+	if len(windows) > 0 {
+		g.Go(func() error {
+			return w.store.MarkDirty(gctx, tiers.AlignDown(now, tiers.DirtySlot), w.raw.Retention, windows)
+		})
+	}
 	if len(marks) > 0 {
 		g.Go(func() error { return w.store.MarkLate(gctx, marks) })
 	}

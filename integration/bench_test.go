@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/base64"
 	"flag"
 	"fmt"
 	"io"
@@ -38,14 +39,16 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/tsgate/tsgate/cache"
+	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/httpapi"
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/merge"
+	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/partial"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/rollup"
 	"github.com/tsgate/tsgate/router"
+	"github.com/tsgate/tsgate/scan"
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/cassandra"
 )
@@ -62,29 +65,16 @@ type benchClock struct{ off atomic.Int64 }
 func (c *benchClock) Now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())) }
 func (c *benchClock) Advance(d time.Duration) { c.off.Add(int64(d)) }
 
-// gateway is the read and write paths wired over the Cassandra store the way
-// `gateway serve` wires them — series metadata through the series cache,
-// production engine defaults — but without the partition cache, so every
-// read goes to Cassandra.
-type gateway struct {
+// benchGateway is the gateway assembled over the Cassandra store the way
+// `gateway serve` assembles it — package gateway, production engine
+// defaults — but without the partition cache, so every read goes to
+// Cassandra, and with a clock the benchmark moves.
+type benchGateway struct {
+	*gateway.Gateway
 	store   *cassandra.Store
 	cfg     cassandra.Config
 	pyramid tiers.Pyramid
 	clock   *benchClock
-	series  *cache.Series
-	engine  *query.Engine
-	writer  *ingest.Writer
-	rollups *rollup.Worker
-}
-
-// writerStore writes the registry through the series cache, as serve does.
-type writerStore struct {
-	tiers.Store
-	series *cache.Series
-}
-
-func (w writerStore) NoteSeries(ctx context.Context, spans []tiers.SeriesInfo) error {
-	return w.series.NoteSeries(ctx, spans)
 }
 
 // openBenchStore is a fresh store with the tiers of p, and its
@@ -95,30 +85,21 @@ func openBenchStore(b *testing.B, p tiers.Pyramid) (*cassandra.Store, cassandra.
 	return store, cfg
 }
 
-func newGateway(b *testing.B, store *cassandra.Store, cfg cassandra.Config, p tiers.Pyramid, qc query.Config) *gateway {
+func newGateway(b *testing.B, store *cassandra.Store, cfg cassandra.Config, p tiers.Pyramid, qc query.Config) *benchGateway {
 	b.Helper()
-	if err := qc.Validate(); err != nil {
+	clock := &benchClock{}
+	gc := gateway.DefaultConfig()
+	gc.Pyramid, gc.Query, gc.CacheBytes = p, qc, 0
+	gc.Rollup.Interval = 0
+	gc.CursorKey = base64.StdEncoding.EncodeToString([]byte("benchmark cursor key, 32 bytes.."))
+	if err := gc.Validate(); err != nil {
 		b.Fatal(err)
 	}
-	g := &gateway{store: store, cfg: cfg, pyramid: p, clock: &benchClock{}}
-	signer, err := partial.NewSigner([]byte("benchmark cursor key, 32 bytes.."))
+	g, err := gateway.New(context.Background(), store, gc, gateway.Options{Now: clock.Now, Logger: storeLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}
-	series := cache.NewSeries(store, 100000, 2*time.Second, time.Minute, g.clock.Now)
-	g.series = series
-	wm := func(ctx context.Context) router.Watermarks { return g.rollups.Watermarks(ctx) }
-	engineStore := struct {
-		tiers.PartitionReader
-		tiers.LateIndex
-		*cache.Series
-	}{store, store, series}
-	g.engine = query.New(engineStore, p, router.DefaultConfig(), wm, signer, qc, g.clock.Now)
-	rc := rollup.DefaultConfig()
-	rc.Interval = 0
-	g.rollups = rollup.New(store, g.engine, rc, g.clock.Now, nil, nil)
-	g.writer = ingest.NewWriter(writerStore{store, series}, series, &g.pyramid, ingest.DefaultConfig(), g.clock.Now)
-	return g
+	return &benchGateway{Gateway: g, store: store, cfg: cfg, pyramid: p, clock: clock}
 }
 
 // benchValue is a point's value: small integers, so that sums are exact in
@@ -127,7 +108,7 @@ func benchValue(t int64) float64 { return float64((t / 1000) % 1000) }
 
 // backfill loads one point every step over span through the write path, in
 // batches, as history imports do.
-func (g *gateway) backfill(b *testing.B, series string, span tiers.Span, step int64) int {
+func (g *benchGateway) backfill(b *testing.B, series string, span tiers.Span, step int64) int {
 	b.Helper()
 	ctx := context.Background()
 	batch := make([]ingest.Point, 0, 50000)
@@ -136,7 +117,7 @@ func (g *gateway) backfill(b *testing.B, series string, span tiers.Span, step in
 		if len(batch) == 0 {
 			return
 		}
-		if _, err := g.writer.Backfill(ctx, batch); err != nil {
+		if _, err := g.Writer.Backfill(ctx, batch); err != nil {
 			b.Fatalf("backfill %s: %v", series, err)
 		}
 		n += len(batch)
@@ -307,7 +288,7 @@ func cpuTimes() (self, node time.Duration) {
 func BenchmarkFanOut(b *testing.B) {
 	p := tiers.DefaultPyramid()
 	// Data starts on an hour boundary a little more than 7 days back.
-	p[tiers.LevelRaw].Retention = 8 * tiers.Day
+	p.Raw().Retention = 8 * tiers.Day
 	store, cfg := openBenchStore(b, p)
 	qc := query.DefaultConfig()
 	g := newGateway(b, store, cfg, p, qc)
@@ -319,16 +300,16 @@ func BenchmarkFanOut(b *testing.B) {
 	start := time.Now()
 	n := g.backfill(b, series, span, tiers.Second)
 	note(b, "loaded %d points in %s (%.0f points/s through Writer.Backfill)", n, time.Since(start).Round(time.Millisecond), float64(n)/time.Since(start).Seconds())
-	buckets, partitions := p.Tier(tiers.LevelRaw).DefaultLayout().CountBuckets(span)
+	buckets, partitions := p.Raw().DefaultLayout().CountBuckets(span)
 	if n != 604800 || buckets != 168 || partitions != 672 {
 		b.Fatalf("%d points in %d buckets, %d partitions; want 604800, 168, 672", n, buckets, partitions)
 	}
 
 	s := newSession(b)
 	ctx := context.Background()
-	pageSize := min(cfg.PageSize, qc.PageSize)
+	pageSize := min(cfg.PageSize, qc.Scan.PageSize)
 	seqRead := func(out []point) []point {
-		return readSequential(b, ctx, s, cfg.Keyspace, series, span, p.Tier(tiers.LevelRaw).DefaultLayout(), pageSize, out)
+		return readSequential(b, ctx, s, cfg.Keyspace, series, span, p.Raw().DefaultLayout(), pageSize, out)
 	}
 	bufs := map[string][]point{}
 	stats := map[string]query.Stats{}
@@ -345,11 +326,11 @@ func BenchmarkFanOut(b *testing.B) {
 				out = seqRead(out)
 			case "gateway-cursors":
 				var st query.Stats
-				out, pages[side], st = readGateway(b, ctx, g.engine, series, span, 100000, out)
+				out, pages[side], st = readGateway(b, ctx, g.Engine, series, span, 100000, out)
 				stats[side] = st
 			case "gateway-one-page":
 				var st query.Stats
-				out, pages[side], st = readGateway(b, ctx, g1.engine, series, span, 1000000, out)
+				out, pages[side], st = readGateway(b, ctx, g1.Engine, series, span, 1000000, out)
 				stats[side] = st
 			}
 		})
@@ -420,8 +401,8 @@ func readSequential(b *testing.B, ctx context.Context, s *gocql.Session, ks, ser
 
 // readGateway reads span's raw points through the engine, following
 // cursors; it returns the points, the pages and the summed stats.
-func readGateway(b *testing.B, ctx context.Context, e *query.Engine, series string, span tiers.Span, limit int, out []point) ([]point, int, query.Stats) {
-	req := query.Request{Series: series, Span: span, Resolution: router.Resolution{Kind: router.RawPoints}, Limit: limit}
+func readGateway(b *testing.B, ctx context.Context, e query.Engine, series string, span tiers.Span, limit int, out []point) ([]point, int, query.Stats) {
+	req := query.Request{Series: series, From: params.At(span.From), To: params.At(span.To), Resolution: router.Resolution{Kind: router.RawPoints}, Limit: limit}
 	var stats query.Stats
 	for pages := 1; ; pages++ {
 		res, err := e.Query(ctx, req)
@@ -472,7 +453,7 @@ func BenchmarkIngest(b *testing.B) {
 	store, cfg := openBenchStore(b, p)
 	g := newGateway(b, store, cfg, p, query.DefaultConfig())
 	srv := httpapi.New(httpapi.Deps{
-		Engine: g.engine, Writer: g.writer, Registry: store, Rollups: g.rollups,
+		Engine: g.Engine, Writer: g.Writer, Registry: store, Rollups: g.Rollups,
 		Ready: store.Ping, Now: g.clock.Now, Logger: storeLogger(),
 	}, httpapi.DefaultConfig())
 	ts := httptest.NewServer(srv.Handler())
@@ -481,7 +462,7 @@ func BenchmarkIngest(b *testing.B) {
 	b.Cleanup(client.CloseIdleConnections)
 	s := newSession(b)
 	ctx := context.Background()
-	layout := p.Tier(tiers.LevelRaw).DefaultLayout()
+	layout := p.Raw().DefaultLayout()
 	insert := fmt.Sprintf("INSERT INTO %s.%s (series, bucket, eb, t, v) VALUES (?, ?, ?, ?, ?) USING TTL ?", cfg.Keyspace, tiers.TableRaw)
 
 	// pointsOf returns the batches of one client in one round: recent,
@@ -543,7 +524,7 @@ func BenchmarkIngest(b *testing.B) {
 			for c := range work {
 				eg.Go(func() error {
 					for _, batch := range work[c] {
-						if err := writeDirect(ctx, s, insert, names[c], layout, p.Tier(tiers.LevelRaw).Retention, batch, cfg.MaxBatchRows, cfg.WriteParallelism); err != nil {
+						if err := writeDirect(ctx, s, insert, names[c], layout, p.Raw().Retention, batch, cfg.MaxBatchRows, cfg.WriteParallelism); err != nil {
 							return err
 						}
 					}
@@ -688,8 +669,8 @@ func countRaw(b *testing.B, s *gocql.Session, ks, series string, layout tiers.La
 // past 90 days, so that 90 days of history can be written and rolled up.
 func pyramid90() tiers.Pyramid {
 	p := tiers.DefaultPyramid()
-	p[tiers.LevelRaw].Retention = 92 * tiers.Day
-	p[tiers.LevelMinute].Retention = 92 * tiers.Day
+	p.Raw().Retention = 92 * tiers.Day
+	p[1].Retention = 92 * tiers.Day
 	return p
 }
 
@@ -697,7 +678,7 @@ func pyramid90() tiers.Pyramid {
 // rolls them up with RunOnce(ctx, true), and then compares the dashboard
 // query "last 90 days, resolution=auto" — which the router sends to the
 // hour tier, at 1 h — with the same windows computed from the minute tier:
-// engine.ReadTier over the minute tier folded to 1 h by merge.Windower,
+// scan.Scanner.ReadTier over the minute tier folded to 1 h by merge.Windower,
 // which is what answering from the minute tier re-aggregated to 1 h does.
 // Both sides must return the same windows.
 func BenchmarkPyramid(b *testing.B) {
@@ -712,7 +693,7 @@ func BenchmarkPyramid(b *testing.B) {
 	}
 	g.clock.Advance(5 * time.Minute)
 	ctx := context.Background()
-	rep, err := g.rollups.RunOnce(ctx, true)
+	rep, err := g.Rollups.RunOnce(ctx, true)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -725,14 +706,14 @@ func BenchmarkPyramid(b *testing.B) {
 		rows    int64
 	}
 	auto := func() answer {
-		res, err := g.engine.Query(ctx, query.Request{Series: series, Span: reqSpan, Resolution: router.Resolution{Kind: router.Auto},
+		res, err := g.Engine.Query(ctx, query.Request{Series: series, From: params.At(reqSpan.From), To: params.At(reqSpan.To), Resolution: router.Resolution{Kind: router.Auto},
 			Aggs: []query.Agg{query.Min, query.Max, query.Sum, query.Count}, Limit: query.DefaultConfig().MaxLimit})
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer res.Close()
-		if res.Plan.Tier != tiers.LevelHour || res.Plan.Step != tiers.Hour {
-			b.Fatalf("auto over 90 days planned tier %s step %d, want the hour tier at 1h", res.Plan.Tier, res.Plan.Step)
+		if plan := res.Head().Plan; plan.TierName != "hour" || plan.Step != tiers.Hour {
+			b.Fatalf("auto over 90 days planned tier %s step %d, want the hour tier at 1h", plan.TierName, plan.Step)
 		}
 		var a answer
 		for res.Next() {
@@ -748,12 +729,12 @@ func BenchmarkPyramid(b *testing.B) {
 	read := tiers.Span{From: tiers.AlignUp(reqSpan.From, tiers.Hour), To: tiers.AlignUp(reqSpan.To, tiers.Hour)}
 	fromMinutes := func() answer {
 		// Looked up as the engine looks series up: through the cache.
-		info, err := g.series.LookupSeries(ctx, series)
+		info, err := g.Series.LookupSeries(ctx, series)
 		if err != nil {
 			b.Fatal(err)
 		}
 		var stats partial.Stats
-		stream, err := g.engine.ReadTier(ctx, info, tiers.LevelMinute, read, &stats)
+		stream, err := scan.New(g.store, g.pyramid, g.Config.Query.Scan, g.clock.Now).ReadTier(ctx, info, 1, read, &stats)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -827,7 +808,7 @@ func BenchmarkRollup(b *testing.B) {
 		{"data=90d-per-minute", pyramid90(), 90, tiers.Minute, tiers.Minute},
 		{"data=7d-1Hz", func() tiers.Pyramid {
 			p := tiers.DefaultPyramid()
-			p[tiers.LevelRaw].Retention = 8 * tiers.Day
+			p.Raw().Retention = 8 * tiers.Day
 			return p
 		}(), 7, tiers.Second, tiers.Hour},
 	}
@@ -845,7 +826,7 @@ func BenchmarkRollup(b *testing.B) {
 					points = g.backfill(b, fmt.Sprintf("bench.rollup.r%d", r), tiers.Span{From: end - c.days*tiers.Day, To: end}, c.step)
 					g.clock.Advance(5 * time.Minute)
 					t0 := time.Now()
-					rep, err := g.rollups.RunOnce(ctx, true)
+					rep, err := g.Rollups.RunOnce(ctx, true)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -900,7 +881,7 @@ func BenchmarkTailLatency(b *testing.B) {
 	}
 	once := func(slo time.Duration) run {
 		start := time.Now()
-		res, err := g.engine.Query(ctx, query.Request{Series: series, Span: span, Resolution: router.Resolution{Kind: router.RawPoints},
+		res, err := g.Engine.Query(ctx, query.Request{Series: series, From: params.At(span.From), To: params.At(span.To), Resolution: router.Resolution{Kind: router.RawPoints},
 			Limit: qc.MaxLimit, SLO: slo, Start: start})
 		if err != nil {
 			b.Fatal(err)

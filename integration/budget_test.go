@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/tsgate/tsgate/ingest"
-	"github.com/tsgate/tsgate/partial"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/router"
@@ -27,7 +26,7 @@ const overrun = time.Second
 // yields exactly the unbudgeted answer.
 func TestBudgetOnCassandra(t *testing.T) {
 	store := openStore(t)
-	env := querytest.NewEnv(t, store, store)
+	env := querytest.NewEnv(t, store, querytest.Options{})
 	ctx := context.Background()
 	now := env.Clock.Now().UnixMilli()
 	span := tiers.Span{From: now - 2*tiers.Day, To: now - tiers.Minute}
@@ -45,7 +44,7 @@ func TestBudgetOnCassandra(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := router.Resolution{Kind: router.RawPoints}
-	full, _, err := env.ReadAll(ctx, query.Request{Series: "budget", Span: span, Resolution: raw, Limit: env.Config.MaxLimit}, 100)
+	full, _, err := env.ReadAll(ctx, env.Req("budget", span, raw), 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,8 +56,8 @@ func TestBudgetOnCassandra(t *testing.T) {
 	// loaded machine while still catching a cursor that does not advance.
 	const maxPages = 50000
 	for _, budget := range []time.Duration{10 * time.Millisecond, 40 * time.Millisecond} {
-		req := query.Request{Series: "budget", Span: span, Resolution: raw, Limit: env.Config.MaxLimit, SLO: budget,
-			Binding: partial.Bind("budget", budget.String())}
+		req := env.Req("budget", span, raw)
+		req.SLO = budget
 		var got []query.Item
 		pages, partials := 0, 0
 		var worst time.Duration
@@ -93,5 +92,30 @@ func TestBudgetOnCassandra(t *testing.T) {
 			t.Fatalf("budget %s: no page was cut short over %d partitions", budget, 192)
 		}
 		t.Logf("budget %s: %d pages (%d partial), slowest %s", budget, pages, partials, worst.Round(time.Millisecond))
+	}
+
+	// Budgets below one round trip: every page still makes progress, so
+	// following cursors ends within the buckets of the range (48) and a
+	// couple more pages, raw and aggregated, in both orders.
+	for _, budget := range []time.Duration{time.Millisecond, 2 * time.Millisecond} {
+		for _, res := range []router.Resolution{raw, {Kind: router.Window, Window: 5 * tiers.Minute}} {
+			for _, desc := range []bool{false, true} {
+				req := env.Req("budget", span, res)
+				req.Desc = desc
+				want, _, err := env.ReadAll(ctx, req, 100)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.SLO = budget
+				got, pages, err := env.ReadAll(ctx, req, 48+2)
+				if err != nil {
+					t.Fatalf("budget %s resolution %+v desc %v: %v after %d pages", budget, res, desc, err, pages)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("budget %s resolution %+v desc %v: %d pages gave %d items, want %d", budget, res, desc, pages, len(got), len(want))
+				}
+				t.Logf("budget %s resolution %+v desc %v: %d pages", budget, res, desc, pages)
+			}
+		}
 	}
 }

@@ -104,11 +104,19 @@ func newKeyspace(t testing.TB, s *gocql.Session) string {
 		t.Fatalf("create keyspace: %v", err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		// Dropping a keyspace flushes its tables, which can take longer
+		// than the driver's request timeout on a busy machine; the drop
+		// goes on on the server, and a retry finds it done. A keyspace
+		// left behind costs disk, not correctness: its name is unique.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if err := s.Query("DROP KEYSPACE IF EXISTS " + ks).ExecContext(ctx); err != nil {
-			t.Errorf("drop keyspace %s: %v", ks, err)
+		var err error
+		for range 4 {
+			if err = s.Query("DROP KEYSPACE IF EXISTS " + ks).ExecContext(ctx); err == nil {
+				return
+			}
 		}
+		t.Logf("drop keyspace %s: %v (left behind)", ks, err)
 	})
 	return ks
 }

@@ -5,12 +5,14 @@ package integration
 import (
 	"testing"
 
-	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/cassandra"
+	"github.com/tsgate/tsgate/tiers/storetest"
 )
 
 // freshStore creates a keyspace with a unique name and the gateway's
@@ -52,6 +54,17 @@ func openStore(t *testing.T) *cassandra.Store {
 func TestQueryBehaviourOnCassandra(t *testing.T) {
 	store := openStore(t)
 	start := time.Now()
-	querytest.Run(t, store)
+	querytest.Run(t, store, tiers.DefaultPyramid())
 	t.Logf("behavioural suite ran in %s", time.Since(start).Round(time.Millisecond))
+}
+
+// TestFiveTierPyramidOnCassandra runs the conformance suite and the read
+// paths' suite on a pyramid with a 10s tier under the minute tier: its
+// table is created by the schema the pyramid implies, and every answer
+// still equals brute force.
+func TestFiveTierPyramidOnCassandra(t *testing.T) {
+	p := storetest.FiveTiers()
+	store, _, _ := freshStore(t, p)
+	t.Run("Conformance", func(t *testing.T) { storetest.Run(t, store, p) })
+	t.Run("Queries", func(t *testing.T) { querytest.Run(t, store, p) })
 }

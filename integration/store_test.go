@@ -47,7 +47,7 @@ func storeLogger() *slog.Logger {
 func TestCassandraStoreConformance(t *testing.T) {
 	store := openStore(t)
 	start := time.Now()
-	storetest.Run(t, store)
+	storetest.Run(t, store, tiers.DefaultPyramid())
 	t.Logf("conformance suite ran in %s", time.Since(start).Round(time.Millisecond))
 }
 
@@ -166,7 +166,7 @@ func TestCassandraStoreExactTimes(t *testing.T) {
 		rows = append(rows, tiers.Row{T: ts, Min: -float64(i), Max: float64(i), Sum: float64(i) / 3, Count: 1<<40 + int64(i)})
 	}
 	// The day tier keeps rows forever, so none of them is expired.
-	key := tiers.PartitionKey{Table: tiers.TableDay, Series: "times", Bucket: tiers.MinTime}
+	key := tiers.PartitionKey{Table: tiers.RollupTable(tiers.Day), Series: "times", Bucket: tiers.MinTime}
 	if err := store.Write(ctx, []tiers.PartitionWrite{{Key: key, Rows: rows}}); err != nil {
 		t.Fatal(err)
 	}

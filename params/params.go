@@ -52,18 +52,66 @@ func quoteByte(s string, i int) string {
 	return string(r)
 }
 
-// Time parses a point in time: RFC 3339 with any offset
+// Instant is a time as a request gives it: absolute, or relative to the
+// clock ("now-6h"), which is resolved when the request is served. A
+// relative instant keeps its meaning as the clock moves; a cursor pins the
+// resolution of the request's first page. The zero Instant is unset.
+type Instant struct {
+	set      bool
+	relative bool
+	ms       int64 // Unix ms, or the offset from now
+}
+
+// At is the absolute instant ms.
+func At(ms int64) Instant { return Instant{set: true, ms: ms} }
+
+// FromNow is the instant offset ms after the clock (negative: before).
+func FromNow(offset int64) Instant { return Instant{set: true, relative: true, ms: offset} }
+
+// IsZero reports whether the instant is unset.
+func (i Instant) IsZero() bool { return !i.set }
+
+// Relative reports whether the instant moves with the clock.
+func (i Instant) Relative() bool { return i.relative }
+
+// Resolve returns the instant in Unix ms at clock now; it fails when the
+// result lies outside years 0001 to 9999.
+func (i Instant) Resolve(now int64) (int64, error) {
+	t := i.ms
+	if i.relative {
+		t = now + i.ms
+	}
+	if t < tiers.MinTime || t >= tiers.MaxTime {
+		return 0, errors.New("is out of range (years 0001 to 9999)")
+	}
+	return t, nil
+}
+
+// Canon is the instant's canonical text: relative instants as now and an
+// offset in ms, absolute ones as Unix ms, so that equal instants written
+// differently compare equal.
+func (i Instant) Canon() string {
+	switch {
+	case !i.set:
+		return ""
+	case i.relative:
+		return "now" + strconv.FormatInt(i.ms, 10)
+	}
+	return strconv.FormatInt(i.ms, 10)
+}
+
+// ParseInstant parses a point in time: RFC 3339 with any offset
 // ("2026-01-15T14:37:22.123Z"), integer Unix milliseconds ("1768487842123"),
-// or relative to now ("now", "now-15m", "now+1h"). Sub-millisecond digits
-// are truncated towards the past.
-func Time(s string, now int64) (int64, error) {
+// or relative to the clock ("now", "now-15m", "now+1h"). Sub-millisecond
+// digits are truncated towards the past.
+func ParseInstant(s string) (Instant, error) {
 	if s == "" {
-		return 0, errors.New("must not be empty; use RFC 3339, Unix milliseconds, or now-<duration>")
+		return Instant{}, errors.New("must not be empty; use RFC 3339, Unix milliseconds, or now-<duration>")
 	}
 	if strings.HasPrefix(s, "now") {
 		rest := s[3:]
 		if rest == "" {
-			return now, nil
+			return FromNow(0), nil
 		}
 		sign := int64(1)
 		switch rest[0] {
@@ -71,34 +119,43 @@ func Time(s string, now int64) (int64, error) {
 			sign = -1
 		case '+':
 		default:
-			return 0, fmt.Errorf("%q is not a time: after now comes - or + and a duration, like now-15m", s)
+			return Instant{}, fmt.Errorf("%q is not a time: after now comes - or + and a duration, like now-15m", s)
 		}
 		d, err := Duration(rest[1:])
 		if err != nil {
-			return 0, fmt.Errorf("%q is not a time: %v", s, err)
+			return Instant{}, fmt.Errorf("%q is not a time: %v", s, err)
 		}
-		t := now + sign*d
-		if t < tiers.MinTime || t >= tiers.MaxTime {
-			return 0, fmt.Errorf("%q is out of range (years 0001 to 9999)", s)
-		}
-		return t, nil
+		return FromNow(sign * d), nil
 	}
 	if isInteger(s) {
 		ms, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || ms < tiers.MinTime || ms >= tiers.MaxTime {
-			return 0, fmt.Errorf("%q is out of range for Unix milliseconds (years 0001 to 9999)", s)
+			return Instant{}, fmt.Errorf("%q is out of range for Unix milliseconds (years 0001 to 9999)", s)
 		}
-		return ms, nil
+		return At(ms), nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a time: use RFC 3339 (2026-01-15T14:37:22Z), Unix milliseconds, or now-<duration>", s)
+		return Instant{}, fmt.Errorf("%q is not a time: use RFC 3339 (2026-01-15T14:37:22Z), Unix milliseconds, or now-<duration>", s)
 	}
 	ms := t.UnixMilli() // floors: Go keeps nanoseconds non-negative
 	if ms < tiers.MinTime || ms >= tiers.MaxTime {
-		return 0, fmt.Errorf("%q is out of range (years 0001 to 9999)", s)
+		return Instant{}, fmt.Errorf("%q is out of range (years 0001 to 9999)", s)
 	}
-	return ms, nil
+	return At(ms), nil
+}
+
+// Time parses a point in time like ParseInstant and resolves it at now.
+func Time(s string, now int64) (int64, error) {
+	i, err := ParseInstant(s)
+	if err != nil {
+		return 0, err
+	}
+	t, err := i.Resolve(now)
+	if err != nil {
+		return 0, fmt.Errorf("%q %v", s, err)
+	}
+	return t, nil
 }
 
 func isInteger(s string) bool {

@@ -3,6 +3,7 @@ package partial
 import (
 	"encoding/base64"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -17,7 +18,7 @@ func testSigner(t testing.TB) *Signer {
 func TestCursorRoundTrip(t *testing.T) {
 	s := testSigner(t)
 	b := Bind("sensor-1", "now-6h", "now", "raw", "", "avg", "asc")
-	c := Cursor{Binding: b, From: 1000, To: 9000, Position: 4321, Tier: 2, Step: 60000}
+	c := Cursor{Binding: b, From: 1000, To: 9000, Position: 4321, TierName: "hour", TierStep: 3600000, Step: 7200000}
 	got, err := s.Decode(s.Encode(c), b)
 	if err != nil || got != c {
 		t.Fatalf("Decode(Encode(%+v)) = %+v, %v", c, got, err)
@@ -27,7 +28,7 @@ func TestCursorRoundTrip(t *testing.T) {
 func TestCursorTampering(t *testing.T) {
 	s := testSigner(t)
 	b := Bind("sensor-1", "0", "9000", "raw")
-	token := s.Encode(Cursor{Binding: b, From: 0, To: 9000, Position: 500})
+	token := s.Encode(Cursor{Binding: b, From: 0, To: 9000, Position: 500, TierName: "raw"})
 	raw, _ := base64.RawURLEncoding.DecodeString(token)
 
 	flip := func(i int) string {
@@ -44,6 +45,7 @@ func TestCursorTampering(t *testing.T) {
 		want  error
 	}{
 		{"position altered", flip(40), b, ErrCursorForged},
+		{"tier name altered", flip(len(raw) - macLen - 1), b, ErrCursorForged},
 		{"binding altered", flip(3), b, ErrCursorForged},
 		{"signature altered", flip(len(raw) - 1), b, ErrCursorForged},
 		{"truncated", token[:len(token)-4], b, ErrCursorMalformed},
@@ -54,6 +56,9 @@ func TestCursorTampering(t *testing.T) {
 		{"other key", other.Encode(Cursor{Binding: b, From: 0, To: 9000, Position: 500}), b, ErrCursorForged},
 		{"older version", base64.RawURLEncoding.EncodeToString(oldVersion), b, ErrCursorVersion},
 		{"huge", string(make([]byte, 1<<20)), b, ErrCursorMalformed},
+		{"line breaks inserted", token[:20] + "\r\n\n\r" + token[20:], b, ErrCursorMalformed},
+		{"padded", token + "==", b, ErrCursorMalformed},
+		{"standard alphabet", strings.NewReplacer("-", "+", "_", "/").Replace(token) + "+", b, ErrCursorMalformed},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

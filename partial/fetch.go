@@ -24,6 +24,15 @@ type Group struct {
 
 // FetchOptions bounds a fetch.
 type FetchOptions struct {
+	// Soft, when set, is the budget of the page: the reads of groups that
+	// lie outside Must stop when it is done, and no such group is started
+	// after it. The reads of the groups that overlap Must run under the
+	// fetch's own context, which the caller bounds by its maximum budget:
+	// a page always completes the part of the range it needs to make
+	// progress, however slow the store.
+	Soft context.Context
+	// Must is the part of the range the page must complete.
+	Must tiers.Span
 	// Parallelism is how many partitions may be read at once. It must be at
 	// least the size of the largest group, whose partitions must all be open
 	// for its merge to make progress; a larger group fails.
@@ -53,6 +62,9 @@ type CachedPages interface {
 type Stream struct {
 	ctx    context.Context
 	cancel context.CancelFunc
+	// soft bounds the groups outside must (ctx when no soft budget).
+	soft   context.Context
+	must   tiers.Span
 	desc   bool
 	span   tiers.Span
 	groups chan *groupFeeds
@@ -77,7 +89,10 @@ type Stream struct {
 }
 
 type groupFeeds struct {
-	span  tiers.Span
+	span tiers.Span
+	// ctx is the context of the group's reads: the fetch's own for a group
+	// that must complete, the soft budget's for the others.
+	ctx   context.Context
 	feeds []*feed
 	// tokens is how many of the fetch's partition tokens the group holds
 	// until the merge is done with it.
@@ -96,8 +111,13 @@ func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, g
 	// for the group's merge to make progress, so a group may not need more
 	// slots than there are: the caller sizes Parallelism to its largest group.
 	limit := max(1, opts.Parallelism)
+	soft := ctx
+	if opts.Soft != nil {
+		// Cancelled with the fetch, bounded by the page's budget.
+		soft = mergeDone(ctx, opts.Soft)
+	}
 	s := &Stream{
-		ctx: ctx, cancel: cancel, desc: desc, span: span,
+		ctx: ctx, cancel: cancel, desc: desc, span: span, soft: soft, must: opts.Must,
 		// Every group queued holds at least one token, so the queue never
 		// blocks the launcher: the tokens do.
 		groups: make(chan *groupFeeds, limit), ahead: make(chan struct{}, limit), stats: stats,
@@ -114,9 +134,18 @@ func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, g
 	eg.Go(func() error {
 		defer close(s.groups)
 		for g := range groups {
-			gf := &groupFeeds{span: g.Span, feeds: make([]*feed, len(g.Reads))}
+			gctx := ctx
+			if g.Span.Intersect(s.must).Empty() {
+				gctx = soft
+				if soft.Err() != nil {
+					// The page's budget is spent: start no group it does
+					// not need.
+					return nil
+				}
+			}
+			gf := &groupFeeds{span: g.Span, ctx: gctx, feeds: make([]*feed, len(g.Reads))}
 			for i := range g.Reads {
-				gf.feeds[i] = &feed{ctx: ctx, pages: make(chan []tiers.Row, lookahead)}
+				gf.feeds[i] = &feed{ctx: gctx, pages: make(chan []tiers.Row, lookahead)}
 			}
 			oversized := len(g.Reads) > limit
 			if oversized {
@@ -136,13 +165,13 @@ func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, g
 			for range gf.tokens {
 				select {
 				case s.ahead <- struct{}{}:
-				case <-ctx.Done():
+				case <-gctx.Done():
 					return nil
 				}
 			}
 			select {
 			case s.groups <- gf:
-			case <-ctx.Done():
+			case <-gctx.Done():
 				return nil
 			}
 			if oversized {
@@ -176,12 +205,18 @@ func (s *Stream) Next() bool {
 			case <-s.ctx.Done():
 				return s.stop(context.Cause(s.ctx))
 			}
+			if ok && s.cur.ctx.Err() != nil {
+				// A group outside the part the page must complete, after
+				// the page's budget ran out.
+				return s.stop(context.Cause(s.cur.ctx))
+			}
 			if !ok {
 				if !s.launched {
-					// The launcher stopped early: the context ended while
-					// it waited to hand a group over. (The select above
-					// may see the closed channel before the context.)
-					return s.stop(context.Cause(s.ctx))
+					// The launcher stopped early: a context ended while it
+					// waited to hand a group over, or the page's budget
+					// was spent. (The select above may see the closed
+					// channel before the context.)
+					return s.stop(s.cause())
 				}
 				// Every group was read completely.
 				if s.desc {
@@ -251,6 +286,27 @@ func (s *Stream) advanceWatermark(t int64) {
 	} else {
 		s.watermark = max(s.watermark, t)
 	}
+}
+
+// cause is why the launcher stopped early: the fetch's context, else the
+// page's budget.
+func (s *Stream) cause() error {
+	if err := context.Cause(s.ctx); err != nil {
+		return err
+	}
+	if err := context.Cause(s.soft); err != nil {
+		return err
+	}
+	return context.Canceled
+}
+
+// mergeDone returns a context of parent that is also done when other is,
+// with other's cause.
+func mergeDone(parent, other context.Context) context.Context {
+	ctx, cancel := context.WithCancelCause(parent)
+	stop := context.AfterFunc(other, func() { cancel(context.Cause(other)) })
+	context.AfterFunc(ctx, func() { stop() })
+	return ctx
 }
 
 func (s *Stream) stop(err error) bool {

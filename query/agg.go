@@ -77,3 +77,22 @@ func FormatAggs(aggs []Agg) string {
 	}
 	return strings.Join(names, ",")
 }
+
+// checkAggs reports an aggregate list that names an unknown aggregate or
+// one twice.
+func checkAggs(aggs []Agg) error {
+	seen := map[Agg]bool{}
+	for _, a := range aggs {
+		if int(a) >= len(aggNames) {
+			return fmt.Errorf("unknown aggregate %d; use %s", a, strings.Join(aggNames[:], ", "))
+		}
+		if seen[a] {
+			return fmt.Errorf("names %s twice", a)
+		}
+		seen[a] = true
+	}
+	return nil
+}
+
+// AggNames are the names of the aggregates, in the order of their values.
+func AggNames() []string { return aggNames[:] }

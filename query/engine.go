@@ -1,12 +1,13 @@
-// Package query answers reads: it resolves the series, plans the read with
-// router, enumerates the partitions of every segment from the series'
-// layout, fans the reads out under the request's latency budget with
-// partial, re-aggregates rows into the answer's windows, and pages the
-// answer with signed cursors.
+// Package query answers reads: it normalises a typed Request, resolves the
+// series, plans the read with router, reads the segments' partitions with
+// scan under the request's latency budget, re-aggregates rows into the
+// answer's windows, and pages the answer with signed cursors.
 //
-// A Result is pulled item by item, so an answer streams from the store to
-// the client without the range ever being held in memory: memory is bounded
-// by the partitions in flight times the page size.
+// Front ends hold an Engine, a small interface, so that decorators (limits,
+// caches, metrics) can wrap it. A Result is pulled item by item, so an
+// answer streams from the store to the client without the range ever being
+// held in memory: memory is bounded by the partitions in flight times the
+// page size.
 package query
 
 import (
@@ -17,10 +18,57 @@ import (
 	"time"
 
 	"github.com/tsgate/tsgate/merge"
+	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/partial"
 	"github.com/tsgate/tsgate/router"
+	"github.com/tsgate/tsgate/scan"
 	"github.com/tsgate/tsgate/tiers"
 )
+
+// Engine answers reads.
+type Engine interface {
+	// Check validates req without reading anything: every bad parameter at
+	// once (params.Errors), the cursor's signature and binding included,
+	// so that a batch can refuse a request before any of its reads starts.
+	Check(req Request) error
+	// Query starts answering req. Errors returned here come before any
+	// output: bad parameters (params.Errors), an unknown series
+	// (ErrSeriesNotFound), or — under partial=deny, or when the series
+	// lookup fails — ErrBudget and ErrUnavailable.
+	Query(ctx context.Context, req Request) (Result, error)
+	// Explain plans req without reading any point.
+	Explain(ctx context.Context, req Request) (Explanation, error)
+}
+
+// Result is one page of an answer. Read Head, then the items with Next and
+// Item, then Trailer; Close releases it in any case.
+type Result interface {
+	Head() *Head
+	Next() bool
+	Item() Item
+	// Trailer returns what is known once the page ended; call it after
+	// Next returned false.
+	Trailer() Trailer
+	Close()
+}
+
+// Head is what is known of an answer before its first item.
+type Head struct {
+	Series string
+	// Span is the request's range, as resolved for its first page.
+	Span     tiers.Span
+	Plan     router.Plan
+	Aggs     []Agg
+	Desc     bool
+	Warnings []string
+	// Limit is the page size the answer is cut at.
+	Limit int
+}
+
+// WatermarkSource reports how far each tier is rolled up.
+type WatermarkSource interface {
+	Watermarks(ctx context.Context) tiers.Watermarks
+}
 
 // Store is what the engine reads from.
 type Store interface {
@@ -32,43 +80,34 @@ type Store interface {
 
 // Config tunes the engine.
 type Config struct {
-	// Parallelism is how many partitions one request reads at once. It is
-	// raised to the largest bucket's partition count (event buckets plus the
-	// late partition), which must all be open to merge the bucket.
-	Parallelism int
-	// PageSize is the number of rows fetched per store round trip.
-	PageSize int
-	// Lookahead is how many pages per partition are buffered ahead.
-	Lookahead int
-	// DefaultSLO and MaxSLO bound the latency budget of a request.
-	DefaultSLO, MaxSLO time.Duration
-	// DefaultLimit and MaxLimit bound the points of one page.
-	DefaultLimit, MaxLimit int
+	// Scan tunes the partition reads of one request.
+	Scan scan.Config
+	Limits
+	// MaxPartitions bounds the partitions one page may plan to read; 0
+	// means no bound.
+	MaxPartitions int
 }
 
 // DefaultConfig returns the engine's defaults.
 func DefaultConfig() Config {
 	return Config{
-		Parallelism: 16, PageSize: 5000, Lookahead: 1,
-		DefaultSLO: 10 * time.Second, MaxSLO: 60 * time.Second,
-		DefaultLimit: 10000, MaxLimit: 100000,
+		Scan: scan.Config{Parallelism: 16, PageSize: 5000, Lookahead: 1},
+		Limits: Limits{
+			DefaultSLO: 10 * time.Second, MaxSLO: 60 * time.Second,
+			DefaultLimit: 10000, MaxLimit: 100000,
+		},
+		MaxPartitions: 20000,
 	}
 }
 
 // Validate checks the configuration.
 func (c Config) Validate() error {
-	var errs []error
-	if c.Parallelism < 1 || c.Parallelism > 1024 {
-		errs = append(errs, errors.New("read parallelism must be between 1 and 1024"))
-	}
-	if c.PageSize < 1 || c.PageSize > 100000 {
-		errs = append(errs, errors.New("page size must be between 1 and 100000"))
-	}
-	if c.Lookahead < 1 || c.Lookahead > 16 {
-		errs = append(errs, errors.New("lookahead must be between 1 and 16 pages"))
-	}
+	errs := []error{c.Scan.Validate()}
 	if c.DefaultSLO <= 0 || c.MaxSLO < c.DefaultSLO {
 		errs = append(errs, errors.New("the default SLO must be positive and at most the maximum SLO"))
+	}
+	if c.MaxPartitions < 0 {
+		errs = append(errs, errors.New("the partition bound must not be negative"))
 	}
 	if c.DefaultLimit < 1 || c.MaxLimit < c.DefaultLimit {
 		errs = append(errs, errors.New("the default limit must be positive and at most the maximum limit"))
@@ -76,70 +115,55 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Engine answers reads.
-type Engine struct {
-	store      Store
-	pyramid    tiers.Pyramid
-	router     router.Config
-	watermarks func(context.Context) router.Watermarks
-	signer     *partial.Signer
-	cfg        Config
-	now        func() time.Time
+// Deps are what an engine reads and how it signs cursors.
+type Deps struct {
+	Store   Store
+	Pyramid tiers.Pyramid
+	// Watermarks says how far rollups have run; nil reads as nothing
+	// rolled up, which reads finer tiers, never wrong data.
+	Watermarks WatermarkSource
+	Signer     *partial.Signer
+	// Now is the clock that decides what data is current and resolves
+	// relative times; time.Now when nil. Budgets run on the wall clock
+	// whatever it says.
+	Now func() time.Time
 }
 
-// New returns an engine. watermarks reports how far each tier is rolled up;
-// now is the clock.
-func New(store Store, p tiers.Pyramid, rc router.Config, watermarks func(context.Context) router.Watermarks, signer *partial.Signer, cfg Config, now func() time.Time) *Engine {
-	return &Engine{store: store, pyramid: p, router: rc, watermarks: watermarks, signer: signer, cfg: cfg, now: now}
+// engine is the Engine that reads the store.
+type engine struct {
+	Deps
+	scan *scan.Scanner
+	cfg  Config
 }
 
-// Config returns the engine's configuration.
-func (e *Engine) Config() Config { return e.cfg }
+var _ Engine = (*engine)(nil)
 
-// Pyramid returns the tiers the engine reads.
-func (e *Engine) Pyramid() *tiers.Pyramid { return &e.pyramid }
+// New returns the engine that reads deps.Store.
+func New(deps Deps, cfg Config) Engine {
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	return &engine{Deps: deps, cfg: cfg, scan: scan.New(deps.Store, deps.Pyramid, cfg.Scan, deps.Now)}
+}
 
-// Request is one read of one series. Span, Resolution and friends are
-// already parsed; Binding digests the request's normalized parameters so
-// that a cursor is only accepted by the request it was issued for.
-type Request struct {
-	Series     string
-	Span       tiers.Span
-	Resolution router.Resolution
-	MaxPoints  int64
-	Aggs       []Agg
-	Desc       bool
-	Limit      int
-	Cursor     string
-	Binding    partial.Binding
-	SLO        time.Duration
-	// Deny turns a cut-short answer into an error (ErrBudget or
-	// ErrUnavailable) instead of a partial page.
-	Deny bool
-	// Start is when the request arrived, on the wall clock; the budget runs
-	// from it.
-	Start time.Time
+func (e *engine) watermarks(ctx context.Context) tiers.Watermarks {
+	if e.Watermarks == nil {
+		return tiers.NoWatermarks(e.Pyramid)
+	}
+	return e.Watermarks.Watermarks(ctx)
 }
 
 // Errors the engine returns; the HTTP layer maps each to a status.
 var (
-	ErrSeriesNotFound = errors.New("series not found")
+	// ErrSeriesNotFound is the registry's not-found error: one error, one
+	// mapping to 404.
+	ErrSeriesNotFound = tiers.ErrNotFound
 	// ErrBudget: the budget ran out under partial=deny (504).
 	ErrBudget = errors.New("the read did not complete within its latency budget")
 	// ErrUnavailable: the store failed under partial=deny, or for the
 	// series lookup itself (503).
 	ErrUnavailable = errors.New("the store did not answer for some partitions")
 )
-
-// ParamError is a request the engine cannot serve as asked; Param names
-// the parameter to fix.
-type ParamError struct {
-	Param string
-	Err   error
-}
-
-func (e *ParamError) Error() string { return e.Param + ": " + e.Err.Error() }
-func (e *ParamError) Unwrap() error { return e.Err }
 
 // Stats is the work one page did.
 type Stats struct {
@@ -162,8 +186,8 @@ type Trailer struct {
 	Err error
 }
 
-func (e *Engine) lookup(ctx context.Context, id string) (tiers.SeriesInfo, error) {
-	info, err := e.store.LookupSeries(ctx, id)
+func (e *engine) lookup(ctx context.Context, id string) (tiers.SeriesInfo, error) {
+	info, err := e.Store.LookupSeries(ctx, id)
 	if errors.Is(err, tiers.ErrNotFound) {
 		return info, ErrSeriesNotFound
 	}
@@ -176,61 +200,38 @@ func (e *Engine) lookup(ctx context.Context, id string) (tiers.SeriesInfo, error
 	return info, nil
 }
 
-// plan routes a fresh request or rebuilds the plan a cursor carries; it
-// returns the position to start from (the start of the read range when
-// there is no cursor).
-func (e *Engine) plan(ctx context.Context, req Request) (router.Plan, *partial.Cursor, error) {
-	now := e.now().UnixMilli()
-	wm := e.watermarks(ctx)
-	if req.Cursor == "" {
-		plan, err := router.Route(router.Request{Span: req.Span, Resolution: req.Resolution, MaxPoints: req.MaxPoints}, now, &e.pyramid, e.router, wm)
-		if err != nil {
-			var re *router.Error
-			if errors.As(err, &re) {
-				return plan, nil, &ParamError{Param: re.Param, Err: errors.New(re.Message)}
-			}
-			return plan, nil, err
-		}
-		return plan, nil, nil
+// prepare normalises req at the engine's clock and decodes its cursor.
+func (e *engine) prepare(req Request, now int64) (prepared, *partial.Cursor, error) {
+	p, err := req.normalize(e.cfg.Limits, now)
+	if err != nil || req.Cursor == "" {
+		return p, nil, err
 	}
-	c, err := e.signer.Decode(req.Cursor, req.Binding)
+	c, err := e.Signer.Decode(req.Cursor, p.binding)
 	if err != nil {
-		return router.Plan{}, nil, &ParamError{Param: "cursor", Err: err}
+		return p, nil, params.Bad("cursor", "%s", err)
 	}
-	if int(c.Tier) >= len(e.pyramid) {
-		return router.Plan{}, nil, &ParamError{Param: "cursor", Err: partial.ErrCursorMalformed}
+	t, ok := e.Pyramid.ByName(c.TierName)
+	if !ok || t.Step != c.TierStep || (t.Step > 0 && c.Step%t.Step != 0) || (t.Step == 0 && c.Step%tiers.Second != 0) {
+		return p, nil, params.Bad("cursor", "was issued for a tier (%s) this gateway's pyramid no longer has; start the query again without cursor", c.TierName)
 	}
-	span := tiers.Span{From: c.From, To: c.To}
-	return router.Resume(span, tiers.Level(c.Tier), c.Step, now, &e.pyramid, wm), &c, nil
+	return p, &c, nil
 }
 
-// Result is one page of an answer. Read Items with Next and Item, then
-// Trailer; Close releases it in any case.
-type Result struct {
-	Series   string
-	Span     tiers.Span // the request's range, as resolved for its first page
-	Plan     router.Plan
-	Aggs     []Agg
-	Desc     bool
-	Warnings []string
+// Check validates req.
+func (e *engine) Check(req Request) error {
+	_, _, err := e.prepare(req, e.Now().UnixMilli())
+	return err
+}
 
-	e        *Engine
-	req      Request
-	ctx      context.Context
-	cancel   context.CancelFunc
-	stream   *partial.Stream
-	stats    partial.Stats
-	windows  *merge.Windower[tiers.Row, tiers.Row]
-	page     tiers.Span // the part of the read range this page covers
-	limit    int
-	n        int
-	item     Item
-	last     int64 // position right after the last delivered item
-	hasPeek  bool
-	peek     Item
-	finished bool
-	trailer  Trailer
-	early    error // a budget or store failure before the fan-out started
+// plan routes a fresh request or rebuilds the plan a cursor carries.
+func (e *engine) plan(ctx context.Context, p *prepared, cur *partial.Cursor, now int64) (router.Plan, error) {
+	wm := e.watermarks(ctx)
+	if cur == nil {
+		return router.Route(p.routerRequest(p.span), now, e.Pyramid, wm)
+	}
+	t, _ := e.Pyramid.ByName(cur.TierName)
+	span := tiers.Span{From: cur.From, To: cur.To}
+	return router.Resume(p.routerRequest(span), t.Level, cur.Step, now, e.Pyramid, wm), nil
 }
 
 // Item is one point (raw answers: T and the row's value) or one window
@@ -240,38 +241,37 @@ type Item struct {
 	Row tiers.Row
 }
 
-// Query starts answering req. Errors returned here come before any output:
-// a bad parameter (*ParamError), an unknown series, or — under
-// partial=deny, or when the series lookup fails — ErrBudget and
-// ErrUnavailable.
-func (e *Engine) Query(ctx context.Context, req Request) (*Result, error) {
+// Query starts answering req.
+func (e *engine) Query(ctx context.Context, req Request) (Result, error) {
 	if req.Start.IsZero() {
 		// The budget is real latency, measured on the wall clock even when
 		// the engine's clock (which decides what data is current) is not.
 		req.Start = time.Now()
 	}
-	slo := req.SLO
-	if slo <= 0 {
-		slo = e.cfg.DefaultSLO
+	now := e.Now().UnixMilli()
+	p, cur, err := e.prepare(req, now)
+	if err != nil {
+		return nil, err
 	}
-	slo = min(slo, e.cfg.MaxSLO)
-	limit := req.Limit
-	if limit == 0 {
-		limit = e.cfg.DefaultLimit
+	// Two budgets: the page's own (soft), after which it stops wherever it
+	// is, and the server's maximum (hard), up to which it goes on when it
+	// has not made progress yet — so that following cursors always ends,
+	// however slow the store (see finish). Under partial=deny any cut is an
+	// error, so there the page's budget is all there is.
+	hardSLO := max(p.slo, e.cfg.MaxSLO)
+	if req.Deny {
+		hardSLO = p.slo
 	}
-	if limit < 1 || limit > e.cfg.MaxLimit {
-		return nil, &ParamError{Param: "limit", Err: fmt.Errorf("must be between 1 and %d", e.cfg.MaxLimit)}
-	}
-	if len(req.Aggs) == 0 {
-		req.Aggs = []Agg{Avg}
-	}
-	ctx, cancel := partial.WithBudget(ctx, req.Start, slo)
-	plan, cur, err := e.plan(ctx, req)
+	hard, cancelHard := partial.WithBudget(ctx, req.Start, hardSLO)
+	soft, cancelSoft := partial.WithBudget(hard, req.Start, p.slo)
+	cancel := func() { cancelSoft(); cancelHard() }
+	ctx = hard
+	plan, err := e.plan(ctx, &p, cur, now)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	span := req.Span
+	span := p.span
 	pos := plan.Read.From
 	if req.Desc {
 		pos = plan.Read.To
@@ -280,9 +280,9 @@ func (e *Engine) Query(ctx context.Context, req Request) (*Result, error) {
 		span = tiers.Span{From: cur.From, To: cur.To}
 		pos = cur.Position
 	}
-	r := &Result{
-		Series: req.Series, Span: span, Plan: plan, Aggs: req.Aggs, Desc: req.Desc,
-		Warnings: plan.Warnings, e: e, req: req, ctx: ctx, cancel: cancel, limit: limit,
+	r := &result{
+		head: Head{Series: req.Series, Span: span, Plan: plan, Aggs: p.Aggs, Desc: req.Desc, Warnings: plan.Warnings, Limit: p.limit},
+		e:    e, req: p, ctx: ctx, soft: soft, cancel: cancel, limit: p.limit,
 	}
 	r.page = plan.Read
 	if req.Desc {
@@ -290,31 +290,29 @@ func (e *Engine) Query(ctx context.Context, req Request) (*Result, error) {
 	} else {
 		r.page.From = max(r.page.From, pos)
 	}
-	r.last = pos
+	r.last, r.start = pos, pos
 
+	// Before the first row nothing has moved: a failure here can only be
+	// answered with an error, never with a page that resumes where it
+	// started.
 	info, err := e.lookup(ctx, req.Series)
 	if err != nil {
-		if errors.Is(err, ErrBudget) && !req.Deny {
-			r.early = err // an empty partial page that resumes where it started
-			return r, nil
-		}
 		cancel()
 		return nil, err
 	}
-	groups, maxGroup, err := e.groups(ctx, req.Series, info, plan, r.page, req.Desc)
-	if err != nil {
-		if req.Deny || !errors.Is(context.Cause(ctx), partial.ErrBudgetExceeded) {
-			cancel()
-			if errors.Is(context.Cause(ctx), partial.ErrBudgetExceeded) {
-				return nil, fmt.Errorf("%w: %w", ErrBudget, err)
-			}
-			return nil, fmt.Errorf("%w: late index: %w", ErrUnavailable, err)
-		}
-		r.early = err
-		return r, nil
+	segs := e.scan.Segments(info, plan.Segments, r.page, req.Desc)
+	if err := e.checkPartitions(ctx, info, &p, plan, segs, r.page, now); err != nil {
+		cancel()
+		return nil, err
 	}
-	opts := partial.FetchOptions{Parallelism: max(e.cfg.Parallelism, maxGroup), Lookahead: e.cfg.Lookahead}
-	r.stream = partial.Fetch(ctx, e.store, r.page, groups, req.Desc, opts, &r.stats)
+	r.stream, err = e.scan.Read(ctx, req.Series, segs, r.page, req.Desc, scan.Progress{Soft: soft, Must: r.must()}, &r.stats)
+	if err != nil {
+		cancel()
+		if errors.Is(context.Cause(ctx), partial.ErrBudgetExceeded) {
+			return nil, fmt.Errorf("%w: %w", ErrBudget, err)
+		}
+		return nil, fmt.Errorf("%w: late index: %w", ErrUnavailable, err)
+	}
 	if plan.Step > 0 {
 		r.windows = merge.NewWindower(merge.Iterator[tiers.Row](r.stream), plan.Step,
 			func(row tiers.Row) int64 { return row.T },
@@ -323,102 +321,52 @@ func (e *Engine) Query(ctx context.Context, req Request) (*Result, error) {
 	return r, nil
 }
 
-// segment is one part of a page and how its partitions are laid out.
-type segment struct {
-	span   tiers.Span
-	tier   *tiers.Tier
-	layout tiers.Layout
-}
-
-// segments lays out the page's segments, in read order, each bounded by the
-// series' first and last point.
-func (e *Engine) segments(info tiers.SeriesInfo, plan router.Plan, page tiers.Span, desc bool) []segment {
-	now := e.now().UnixMilli()
-	var segs []segment
-	for _, s := range plan.Segments {
-		t := e.pyramid.Tier(s.Tier)
-		// Rows of a rollup tier are stamped with their window's start, which
-		// may precede the series' first point.
-		exist := info.Span()
-		if t.Step > 0 {
-			exist.From = tiers.AlignDown(exist.From, t.Step)
-		}
-		// Rows older than the tier's retention have expired: never enumerate
-		// their buckets, which would cost a query each for nothing.
-		exist.From = max(exist.From, t.OldestAvailable(now))
-		span := s.Span.Intersect(page).Intersect(exist)
-		if span.Empty() {
-			continue
-		}
-		layout := t.DefaultLayout()
-		if t.Level == tiers.LevelRaw && info.Layout != nil {
-			layout = info.Layout
-		}
-		segs = append(segs, segment{span: span, tier: t, layout: layout})
-	}
-	if desc {
-		for i, j := 0, len(segs)-1; i < j; i, j = i+1, j-1 {
-			segs[i], segs[j] = segs[j], segs[i]
-		}
-	}
-	return segs
-}
-
-// groups enumerates the partitions of page, segment by segment in read
-// order. It returns the size of the largest group.
-func (e *Engine) groups(ctx context.Context, series string, info tiers.SeriesInfo, plan router.Plan, page tiers.Span, desc bool) (iter.Seq[partial.Group], int, error) {
-	segs := e.segments(info, plan, page, desc)
-	maxGroup := 1
-	var late map[int64]bool
+// countPartitions is how many partitions the segments span.
+func countPartitions(segs []scan.Segment) int {
+	n := 0
 	for _, s := range segs {
-		if s.tier.Level != tiers.LevelRaw {
+		_, p := s.Layout.CountBuckets(s.Span)
+		n += p
+	}
+	return n
+}
+
+// checkPartitions refuses a page that would read more partitions than the
+// configured bound, naming the parameter to change and the finest coarser
+// tier whose step would fit.
+func (e *engine) checkPartitions(ctx context.Context, info tiers.SeriesInfo, p *prepared, plan router.Plan, segs []scan.Segment, page tiers.Span, now int64) error {
+	limit := e.cfg.MaxPartitions
+	n := countPartitions(segs)
+	if limit <= 0 || n <= limit {
+		return nil
+	}
+	param := "resolution"
+	if p.Resolution.Kind == router.Auto && p.MaxPoints == 0 {
+		param = "from"
+	}
+	hint := "narrow the range"
+	wm := e.watermarks(ctx)
+	for l := plan.Tier + 1; int(l) < len(e.Pyramid); l++ {
+		// As the router would read it: recent windows from finer tiers.
+		alt := p.routerRequest(page)
+		alt.Resolution, alt.MaxPoints = router.Resolution{Kind: router.Window, Window: e.Pyramid[l].Step}, 0
+		altPlan, err := router.Route(alt, now, e.Pyramid, wm)
+		if err != nil {
 			continue
 		}
-		// Which raw buckets hold late points: one index read per page.
-		from := s.layout.BucketOf(s.span.From).Start
-		buckets, err := e.store.LateBuckets(ctx, series, tiers.Span{From: from, To: s.span.To})
-		if err != nil {
-			return nil, 0, err
-		}
-		late = make(map[int64]bool, len(buckets))
-		for _, b := range buckets {
-			late[b] = true
-		}
-		for _, le := range s.layout {
-			maxGroup = max(maxGroup, le.EventBuckets+1)
+		if m := countPartitions(e.scan.Segments(info, altPlan.Segments, altPlan.Read, p.Desc)); m <= limit {
+			hint = fmt.Sprintf("resolution=%s (the %s tier) reads %d; or narrow the range", tiers.FormatDuration(e.Pyramid[l].Step), e.Pyramid[l].Name, m)
+			break
 		}
 	}
-	pageSize := e.cfg.PageSize
-	return func(yield func(partial.Group) bool) {
-		for _, s := range segs {
-			for b := range s.layout.Buckets(s.span, desc) {
-				gs := b.Span().Intersect(s.span)
-				g := partial.Group{Span: gs, Reads: make([]tiers.ReadRequest, 0, b.EventBuckets+1)}
-				for eb := range b.EventBuckets {
-					g.Reads = append(g.Reads, tiers.ReadRequest{
-						Key:  tiers.PartitionKey{Table: s.tier.Table, Series: series, Bucket: b.Start, EventBucket: eb},
-						Span: gs, Desc: desc, PageSize: pageSize,
-					})
-				}
-				if s.tier.Level == tiers.LevelRaw && late[b.Start] {
-					// Last, so that on equal timestamps the late write wins.
-					g.Reads = append(g.Reads, tiers.ReadRequest{
-						Key:  tiers.PartitionKey{Table: tiers.TableLate, Series: series, Bucket: b.Start},
-						Span: gs, Desc: desc, PageSize: pageSize,
-					})
-				}
-				if !yield(g) {
-					return
-				}
-			}
-		}
-	}, maxGroup, nil
+	return params.Bad(param, "this read would plan %d partitions of the %s tier, more than the limit of %d; %s", n, plan.TierName, limit, hint)
 }
 
 // PlannedBucket is one bucket a read would touch.
 type PlannedBucket struct {
 	Span       tiers.Span
 	Tier       tiers.Level
+	TierName   string
 	Partitions int
 }
 
@@ -430,12 +378,17 @@ type Explanation struct {
 }
 
 // Explain plans req without reading any point.
-func (e *Engine) Explain(ctx context.Context, req Request) (Explanation, error) {
+func (e *engine) Explain(ctx context.Context, req Request) (Explanation, error) {
+	now := e.Now().UnixMilli()
+	p, cur, err := e.prepare(req, now)
+	if err != nil {
+		return Explanation{}, err
+	}
 	info, err := e.lookup(ctx, req.Series)
 	if err != nil {
 		return Explanation{}, err
 	}
-	plan, cur, err := e.plan(ctx, req)
+	plan, err := e.plan(ctx, &p, cur, now)
 	if err != nil {
 		return Explanation{}, err
 	}
@@ -447,11 +400,11 @@ func (e *Engine) Explain(ctx context.Context, req Request) (Explanation, error) 
 			page.From = max(page.From, cur.Position)
 		}
 	}
-	segs := e.segments(info, plan, page, req.Desc)
+	segs := e.scan.Segments(info, plan.Segments, page, req.Desc)
 	return Explanation{Plan: plan, Buckets: func(yield func(PlannedBucket) bool) {
 		for _, s := range segs {
-			for b := range s.layout.Buckets(s.span, req.Desc) {
-				if !yield(PlannedBucket{Span: b.Span().Intersect(s.span), Tier: s.tier.Level, Partitions: b.EventBuckets}) {
+			for b := range s.Layout.Buckets(s.Span, req.Desc) {
+				if !yield(PlannedBucket{Span: b.Span().Intersect(s.Span), Tier: s.Tier.Level, TierName: s.Tier.Name, Partitions: b.EventBuckets}) {
 					return
 				}
 			}
@@ -459,8 +412,46 @@ func (e *Engine) Explain(ctx context.Context, req Request) (Explanation, error) 
 	}}, nil
 }
 
+// result is one page of an answer being produced.
+type result struct {
+	head Head
+
+	e   *engine
+	req prepared
+	// ctx bounds the page by the server's maximum budget, soft by its own.
+	ctx, soft context.Context
+	cancel    context.CancelFunc
+	stream   *partial.Stream
+	stats    partial.Stats
+	windows  *merge.Windower[tiers.Row, tiers.Row]
+	page     tiers.Span // the part of the read range this page covers
+	limit    int
+	n        int
+	item     Item
+	last     int64 // position right after the last delivered item
+	start    int64 // the position the page started from
+	hasPeek  bool
+	peek     Item
+	finished bool
+	trailer  Trailer
+}
+
+// must is the part of the page that it completes whatever its budget: the
+// first window (or, for raw points, the first group of partitions) after
+// the start, so that a page always delivers a point or moves covered.
+func (r *result) must() tiers.Span {
+	width := max(r.head.Plan.Step, 1)
+	if r.head.Desc {
+		return tiers.Span{From: r.start - width, To: r.start}.Intersect(r.page)
+	}
+	return tiers.Span{From: r.start, To: r.start + width}.Intersect(r.page)
+}
+
+// Head returns what is known before the first item.
+func (r *result) Head() *Head { return &r.head }
+
 // Next advances to the next item of the page.
-func (r *Result) Next() bool {
+func (r *result) Next() bool {
 	if r.finished {
 		return false
 	}
@@ -475,13 +466,13 @@ func (r *Result) Next() bool {
 	}
 	r.item = it
 	r.n++
-	if r.Plan.Step > 0 {
-		if r.Desc {
+	if r.head.Plan.Step > 0 {
+		if r.head.Desc {
 			r.last = it.T
 		} else {
-			r.last = it.T + r.Plan.Step
+			r.last = it.T + r.head.Plan.Step
 		}
-	} else if r.Desc {
+	} else if r.head.Desc {
 		r.last = it.T
 	} else {
 		r.last = it.T + 1
@@ -489,7 +480,7 @@ func (r *Result) Next() bool {
 	return true
 }
 
-func (r *Result) pull() (Item, bool) {
+func (r *result) pull() (Item, bool) {
 	if r.hasPeek {
 		r.hasPeek = false
 		return r.peek, true
@@ -512,16 +503,16 @@ func (r *Result) pull() (Item, bool) {
 }
 
 // Item returns the current item.
-func (r *Result) Item() Item { return r.item }
+func (r *result) Item() Item { return r.item }
 
 // finish computes the trailer once the page ends, by limit (limited) or
 // because the stream stopped.
-func (r *Result) finish(limited bool) {
+func (r *result) finish(limited bool) {
 	r.finished = true
 	t := &r.trailer
-	end := r.Plan.Read.To
-	if r.Desc {
-		end = r.Plan.Read.From
+	end := r.head.Plan.Read.To
+	if r.head.Desc {
+		end = r.head.Plan.Read.From
 	}
 	var pos int64
 	var stopErr error // why the page ended before its range did, if it did
@@ -547,12 +538,17 @@ func (r *Result) finish(limited bool) {
 		pos = end
 	}
 	if stopErr != nil {
-		if errors.Is(context.Cause(r.ctx), partial.ErrBudgetExceeded) {
+		if errors.Is(context.Cause(r.soft), partial.ErrBudgetExceeded) {
 			// Once the budget is gone every read fails, whatever the error
 			// says.
 			stopErr = fmt.Errorf("%w: %w", partial.ErrBudgetExceeded, stopErr)
 		}
-		if r.req.Deny {
+		// A page that neither delivered a point nor moved covered would
+		// be sent again by its own cursor, forever: it is an error,
+		// whatever partial says — the budget, when even the maximum one
+		// ran out, or the store.
+		progressed := r.n > 0 || pos != r.start
+		if r.req.Deny || !progressed {
 			if partial.Reason(stopErr) == "slo" {
 				t.Err = fmt.Errorf("%w: %w", ErrBudget, stopErr)
 			} else {
@@ -563,19 +559,19 @@ func (r *Result) finish(limited bool) {
 		t.Reason = partial.Reason(stopErr)
 	}
 	if pos != end {
-		t.NextCursor = r.e.signer.Encode(partial.Cursor{
-			Binding: r.req.Binding, From: r.Span.From, To: r.Span.To, Position: pos,
-			Tier: uint8(r.Plan.Tier), Step: r.Plan.Step,
+		t.NextCursor = r.e.Signer.Encode(partial.Cursor{
+			Binding: r.req.binding, From: r.head.Span.From, To: r.head.Span.To, Position: pos,
+			TierName: r.head.Plan.TierName, TierStep: r.e.Pyramid[r.head.Plan.Tier].Step, Step: r.head.Plan.Step,
 		})
 	}
 	// Covered is stated in the request's own range.
 	switch {
 	case pos == end:
-		t.Covered = r.Span
-	case r.Desc:
-		t.Covered = tiers.Span{From: max(min(pos, r.Span.To), r.Span.From), To: r.Span.To}
+		t.Covered = r.head.Span
+	case r.head.Desc:
+		t.Covered = tiers.Span{From: max(min(pos, r.head.Span.To), r.head.Span.From), To: r.head.Span.To}
 	default:
-		t.Covered = tiers.Span{From: r.Span.From, To: min(max(pos, r.Span.From), r.Span.To)}
+		t.Covered = tiers.Span{From: r.head.Span.From, To: min(max(pos, r.head.Span.From), r.head.Span.To)}
 	}
 	t.Stats = Stats{
 		Buckets: r.stats.Buckets.Load(), Partitions: r.stats.Partitions.Load(),
@@ -584,10 +580,7 @@ func (r *Result) finish(limited bool) {
 	}
 }
 
-func (r *Result) streamErr() error {
-	if r.early != nil {
-		return r.early
-	}
+func (r *result) streamErr() error {
 	if r.stream == nil {
 		return nil
 	}
@@ -596,36 +589,36 @@ func (r *Result) streamErr() error {
 
 // watermark converts the stream's watermark into a resume position: for
 // windows, the boundary of the last window known to be complete.
-func (r *Result) watermark() int64 {
+func (r *result) watermark() int64 {
 	if r.stream == nil {
 		return r.last
 	}
 	wm := r.stream.Watermark()
-	if r.Plan.Step > 0 {
+	if r.head.Plan.Step > 0 {
 		// The window being filled when the stream stopped is not delivered,
 		// even if all its rows were read: resume at it.
 		if start, ok := r.windows.Dropped(); ok {
-			if r.Desc {
-				return start + r.Plan.Step
+			if r.head.Desc {
+				return start + r.head.Plan.Step
 			}
 			return start
 		}
-		if r.Desc {
-			wm = tiers.AlignUp(wm, r.Plan.Step)
+		if r.head.Desc {
+			wm = tiers.AlignUp(wm, r.head.Plan.Step)
 		} else {
-			wm = tiers.AlignDown(wm, r.Plan.Step)
+			wm = tiers.AlignDown(wm, r.head.Plan.Step)
 		}
 	}
 	// Never before what was already delivered (the watermark can only be
 	// behind it if nothing was read since the cursor's position).
-	if r.Desc {
+	if r.head.Desc {
 		return min(wm, r.last)
 	}
 	return max(wm, r.last)
 }
 
 // Trailer returns the page's trailer; call it after Next returned false.
-func (r *Result) Trailer() Trailer {
+func (r *result) Trailer() Trailer {
 	if !r.finished {
 		r.finish(false)
 	}
@@ -633,22 +626,43 @@ func (r *Result) Trailer() Trailer {
 }
 
 // Close stops any read still in flight.
-func (r *Result) Close() {
+func (r *result) Close() {
 	if r.stream != nil {
 		r.stream.Close()
 	}
 	r.cancel()
 }
 
-// ReadTier streams the rows of one tier of a series over span, in
-// ascending order, merging the late partitions in for raw rows. The rollup
-// worker reads with it; the caller closes the stream.
-func (e *Engine) ReadTier(ctx context.Context, info tiers.SeriesInfo, level tiers.Level, span tiers.Span, stats *partial.Stats) (*partial.Stream, error) {
-	plan := router.Plan{Tier: level, Read: span, Segments: []router.Segment{{Span: span, Tier: level}}}
-	groups, maxGroup, err := e.groups(ctx, info.ID, info, plan, span, false)
+// Observe wraps e so that observe sees the head and trailer of every page
+// answered: metrics, logs, tests.
+func Observe(e Engine, observe func(*Head, Trailer)) Engine {
+	return observed{Engine: e, observe: observe}
+}
+
+type observed struct {
+	Engine
+	observe func(*Head, Trailer)
+}
+
+func (o observed) Query(ctx context.Context, req Request) (Result, error) {
+	res, err := o.Engine.Query(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	opts := partial.FetchOptions{Parallelism: max(e.cfg.Parallelism, maxGroup), Lookahead: e.cfg.Lookahead}
-	return partial.Fetch(ctx, e.store, span, groups, false, opts, stats), nil
+	return &observedResult{Result: res, observe: o.observe}, nil
+}
+
+type observedResult struct {
+	Result
+	observe func(*Head, Trailer)
+	done    bool
+}
+
+func (r *observedResult) Trailer() Trailer {
+	tr := r.Result.Trailer()
+	if !r.done {
+		r.done = true
+		r.observe(r.Head(), tr)
+	}
+	return tr
 }

@@ -3,11 +3,12 @@
 // in the rollup log, and reports how far each tier is complete (its
 // watermark) so that readers can fill in the rest from finer tiers.
 //
-// Windows are recomputed, never incremented: a minute row is rebuilt from
-// the window's raw and late points, an hour row from its minute rows and a
-// day row from its hour rows, re-aggregating min, max, sum and count. A
-// rerun writes the same rows, so several gateway instances may run the
-// worker at once.
+// Windows are recomputed, never incremented: a row of the finest rollup
+// tier is rebuilt from the window's raw and late points, a row of every
+// coarser tier from the rows of the tier below (minute from raw, hour from
+// minute, day from hour with the default pyramid), re-aggregating min, max,
+// sum and count. A rerun writes the same rows, so several gateway instances
+// may run the worker at once.
 package rollup
 
 import (
@@ -24,8 +25,7 @@ import (
 
 	"github.com/tsgate/tsgate/merge"
 	"github.com/tsgate/tsgate/partial"
-	"github.com/tsgate/tsgate/query"
-	"github.com/tsgate/tsgate/router"
+	"github.com/tsgate/tsgate/scan"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -38,8 +38,9 @@ const CheckpointName = "rollup"
 // can rely on the forced run's result at once.
 const ForcedName = "rollup-forced"
 
-// Store is what the worker reads and writes besides the engine's reads.
+// Store is what the worker reads and writes.
 type Store interface {
+	scan.Store
 	tiers.PartitionWriter
 	tiers.RollupLog
 	LookupSeries(ctx context.Context, id string) (tiers.SeriesInfo, error)
@@ -103,8 +104,8 @@ type Report struct {
 // Worker recomputes rollups.
 type Worker struct {
 	store   Store
-	engine  *query.Engine
-	pyramid *tiers.Pyramid
+	scan    *scan.Scanner
+	pyramid tiers.Pyramid
 	cfg     Config
 	now     func() time.Time
 	log     *slog.Logger
@@ -114,16 +115,17 @@ type Worker struct {
 
 	wmMu      sync.Mutex
 	wmAt      time.Time
-	wmCached  router.Watermarks
+	wmCached  tiers.Watermarks
 	wmChecked bool
 }
 
-// New returns a worker. metrics may be nil.
-func New(store Store, engine *query.Engine, cfg Config, now func() time.Time, log *slog.Logger, metrics *Metrics) *Worker {
+// New returns a worker that keeps the rollup tiers of p, reading the tier
+// below each with the scan settings sc. metrics may be nil.
+func New(store Store, p tiers.Pyramid, sc scan.Config, cfg Config, now func() time.Time, log *slog.Logger, metrics *Metrics) *Worker {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Worker{store: store, engine: engine, pyramid: engine.Pyramid(), cfg: cfg, now: now, log: log, metrics: metrics}
+	return &Worker{store: store, scan: scan.New(store, p, sc, now), pyramid: p, cfg: cfg, now: now, log: log, metrics: metrics}
 }
 
 // Run runs the worker every Interval until ctx is done.
@@ -174,7 +176,7 @@ func (w *Worker) RunOnce(ctx context.Context, all bool) (Report, error) {
 	}
 	now := start.UnixMilli()
 	closed := tiers.AlignDown(now-w.cfg.Grace.Milliseconds(), tiers.DirtySlot) // slots before it are closed
-	ripe := tiers.AlignDown(now-w.cfg.Grace.Milliseconds()-w.cfg.Lateness.Milliseconds()-tiers.Minute, tiers.DirtySlot)
+	ripe := tiers.AlignDown(now-w.cfg.Grace.Milliseconds()-w.cfg.Lateness.Milliseconds()-w.pyramid.DirtyStep(), tiers.DirtySlot)
 	end := ripe
 	if all {
 		end = tiers.AlignDown(now, tiers.DirtySlot) + tiers.DirtySlot // the open slot too
@@ -212,7 +214,7 @@ func (w *Worker) RunOnce(ctx context.Context, all bool) (Report, error) {
 	}
 
 	var rowsRead atomic.Int64
-	var counts [4]atomic.Int64
+	counts := make([]atomic.Int64, len(w.pyramid))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(w.cfg.Parallelism)
 	for series, windows := range dirty {
@@ -227,10 +229,11 @@ func (w *Worker) RunOnce(ctx context.Context, all bool) (Report, error) {
 	if err := g.Wait(); err != nil {
 		return rep, err
 	}
-	for _, l := range w.pyramid.Levels()[1:] {
-		rep.Windows[l.String()] = counts[l].Load()
+	for _, l := range w.pyramid.Rollups() {
+		name := w.pyramid[l].Name
+		rep.Windows[name] = counts[l].Load()
 		if w.metrics != nil {
-			w.metrics.windows.WithLabelValues(l.String()).Add(float64(counts[l].Load()))
+			w.metrics.windows.WithLabelValues(name).Add(float64(counts[l].Load()))
 		}
 	}
 	rep.RowsRead = rowsRead.Load()
@@ -254,10 +257,10 @@ func (w *Worker) RunOnce(ctx context.Context, all bool) (Report, error) {
 	return rep, nil
 }
 
-// recompute rebuilds the rows of one series' dirty minute windows and of
-// the hour and day windows that contain them.
-func (w *Worker) recompute(ctx context.Context, series string, minutes []int64, rowsRead *atomic.Int64) ([4]int64, error) {
-	var counts [4]int64
+// recompute rebuilds the rows of one series' dirty windows in the finest
+// rollup tier and of the windows of every coarser tier that contain them.
+func (w *Worker) recompute(ctx context.Context, series string, windows []int64, rowsRead *atomic.Int64) ([]int64, error) {
+	counts := make([]int64, len(w.pyramid))
 	info, err := w.store.LookupSeries(ctx, series)
 	if errors.Is(err, tiers.ErrNotFound) {
 		return counts, nil // the registry entry is written first; nothing to do without it
@@ -265,8 +268,8 @@ func (w *Worker) recompute(ctx context.Context, series string, minutes []int64, 
 	if err != nil {
 		return counts, fmt.Errorf("series %s: %w", series, err)
 	}
-	dirty := minutes
-	for _, l := range []tiers.Level{tiers.LevelMinute, tiers.LevelHour, tiers.LevelDay} {
+	dirty := windows
+	for _, l := range w.pyramid.Rollups() {
 		t := w.pyramid.Tier(l)
 		for i, d := range dirty {
 			dirty[i] = tiers.AlignDown(d, t.Step)
@@ -278,13 +281,13 @@ func (w *Worker) recompute(ctx context.Context, series string, minutes []int64, 
 		for _, run := range runs(dirty, t.Step) {
 			rows, err := w.aggregate(ctx, info, src, run, t.Step, &stats)
 			if err != nil {
-				return counts, fmt.Errorf("series %s: recompute %s windows: %w", series, l, err)
+				return counts, fmt.Errorf("series %s: recompute %s windows: %w", series, t.Name, err)
 			}
 			if len(rows) == 0 {
 				continue
 			}
 			if err := w.write(ctx, series, t, rows); err != nil {
-				return counts, fmt.Errorf("series %s: write %s rows: %w", series, l, err)
+				return counts, fmt.Errorf("series %s: write %s rows: %w", series, t.Name, err)
 			}
 			counts[l] += int64(len(rows))
 		}
@@ -309,7 +312,7 @@ func runs(starts []int64, step int64) []tiers.Span {
 // aggregate reads the source tier over span and folds it into windows of
 // step.
 func (w *Worker) aggregate(ctx context.Context, info tiers.SeriesInfo, src tiers.Level, span tiers.Span, step int64, stats *partial.Stats) ([]tiers.Row, error) {
-	stream, err := w.engine.ReadTier(ctx, info, src, span, stats)
+	stream, err := w.scan.ReadTier(ctx, info, src, span, stats)
 	if err != nil {
 		return nil, err
 	}
@@ -358,13 +361,13 @@ func (w *Worker) invalidateWatermarks() {
 // for a few seconds (readers call it on every request) and falls back to
 // "nothing rolled up" — which reads finer tiers, never wrong data — when
 // the checkpoint cannot be read.
-func (w *Worker) Watermarks(ctx context.Context) router.Watermarks {
+func (w *Worker) Watermarks(ctx context.Context) tiers.Watermarks {
 	w.wmMu.Lock()
 	defer w.wmMu.Unlock()
 	if w.wmChecked && w.now().Sub(w.wmAt) < 5*time.Second {
 		return w.wmCached
 	}
-	none := router.Watermarks{tiers.MaxTime, tiers.MinTime, tiers.MinTime, tiers.MinTime}
+	none := tiers.NoWatermarks(w.pyramid)
 	cp, ok, err := w.store.Checkpoint(ctx, CheckpointName)
 	if err != nil {
 		return none // not cached: try again next time
@@ -381,16 +384,14 @@ func (w *Worker) Watermarks(ctx context.Context) router.Watermarks {
 		// Points of a window that ends before cp - lateness were all written
 		// before cp, so the log slots before cp hold every change to it.
 		complete := cp - w.cfg.Lateness.Milliseconds()
-		for _, l := range []tiers.Level{tiers.LevelMinute, tiers.LevelHour, tiers.LevelDay} {
+		for _, l := range w.pyramid.Rollups() {
 			wm[l] = tiers.AlignDown(complete, w.pyramid.Tier(l).Step)
 		}
 	}
 	w.wmCached, w.wmAt, w.wmChecked = wm, w.now(), true
-	if w.metrics != nil {
-		for _, l := range []tiers.Level{tiers.LevelMinute, tiers.LevelHour, tiers.LevelDay} {
-			if ok {
-				w.metrics.lag.WithLabelValues(l.String()).Set(float64(w.now().UnixMilli()-wm[l]) / 1000)
-			}
+	if w.metrics != nil && ok {
+		for _, l := range w.pyramid.Rollups() {
+			w.metrics.lag.WithLabelValues(w.pyramid[l].Name).Set(float64(w.now().UnixMilli()-wm[l]) / 1000)
 		}
 	}
 	return wm

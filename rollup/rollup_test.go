@@ -16,13 +16,20 @@ import (
 	"github.com/tsgate/tsgate/tiers/storetest"
 )
 
+// The levels of the default pyramid.
+const (
+	levelMinute tiers.Level = iota + 1
+	levelHour
+	levelDay
+)
+
 func newEnv(t *testing.T) *querytest.Env {
 	store, err := embedded.OpenInMemory(embedded.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	return querytest.NewEnv(t, store, store)
+	return querytest.NewEnv(t, store, querytest.Options{})
 }
 
 // rows reads a whole rollup table's partition for the series.
@@ -61,7 +68,7 @@ func TestLatePointCorrectsEveryTier(t *testing.T) {
 	}
 	check := func(wantMin, wantMax, wantSum float64, wantCount int64) {
 		t.Helper()
-		for _, l := range []tiers.Level{tiers.LevelMinute, tiers.LevelHour, tiers.LevelDay} {
+		for _, l := range []tiers.Level{levelMinute, levelHour, levelDay} {
 			w := tiers.AlignDown(minute, env.Pyramid.Tier(l).Step)
 			var found *tiers.Row
 			rs := rows(t, env, l, "s", w)
@@ -71,11 +78,11 @@ func TestLatePointCorrectsEveryTier(t *testing.T) {
 				}
 			}
 			want := tiers.Row{T: w, Min: wantMin, Max: wantMax, Sum: wantSum, Count: wantCount}
-			if l == tiers.LevelDay && w <= now-tiers.Minute && now-tiers.Minute < w+tiers.Day {
+			if l == levelDay && w <= now-tiers.Minute && now-tiers.Minute < w+tiers.Day {
 				continue // the on-time point shares the day window
 			}
 			if found == nil || *found != want {
-				t.Fatalf("%s row at %d = %+v, want %+v", l, w, found, want)
+				t.Fatalf("%s row at %d = %+v, want %+v", env.Pyramid[l].Name, w, found, want)
 			}
 		}
 	}
@@ -130,7 +137,7 @@ func TestConcurrentWorkersAgree(t *testing.T) {
 	if _, err := env.Writer.Backfill(ctx, pts); err != nil {
 		t.Fatal(err)
 	}
-	other := rollup.New(env.Store, env.Engine, rollup.DefaultConfig(), env.Clock.Now, nil, nil)
+	other := rollup.New(env.Store, env.Pyramid, env.Config.Scan, rollup.DefaultConfig(), env.Clock.Now, nil, nil)
 	var wg sync.WaitGroup
 	var errs [2]error
 	wg.Go(func() { _, errs[0] = env.Rollups.RunOnce(ctx, true) })
@@ -143,7 +150,7 @@ func TestConcurrentWorkersAgree(t *testing.T) {
 	for _, p := range pts {
 		truth[p.T] = p.V
 	}
-	for _, l := range []tiers.Level{tiers.LevelHour, tiers.LevelDay} {
+	for _, l := range []tiers.Level{levelHour, levelDay} {
 		step := env.Pyramid.Tier(l).Step
 		var got []tiers.Row
 		for b := tiers.AlignDown(now-2*tiers.Day, env.Pyramid.Tier(l).BucketWidth); b < now; b += env.Pyramid.Tier(l).BucketWidth {
@@ -157,7 +164,7 @@ func TestConcurrentWorkersAgree(t *testing.T) {
 			wantRows = append(wantRows, r)
 		}
 		if !slices.Equal(got, wantRows) {
-			t.Fatalf("%s rows after concurrent runs differ from brute force: %d vs %d", l, len(got), len(wantRows))
+			t.Fatalf("%s rows after concurrent runs differ from brute force: %d vs %d", env.Pyramid[l].Name, len(got), len(wantRows))
 		}
 	}
 }

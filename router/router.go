@@ -1,17 +1,18 @@
 // Package router chooses how a read is answered: which tier of the pyramid
 // serves it, the window the answer is re-aggregated to, the exact range to
 // read, and — when a tier has not rolled up its most recent windows yet —
-// which finer tier fills them in.
+// which finer tiers fill them in.
 //
-// Route is a pure function of the request, the clock, the tier
-// configuration and the rollup watermarks: it does no I/O, so every
-// threshold edge is a table test.
+// Route is a pure function of the request, the clock, the pyramid and the
+// rollup watermarks: it does no I/O, so every threshold edge is a table
+// test. It knows tiers only as the pyramid describes them, so a configured
+// pyramid (a 10s tier, no hour tier) routes by the same rules.
 package router
 
 import (
-	"errors"
 	"fmt"
 
+	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -43,51 +44,34 @@ type Request struct {
 	// MaxPoints bounds the number of windows of an auto answer; 0 means no
 	// bound.
 	MaxPoints int64
+	// MinWindow is the narrowest window an auto answer with MaxPoints may
+	// have (Grafana's intervalMs); 0 means none.
+	MinWindow int64
+	// WholeFirstWindow includes the window that holds Span.From, whole, in
+	// an aggregated answer, so that a chart has no gap at its left edge; by
+	// default only windows that start in the range are returned.
+	WholeFirstWindow bool
 }
-
-// Config holds the auto thresholds: a range up to RawMax is answered with
-// raw points, up to MinuteMax from the minute tier, up to HourMax from the
-// hour tier, and anything longer from the day tier.
-type Config struct {
-	RawMax    int64
-	MinuteMax int64
-	HourMax   int64
-}
-
-// DefaultConfig returns the thresholds of the design: 6 h, 7 d, 90 d.
-func DefaultConfig() Config {
-	return Config{RawMax: 6 * tiers.Hour, MinuteMax: 7 * tiers.Day, HourMax: 90 * tiers.Day}
-}
-
-// Validate checks that the thresholds increase.
-func (c Config) Validate() error {
-	if c.RawMax <= 0 || c.MinuteMax <= c.RawMax || c.HourMax <= c.MinuteMax {
-		return errors.New("auto thresholds must increase: raw < minute < hour")
-	}
-	return nil
-}
-
-// Watermarks holds, per tier, the time before which the tier holds every
-// window: rollups have run for everything that starts earlier. The raw tier's
-// watermark is ignored (raw points are always current).
-type Watermarks [4]int64
 
 // Segment is a part of the read range and the tier that serves it.
 type Segment struct {
-	Span tiers.Span
-	Tier tiers.Level
+	Span     tiers.Span
+	Tier     tiers.Level
+	TierName string
 }
 
 // Plan is the router's answer.
 type Plan struct {
 	// Tier is the tier chosen for the answer; parts of Read may be served by
 	// finer tiers (see Segments).
-	Tier tiers.Level
+	Tier     tiers.Level
+	TierName string
 	// Step is the width of the answer's windows, or 0 for raw points.
 	Step int64
 	// Read is the range whose rows make up the answer. For raw points it is
-	// the request's range; for windows it is [from, to) widened to whole
-	// windows: the windows whose start lies in [from, to), each whole.
+	// the request's range; for windows it is the windows whose start lies
+	// in [from, to) (and the one holding from, with WholeFirstWindow), each
+	// whole.
 	Read tiers.Span
 	// Segments partition Read, in ascending time order.
 	Segments []Segment
@@ -97,63 +81,75 @@ type Plan struct {
 	Warnings []string
 }
 
-// Error is a request the router cannot plan; Param names the parameter to
-// fix.
-type Error struct {
-	Param, Message string
+// Ladder is the sequence of round window widths that max_points chooses
+// from, so that windows fall on clock boundaries a person expects (30m,
+// never 29m). Past its end come whole multiples of a week.
+var Ladder = []int64{
+	1 * tiers.Second, 2 * tiers.Second, 5 * tiers.Second, 10 * tiers.Second, 15 * tiers.Second, 30 * tiers.Second,
+	tiers.Minute, 2 * tiers.Minute, 5 * tiers.Minute, 10 * tiers.Minute, 15 * tiers.Minute, 30 * tiers.Minute,
+	tiers.Hour, 2 * tiers.Hour, 3 * tiers.Hour, 6 * tiers.Hour, 12 * tiers.Hour,
+	tiers.Day, 2 * tiers.Day, tiers.Week,
 }
 
-func (e *Error) Error() string { return e.Param + ": " + e.Message }
+// RoundStep returns the smallest step of the ladder (or whole number of
+// weeks past it) that is at least need and a whole multiple of unit
+// (unit > 0). Every unit divides some number of weeks, so there always is
+// one.
+func RoundStep(need, unit int64) int64 {
+	for _, s := range Ladder {
+		if s >= need && s%unit == 0 {
+			return s
+		}
+	}
+	weeks := max(1, (need+tiers.Week-1)/tiers.Week)
+	for w := weeks; ; w++ {
+		if s := w * tiers.Week; s%unit == 0 {
+			return s
+		}
+	}
+}
 
 // Route plans a read at time now.
-func Route(req Request, now int64, p *tiers.Pyramid, cfg Config, wm Watermarks) (Plan, error) {
+func Route(req Request, now int64, p tiers.Pyramid, wm tiers.Watermarks) (Plan, error) {
 	span := req.Span
 	if span.Empty() {
-		return Plan{}, &Error{Param: "from", Message: "from must be before to"}
+		return Plan{}, params.Bad("from", "must be before to (ranges are [from, to))")
 	}
 	if req.MaxPoints < 0 {
-		return Plan{}, &Error{Param: "max_points", Message: "must be at least 1"}
+		return Plan{}, params.Bad("max_points", "must be at least 1")
 	}
 	if req.MaxPoints > 0 && req.Resolution.Kind != Auto {
-		return Plan{}, &Error{Param: "max_points", Message: "applies only to resolution=auto"}
+		return Plan{}, params.Bad("max_points", "applies only to resolution=auto")
 	}
-	length := span.To - span.From
 	var plan Plan
 	switch req.Resolution.Kind {
 	case RawPoints:
 		plan = Plan{Tier: tiers.LevelRaw, Reason: "resolution raw: raw points"}
-		plan.warnRetention(p, span.From, now)
 	case Window:
 		w := req.Resolution.Window
 		if w < MinWindow {
-			return Plan{}, &Error{Param: "resolution", Message: "a window must be at least 1s"}
+			return Plan{}, params.Bad("resolution", "a window must be at least 1s")
 		}
-		level := tiers.LevelRaw
-		for _, l := range []tiers.Level{tiers.LevelDay, tiers.LevelHour, tiers.LevelMinute} {
-			if w%p.Tier(l).Step == 0 {
-				level = l
-				break
-			}
-		}
+		level := servingTier(p, w)
 		plan = Plan{Tier: level, Step: w}
 		if level == tiers.LevelRaw {
 			plan.Reason = fmt.Sprintf("resolution %s: no rollup step divides it, raw points aggregated", fmtDur(w))
 		} else {
-			plan.Reason = fmt.Sprintf("resolution %s: %s tier (step %s divides it)", fmtDur(w), level, fmtDur(p.Tier(level).Step))
+			plan.Reason = fmt.Sprintf("resolution %s: %s tier (step %s divides it)", fmtDur(w), p[level].Name, fmtDur(p[level].Step))
 		}
-		plan.Read = tiers.Span{From: tiers.AlignUp(span.From, w), To: tiers.AlignUp(span.To, w)}
-		plan.warnRetention(p, plan.Read.From, now)
 	case Auto:
 		if req.MaxPoints > 0 {
-			plan = routeMaxPoints(span, req.MaxPoints, now, p)
+			plan = routeMaxPoints(req, now, p)
 		} else {
-			plan = routeAuto(span, length, now, p, cfg)
+			plan = routeAuto(req, now, p)
 		}
 	default:
-		return Plan{}, &Error{Param: "resolution", Message: "unknown resolution"}
+		return Plan{}, params.Bad("resolution", "unknown resolution")
 	}
-	if plan.Step == 0 {
-		plan.Read = span
+	plan.TierName = p[plan.Tier].Name
+	plan.Read = readSpan(span, plan.Step, req.WholeFirstWindow)
+	if req.Resolution.Kind != Auto {
+		plan.warnRetention(p, plan.Read.From, now)
 	}
 	plan.Segments = stitch(plan.Read, plan.Tier, p, wm)
 	return plan, nil
@@ -162,104 +158,116 @@ func Route(req Request, now int64, p *tiers.Pyramid, cfg Config, wm Watermarks) 
 // Resume rebuilds the plan of a paged read from the tier and step its first
 // page chose, so that later pages cannot switch tiers as the clock moves;
 // only the stitching follows the current watermarks.
-func Resume(span tiers.Span, level tiers.Level, step int64, now int64, p *tiers.Pyramid, wm Watermarks) Plan {
-	plan := Plan{Tier: level, Step: step, Read: span, Reason: "continues the plan of the first page"}
-	if step > 0 {
-		plan.Read = tiers.Span{From: tiers.AlignUp(span.From, step), To: tiers.AlignUp(span.To, step)}
-	}
+func Resume(req Request, level tiers.Level, step int64, now int64, p tiers.Pyramid, wm tiers.Watermarks) Plan {
+	plan := Plan{Tier: level, TierName: p[level].Name, Step: step, Reason: "continues the plan of the first page"}
+	plan.Read = readSpan(req.Span, step, req.WholeFirstWindow)
 	plan.warnRetention(p, plan.Read.From, now)
 	plan.Segments = stitch(plan.Read, level, p, wm)
 	return plan
 }
 
-// routeAuto applies the range thresholds, stepping up to a coarser tier
-// while the chosen one no longer keeps the start of the range.
-func routeAuto(span tiers.Span, length, now int64, p *tiers.Pyramid, cfg Config) Plan {
-	var level tiers.Level
-	var reason string
-	switch {
-	case length <= cfg.RawMax:
-		level, reason = tiers.LevelRaw, fmt.Sprintf("range %s <= %s: raw points", fmtDur(length), fmtDur(cfg.RawMax))
-	case length <= cfg.MinuteMax:
-		level, reason = tiers.LevelMinute, fmt.Sprintf("range %s <= %s: minute tier", fmtDur(length), fmtDur(cfg.MinuteMax))
-	case length <= cfg.HourMax:
-		level, reason = tiers.LevelHour, fmt.Sprintf("range %s <= %s: hour tier", fmtDur(length), fmtDur(cfg.HourMax))
-	default:
-		level, reason = tiers.LevelDay, fmt.Sprintf("range %s > %s: day tier", fmtDur(length), fmtDur(cfg.HourMax))
+// readSpan is the range whose rows make up an answer over span: span
+// itself for raw points, whole windows otherwise.
+func readSpan(span tiers.Span, step int64, wholeFirst bool) tiers.Span {
+	if step == 0 {
+		return span
 	}
-	step := p.Tier(level).Step
-	for level < tiers.LevelDay {
-		t := p.Tier(level)
-		from := span.From
-		if t.Step > 0 {
-			from = tiers.AlignUp(span.From, t.Step)
-		}
-		if t.Covers(from, now) {
-			break
-		}
-		next := p.Tier(level + 1)
-		reason += fmt.Sprintf("; %s tier keeps %s, not back to the range start: %s tier", level, fmtDur(t.Retention), next.Level)
-		level, step = next.Level, next.Step
+	from := tiers.AlignUp(span.From, step)
+	if wholeFirst {
+		from = tiers.AlignDown(span.From, step)
 	}
-	plan := Plan{Tier: level, Step: step, Reason: reason}
-	if step > 0 {
-		plan.Read = tiers.Span{From: tiers.AlignUp(span.From, step), To: tiers.AlignUp(span.To, step)}
-	}
-	return plan
+	return tiers.Span{From: from, To: tiers.AlignUp(span.To, step)}
 }
 
-// routeMaxPoints picks the coarsest tier whose step is at most
-// need = range/maxPoints, and the smallest window >= need that is a whole
-// number of that step (of 1s for raw), so that at most maxPoints windows
-// start in the range. A tier that no longer keeps the range start gives way
-// to the next coarser one.
-func routeMaxPoints(span tiers.Span, maxPoints, now int64, p *tiers.Pyramid) Plan {
-	length := span.To - span.From
-	need := (length + maxPoints - 1) / maxPoints // ceil: windows >= need are few enough
-	level := tiers.LevelRaw
-	for _, l := range []tiers.Level{tiers.LevelDay, tiers.LevelHour, tiers.LevelMinute} {
-		if p.Tier(l).Step <= need {
-			level = l
+// servingTier is the coarsest tier whose step divides w, or raw when none
+// does.
+func servingTier(p tiers.Pyramid, w int64) tiers.Level {
+	for l := p.Coarsest(); l > tiers.LevelRaw; l-- {
+		if w%p[l].Step == 0 {
+			return l
+		}
+	}
+	return tiers.LevelRaw
+}
+
+// routeAuto applies the range thresholds, stepping up to a coarser tier
+// while the chosen one no longer keeps the start of the range.
+func routeAuto(req Request, now int64, p tiers.Pyramid) Plan {
+	length := req.Span.To - req.Span.From
+	level := p.Coarsest()
+	reason := ""
+	for l := range p.Levels() {
+		if lv := tiers.Level(l); lv < p.Coarsest() && length <= p[lv].AutoMax {
+			level = lv
+			reason = fmt.Sprintf("range %s <= %s: %s", fmtDur(length), fmtDur(p[lv].AutoMax), tierPhrase(p, lv))
 			break
 		}
 	}
-	reason := fmt.Sprintf("max_points %d over %s: windows of at least %s", maxPoints, fmtDur(length), fmtDur(need))
-	var window int64
-	for {
-		unit := p.Tier(level).Step
-		if level == tiers.LevelRaw {
-			unit = tiers.Second
+	if reason == "" {
+		reason = fmt.Sprintf("range %s: %s", fmtDur(length), tierPhrase(p, level))
+		if level > 0 {
+			reason = fmt.Sprintf("range %s > %s: %s", fmtDur(length), fmtDur(p[level-1].AutoMax), tierPhrase(p, level))
 		}
-		window = max(unit, (need+unit-1)/unit*unit)
-		from := tiers.AlignUp(span.From, window)
-		if level == tiers.LevelDay || p.Tier(level).Covers(from, now) {
-			break
-		}
-		reason += fmt.Sprintf("; %s tier keeps %s, not back to the range start", level, fmtDur(p.Tier(level).Retention))
+	}
+	for level < p.Coarsest() && !p[level].Covers(readSpan(req.Span, p[level].Step, req.WholeFirstWindow).From, now) {
+		reason += fmt.Sprintf("; %s tier keeps %s, not back to the range start: %s", p[level].Name, fmtDur(p[level].Retention), tierPhrase(p, level+1))
 		level++
 	}
-	reason += fmt.Sprintf(": %s tier at %s", level, fmtDur(window))
-	return Plan{
-		Tier: level, Step: window, Reason: reason,
-		Read: tiers.Span{From: tiers.AlignUp(span.From, window), To: tiers.AlignUp(span.To, window)},
-	}
+	return Plan{Tier: level, Step: p[level].Step, Reason: reason}
 }
+
+func tierPhrase(p tiers.Pyramid, l tiers.Level) string {
+	if l == tiers.LevelRaw {
+		return "raw points"
+	}
+	return p[l].Name + " tier"
+}
+
+// routeMaxPoints picks the window: need = max(range/maxPoints, MinWindow),
+// rounded up to the ladder's next step, read from the coarsest tier whose
+// step divides it. A tier that no longer keeps the range start gives way
+// to the next coarser one, and the window to the smallest ladder step that
+// is a multiple of that tier's step.
+func routeMaxPoints(req Request, now int64, p tiers.Pyramid) Plan {
+	span := req.Span
+	length := span.To - span.From
+	need := max((length+req.MaxPoints-1)/req.MaxPoints, req.MinWindow, 1) // ceil: windows >= need are few enough
+	window := RoundStep(need, 1)
+	level := servingTier(p, window)
+	reason := fmt.Sprintf("max_points %d over %s: windows of at least %s", req.MaxPoints, fmtDur(length), fmtDur(need))
+	if req.MinWindow > 0 && req.MinWindow >= need {
+		reason = fmt.Sprintf("max_points %d over %s, interval %s: windows of at least %s", req.MaxPoints, fmtDur(length), fmtDur(req.MinWindow), fmtDur(need))
+	}
+	for level < p.Coarsest() && !p[level].Covers(readSpan(span, window, req.WholeFirstWindow).From, now) {
+		reason += fmt.Sprintf("; %s tier keeps %s, not back to the range start", p[level].Name, fmtDur(p[level].Retention))
+		level++
+		window = RoundStep(need, p[level].Step)
+		level = servingTier(p, window)
+	}
+	reason += fmt.Sprintf(": %s at %s", tierPhrase(p, level), fmtDur(window))
+	return Plan{Tier: level, Step: window, Reason: reason}
+}
+
+// retentionSlack is how far before a tier's oldest row a range may start
+// without a warning: a range like now-7d resolved a few milliseconds
+// before the router's clock must not warn about the milliseconds between.
+const retentionSlack = tiers.Minute
 
 // warnRetention notes when an explicitly chosen tier no longer keeps the
 // start of the range.
-func (plan *Plan) warnRetention(p *tiers.Pyramid, from, now int64) {
-	t := p.Tier(plan.Tier)
-	if t.Covers(from, now) {
+func (plan *Plan) warnRetention(p tiers.Pyramid, from, now int64) {
+	t := p[plan.Tier]
+	if t.Covers(from+retentionSlack, now) {
 		return
 	}
 	plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s tier keeps %s; no points before %d",
-		t.Level, fmtDur(t.Retention), t.OldestAvailable(now)))
+		t.Name, fmtDur(t.Retention), t.OldestAvailable(now)))
 }
 
 // stitch splits read between the chosen tier and the finer tiers that hold
 // the windows it has not rolled up yet: the chosen tier serves up to its
 // watermark, the next finer tier up to its own, and raw points the rest.
-func stitch(read tiers.Span, level tiers.Level, p *tiers.Pyramid, wm Watermarks) []Segment {
+func stitch(read tiers.Span, level tiers.Level, p tiers.Pyramid, wm tiers.Watermarks) []Segment {
 	if read.Empty() {
 		return nil
 	}
@@ -267,11 +275,13 @@ func stitch(read tiers.Span, level tiers.Level, p *tiers.Pyramid, wm Watermarks)
 	from := read.From
 	// A coarser tier is never more complete than a finer one: it is computed
 	// from it.
-	limit := int64(tiers.MaxTime)
+	limit := tiers.MaxTime
 	marks := make([]int64, level+1)
 	for l := tiers.LevelRaw; l <= level; l++ {
-		if l > tiers.LevelRaw {
+		if l > tiers.LevelRaw && int(l) < len(wm) {
 			limit = min(limit, wm[l])
+		} else if l > tiers.LevelRaw {
+			limit = tiers.MinTime
 		}
 		marks[l] = limit
 	}
@@ -281,7 +291,7 @@ func stitch(read tiers.Span, level tiers.Level, p *tiers.Pyramid, wm Watermarks)
 			end = read.To
 		}
 		if end > from {
-			segs = append(segs, Segment{Span: tiers.Span{From: from, To: end}, Tier: l})
+			segs = append(segs, Segment{Span: tiers.Span{From: from, To: end}, Tier: l, TierName: p[l].Name})
 			from = end
 		}
 	}

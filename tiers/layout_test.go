@@ -1,8 +1,11 @@
 package tiers
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -158,19 +161,76 @@ func TestPyramidValidate(t *testing.T) {
 	if err := p.Validate(); err != nil {
 		t.Fatalf("default pyramid invalid: %v", err)
 	}
-	bad := p
-	bad[LevelMinute].BucketWidth = 90 * Second
-	if bad.Validate() == nil {
-		t.Fatal("a minute bucket that is not a whole number of minutes was accepted")
+	for _, c := range []struct {
+		name   string
+		break_ func(p Pyramid) Pyramid
+	}{
+		{"a minute bucket that is not a whole number of minutes", func(p Pyramid) Pyramid { p[1].BucketWidth = 90 * Second; return p }},
+		{"an hour tier keeping less than the minute tier", func(p Pyramid) Pyramid { p[2].Retention = Day; return p }},
+		{"zero event buckets", func(p Pyramid) Pyramid { p[0].EventBuckets = 0; return p }},
+		{"a step that does not divide the next", func(p Pyramid) Pyramid {
+			p = append(Pyramid{p[0], NewRollupTier("sec7", 7*Second, Day, 14*Day, Day)}, p[1:]...)
+			p.Renumber()
+			return p
+		}},
+		{"a step finer than the one below", func(p Pyramid) Pyramid { p[1], p[2] = p[2], p[1]; p.Renumber(); return p }},
+		{"a duplicate name", func(p Pyramid) Pyramid { p[2].Name = "minute"; return p }},
+		{"a reserved name", func(p Pyramid) Pyramid { p[2].Name = "auto"; return p }},
+		{"a name with upper case", func(p Pyramid) Pyramid { p[2].Name = "Hour"; return p }},
+		{"a first tier that is not raw", func(p Pyramid) Pyramid { p = p[1:]; p.Renumber(); return p }},
+		{"an auto threshold on the coarsest tier", func(p Pyramid) Pyramid { p[3].AutoMax = 365 * Day; return p }},
+		{"auto thresholds that do not grow", func(p Pyramid) Pyramid { p[2].AutoMax = Day; return p }},
+		{"a wrong table", func(p Pyramid) Pyramid { p[2].Table = "rollup_x"; return p }},
+		{"event buckets on a rollup tier", func(p Pyramid) Pyramid { p[1].EventBuckets = 2; return p }},
+		{"no tiers", func(Pyramid) Pyramid { return nil }},
+	} {
+		if err := c.break_(DefaultPyramid()).Validate(); err == nil {
+			t.Errorf("%s was accepted", c.name)
+		}
 	}
-	bad = p
-	bad[LevelHour].Retention = Day
-	if bad.Validate() == nil {
-		t.Fatal("an hour tier keeping less than the minute tier was accepted")
+}
+
+// A five-tier pyramid with a 10s tier under the minute tier is valid, and
+// the syntax of the --tiers flag round-trips.
+func TestParsePyramid(t *testing.T) {
+	dur := func(s string) (int64, error) {
+		for _, u := range []struct {
+			suffix string
+			ms     int64
+		}{{"ms", 1}, {"s", Second}, {"m", Minute}, {"h", Hour}, {"d", Day}} {
+			if n, ok := strings.CutSuffix(s, u.suffix); ok {
+				v, err := strconv.ParseInt(n, 10, 64)
+				return v * u.ms, err
+			}
+		}
+		return 0, fmt.Errorf("bad duration %q", s)
 	}
-	bad = p
-	bad[LevelRaw].EventBuckets = 0
-	if bad.Validate() == nil {
-		t.Fatal("zero event buckets accepted")
+	def, err := ParsePyramid(DefaultPyramid().String(), dur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(def, DefaultPyramid()) {
+		t.Fatalf("default pyramid does not round-trip:\n%v\n%v", def, DefaultPyramid())
+	}
+	spec := "name=raw,bucket=1h,event-buckets=4,retention=7d,auto-max=1h;" +
+		"name=10s,step=10s,bucket=6h,retention=14d,auto-max=1d;" +
+		"name=minute,step=1m,bucket=1d,retention=30d,auto-max=7d;" +
+		"name=hour,step=1h,bucket=30d,retention=365d,auto-max=90d;" +
+		"name=day,step=1d,bucket=365d,retention=0ms"
+	p, err := ParsePyramid(spec, dur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p) != 5 || p[1].Table != "rollup_10s" || p[2].Table != "rollup_1m" || p.DirtyStep() != 10*Second {
+		t.Fatalf("parsed %+v", p)
+	}
+	for _, bad := range []string{
+		"", "name=raw", "name=raw,bucket=1h,retention=7d,colour=red",
+		"name=raw,bucket=1h,retention=7d;name=x,step=90ms,bucket=1h,retention=7d",
+		"name=raw,bucket=1h,bucket=2h,retention=7d",
+	} {
+		if _, err := ParsePyramid(bad, dur); err == nil {
+			t.Errorf("ParsePyramid(%q) accepted", bad)
+		}
 	}
 }

@@ -146,8 +146,8 @@ type LateIndex interface {
 	LateBuckets(ctx context.Context, series string, span Span) ([]int64, error)
 }
 
-// DirtyWindow names a minute window [Window, Window+1m) of a series whose
-// raw points changed.
+// DirtyWindow names a window of the finest rollup tier, [Window,
+// Window+step), of a series whose raw points changed.
 type DirtyWindow struct {
 	Series string
 	Window int64

@@ -190,30 +190,6 @@ func (e StatusStatus) Valid() bool {
 	}
 }
 
-// Defines values for Tier.
-const (
-	TierDay    Tier = "day"
-	TierHour   Tier = "hour"
-	TierMinute Tier = "minute"
-	TierRaw    Tier = "raw"
-)
-
-// Valid indicates whether the value is a known member of the Tier enum.
-func (e Tier) Valid() bool {
-	switch e {
-	case TierDay:
-		return true
-	case TierHour:
-		return true
-	case TierMinute:
-		return true
-	case TierRaw:
-		return true
-	default:
-		return false
-	}
-}
-
 // Agg An aggregate of a window; `avg` is `sum / count`.
 type Agg string
 
@@ -374,7 +350,13 @@ type Plan struct {
 	ResolutionMs int64     `json:"resolution_ms"`
 	Segments     []Segment `json:"segments"`
 
-	// Tier A tier of the aggregation pyramid.
+	// Tier A tier of the aggregation pyramid, by name: `raw`, `minute`,
+	// `hour` and `day` with the default pyramid. An operator may
+	// configure another pyramid (`--tiers`), whose tiers have names of
+	// their own (for example `10s`); `raw` is always the raw points.
+	//
+	//
+	// Example: minute
 	Tier     Tier      `json:"tier"`
 	Warnings *[]string `json:"warnings,omitempty"`
 }
@@ -394,7 +376,13 @@ type PlannedBucket struct {
 	// Example: 1768487842123
 	Start Millis `json:"start"`
 
-	// Tier A tier of the aggregation pyramid.
+	// Tier A tier of the aggregation pyramid, by name: `raw`, `minute`,
+	// `hour` and `day` with the default pyramid. An operator may
+	// configure another pyramid (`--tiers`), whose tiers have names of
+	// their own (for example `10s`); `raw` is always the raw points.
+	//
+	//
+	// Example: minute
 	Tier Tier `json:"tier"`
 }
 
@@ -460,7 +448,13 @@ type PointsAnswer struct {
 	// Stats The work this page did.
 	Stats Stats `json:"stats"`
 
-	// Tier A tier of the aggregation pyramid.
+	// Tier A tier of the aggregation pyramid, by name: `raw`, `minute`,
+	// `hour` and `day` with the default pyramid. An operator may
+	// configure another pyramid (`--tiers`), whose tiers have names of
+	// their own (for example `10s`); `raw` is always the raw points.
+	//
+	//
+	// Example: minute
 	Tier Tier `json:"tier"`
 
 	// To Unix milliseconds, UTC.
@@ -537,7 +531,13 @@ type Segment struct {
 	// Example: 1768487842123
 	From Millis `json:"from"`
 
-	// Tier A tier of the aggregation pyramid.
+	// Tier A tier of the aggregation pyramid, by name: `raw`, `minute`,
+	// `hour` and `day` with the default pyramid. An operator may
+	// configure another pyramid (`--tiers`), whose tiers have names of
+	// their own (for example `10s`); `raw` is always the raw points.
+	//
+	//
+	// Example: minute
 	Tier Tier `json:"tier"`
 
 	// To Unix milliseconds, UTC.
@@ -613,8 +613,13 @@ type Status struct {
 // StatusStatus defines model for Status.Status.
 type StatusStatus string
 
-// Tier A tier of the aggregation pyramid.
-type Tier string
+// Tier A tier of the aggregation pyramid, by name: `raw`, `minute`,
+// `hour` and `day` with the default pyramid. An operator may
+// configure another pyramid (`--tiers`), whose tiers have names of
+// their own (for example `10s`); `raw` is always the raw points.
+//
+// Example: minute
+type Tier = string
 
 // TierInfo defines model for TierInfo.
 type TierInfo struct {
@@ -624,7 +629,13 @@ type TierInfo struct {
 	// EventBuckets Partitions per time bucket.
 	EventBuckets int `json:"event_buckets"`
 
-	// Name A tier of the aggregation pyramid.
+	// Name A tier of the aggregation pyramid, by name: `raw`, `minute`,
+	// `hour` and `day` with the default pyramid. An operator may
+	// configure another pyramid (`--tiers`), whose tiers have names of
+	// their own (for example `10s`); `raw` is always the raw points.
+	//
+	//
+	// Example: minute
 	Name Tier `json:"name"`
 
 	// OldestAvailable The oldest time this tier can still hold for the series.
@@ -1248,11 +1259,15 @@ type ClientInterface interface {
 	//   1 d (the thresholds are configuration with these defaults). `auto`
 	//   always picks a tier whose retention covers the whole range.
 	// - `max_points` (Grafana's `maxDataPoints`): with
-	//   `need = (to − from) / max_points`, the answer is read from the
-	//   coarsest tier whose step is at most `need` (the raw tier when
-	//   `need` < 1 m) and re-aggregated to the smallest window ≥ `need`
-	//   that is a whole multiple of that tier's step (of 1 s for the raw
-	//   tier): at most `max_points` windows, each exact.
+	//   `need = (to − from) / max_points`, the window is the smallest
+	//   round step ≥ `need` of the ladder `1s 2s 5s 10s 15s 30s 1m 2m 5m
+	//   10m 15m 30m 1h 2h 3h 6h 12h 1d 2d 7d` (then whole weeks), read
+	//   from the coarsest tier whose step divides it (the raw tier below
+	//   1 m with the default pyramid) and re-aggregated to it: at most
+	//   `max_points` windows, each exact, on clock boundaries (30 m,
+	//   never 29 m). When retention moves the read to a coarser tier, the
+	//   window is the smallest ladder step that is a multiple of its
+	//   step.
 	// - An explicit window (`resolution=5m`) is read from the coarsest tier
 	//   whose step divides it (raw when none does). It is honoured even
 	//   where its tier no longer holds the start of the range; the answer
@@ -1916,11 +1931,15 @@ func (c *Client) ExplainRead(ctx context.Context, id PathSeriesID, params *Expla
 //     1 d (the thresholds are configuration with these defaults). `auto`
 //     always picks a tier whose retention covers the whole range.
 //   - `max_points` (Grafana's `maxDataPoints`): with
-//     `need = (to − from) / max_points`, the answer is read from the
-//     coarsest tier whose step is at most `need` (the raw tier when
-//     `need` < 1 m) and re-aggregated to the smallest window ≥ `need`
-//     that is a whole multiple of that tier's step (of 1 s for the raw
-//     tier): at most `max_points` windows, each exact.
+//     `need = (to − from) / max_points`, the window is the smallest
+//     round step ≥ `need` of the ladder `1s 2s 5s 10s 15s 30s 1m 2m 5m
+//     10m 15m 30m 1h 2h 3h 6h 12h 1d 2d 7d` (then whole weeks), read
+//     from the coarsest tier whose step divides it (the raw tier below
+//     1 m with the default pyramid) and re-aggregated to it: at most
+//     `max_points` windows, each exact, on clock boundaries (30 m,
+//     never 29 m). When retention moves the read to a coarser tier, the
+//     window is the smallest ladder step that is a multiple of its
+//     step.
 //   - An explicit window (`resolution=5m`) is read from the coarsest tier
 //     whose step divides it (raw when none does). It is honoured even
 //     where its tier no longer holds the start of the range; the answer
@@ -3426,11 +3445,15 @@ type ClientWithResponsesInterface interface {
 	//   1 d (the thresholds are configuration with these defaults). `auto`
 	//   always picks a tier whose retention covers the whole range.
 	// - `max_points` (Grafana's `maxDataPoints`): with
-	//   `need = (to − from) / max_points`, the answer is read from the
-	//   coarsest tier whose step is at most `need` (the raw tier when
-	//   `need` < 1 m) and re-aggregated to the smallest window ≥ `need`
-	//   that is a whole multiple of that tier's step (of 1 s for the raw
-	//   tier): at most `max_points` windows, each exact.
+	//   `need = (to − from) / max_points`, the window is the smallest
+	//   round step ≥ `need` of the ladder `1s 2s 5s 10s 15s 30s 1m 2m 5m
+	//   10m 15m 30m 1h 2h 3h 6h 12h 1d 2d 7d` (then whole weeks), read
+	//   from the coarsest tier whose step divides it (the raw tier below
+	//   1 m with the default pyramid) and re-aggregated to it: at most
+	//   `max_points` windows, each exact, on clock boundaries (30 m,
+	//   never 29 m). When retention moves the read to a coarser tier, the
+	//   window is the smallest ladder step that is a multiple of its
+	//   step.
 	// - An explicit window (`resolution=5m`) is read from the coarsest tier
 	//   whose step divides it (raw when none does). It is honoured even
 	//   where its tier no longer holds the start of the range; the answer
@@ -5159,11 +5182,15 @@ func (c *ClientWithResponses) ExplainReadWithResponse(ctx context.Context, id Pa
 //     1 d (the thresholds are configuration with these defaults). `auto`
 //     always picks a tier whose retention covers the whole range.
 //   - `max_points` (Grafana's `maxDataPoints`): with
-//     `need = (to − from) / max_points`, the answer is read from the
-//     coarsest tier whose step is at most `need` (the raw tier when
-//     `need` < 1 m) and re-aggregated to the smallest window ≥ `need`
-//     that is a whole multiple of that tier's step (of 1 s for the raw
-//     tier): at most `max_points` windows, each exact.
+//     `need = (to − from) / max_points`, the window is the smallest
+//     round step ≥ `need` of the ladder `1s 2s 5s 10s 15s 30s 1m 2m 5m
+//     10m 15m 30m 1h 2h 3h 6h 12h 1d 2d 7d` (then whole weeks), read
+//     from the coarsest tier whose step divides it (the raw tier below
+//     1 m with the default pyramid) and re-aggregated to it: at most
+//     `max_points` windows, each exact, on clock boundaries (30 m,
+//     never 29 m). When retention moves the read to a coarser tier, the
+//     window is the smallest ladder step that is a multiple of its
+//     step.
 //   - An explicit window (`resolution=5m`) is read from the coarsest tier
 //     whose step divides it (raw when none does). It is honoured even
 //     where its tier no longer holds the start of the range; the answer

@@ -67,7 +67,7 @@ func TestTypesParseAnswers(t *testing.T) {
 		if len(a.Points) != 2 || a.Points[0][0] != 1768435200000 || a.Points[0][1] != 42 || a.Points[1][1] != -1.5e-7 || !math.IsNaN(a.Points[1][3]) {
 			t.Fatalf("points %v", a.Points)
 		}
-		if a.Tier != client.TierMinute || a.Columns[3] != client.ColumnAvg || !a.Partial || *a.PartialReason != client.PointsAnswerPartialReasonSLO ||
+		if a.Tier != client.Tier("minute") || a.Columns[3] != client.ColumnAvg || !a.Partial || *a.PartialReason != client.PointsAnswerPartialReasonSLO ||
 			*a.NextCursor != "abc" || a.Covered[1] != 1768435800000 || a.Stats.ElapsedMs != 1.25 {
 			t.Fatalf("answer %+v", a)
 		}

@@ -3,13 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tsgate/tsgate/tiers"
 )
 
 // lockedBuffer collects a command's output while it runs.
@@ -150,6 +155,101 @@ func TestSchemaPrintsCQL(t *testing.T) {
 	for _, want := range []string{"CREATE KEYSPACE IF NOT EXISTS metrics", "metrics.points_raw", "TimeWindowCompactionStrategy", "metrics.rollup_1d"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("schema output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// fiveTiers is a pyramid with a 10s tier under the minute tier, as a
+// --tiers value and as the YAML list of a config file.
+const fiveTiers = "name=raw,bucket=1h,event-buckets=4,retention=7d,auto-max=1h;" +
+	"name=10s,step=10s,bucket=6h,retention=14d,auto-max=1d;" +
+	"name=minute,step=1m,bucket=1d,retention=30d,auto-max=7d;" +
+	"name=hour,step=1h,bucket=30d,retention=365d,auto-max=90d;" +
+	"name=day,step=1d,bucket=365d,retention=0"
+
+const fiveTiersYAML = `tiers:
+  - {name: raw, bucket: 1h, event-buckets: 4, retention: 7d, auto-max: 1h}
+  - {name: 10s, step: 10s, bucket: 6h, retention: 14d, auto-max: 1d}
+  - {name: minute, step: 1m, bucket: 1d, retention: 30d, auto-max: 7d}
+  - {name: hour, step: 1h, bucket: 30d, retention: 365d, auto-max: 90d}
+  - {name: day, step: 1d, bucket: 365d, retention: 0}
+`
+
+// Adding a tier is configuration: serve takes a five-tier pyramid from the
+// flag or a config file, answers from the 10s tier with its name, pages
+// through it with cursors, and a store written with it refuses another
+// pyramid.
+func TestServeConfiguredPyramid(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "gateway.yaml")
+	if err := os.WriteFile(cfg, []byte(fiveTiersYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for run, args := range [][]string{{"--tiers", fiveTiers}, {"--config", cfg}} {
+		series := fmt.Sprintf("five-%d", run)
+		base, stop := serve(t, map[string]string{"GATEWAY_DATA_DIR": dir, "GATEWAY_ROLLUP_INTERVAL": "0"}, args...)
+		now := time.Now().UnixMilli()
+		var pts []string
+		for i := range 600 {
+			pts = append(pts, fmt.Sprintf(`{"series":%q,"t":%d,"v":%d}`, series, now-2*tiers.Hour+int64(i)*12*tiers.Second, i%7))
+		}
+		if status, body := httpDo(t, "POST", base+"/v1/points", `{"points":[`+strings.Join(pts, ",")+`]}`); status != 200 {
+			t.Fatalf("%v: write: %d %s", args, status, body)
+		}
+		if status, body := httpDo(t, "POST", base+"/v1/admin/rollups/run", ""); status != 200 {
+			t.Fatalf("%v: rollups: %d %s", args, status, body)
+		}
+		var a struct {
+			Tier         string      `json:"tier"`
+			ResolutionMs int64       `json:"resolution_ms"`
+			Points       [][]float64 `json:"points"`
+			NextCursor   string      `json:"next_cursor"`
+			Segments     []struct {
+				Tier string `json:"tier"`
+			} `json:"segments"`
+		}
+		status, body := httpDo(t, "GET", base+"/v1/series/"+series+"/points?from=now-2h&agg=count&limit=100", "")
+		if err := json.Unmarshal([]byte(body), &a); status != 200 || err != nil {
+			t.Fatalf("%v: read: %d %s", args, status, body)
+		}
+		if a.Tier != "10s" || a.ResolutionMs != 10000 || len(a.Points) != 100 || a.NextCursor == "" || a.Segments[0].Tier != "10s" {
+			t.Fatalf("%v: 2h at auto: tier %s step %d, %d points, segments %+v", args, a.Tier, a.ResolutionMs, len(a.Points), a.Segments)
+		}
+		total := len(a.Points)
+		for a.NextCursor != "" {
+			cursor := a.NextCursor
+			a.NextCursor, a.Points = "", nil
+			status, body = httpDo(t, "GET", base+"/v1/series/"+series+"/points?from=now-2h&agg=count&limit=100&cursor="+cursor, "")
+			if err := json.Unmarshal([]byte(body), &a); status != 200 || err != nil {
+				t.Fatalf("%v: page: %d %s", args, status, body)
+			}
+			total += len(a.Points)
+		}
+		if total < 590 || total > 601 {
+			t.Fatalf("%v: paging the 10s windows gave %d windows for 600 points 12s apart", args, total)
+		}
+		if code, out := stop(); code != 0 {
+			t.Fatalf("%v: exit %d:\n%s", args, code, out)
+		}
+	}
+	out := &lockedBuffer{}
+	m := Main{Stdout: out, Stderr: out, LookupEnv: func(string) (string, bool) { return "", false }}
+	if code := m.Run(context.Background(), []string{"serve", "--data-dir", dir, "--addr", "127.0.0.1:0"}); code == 0 || !strings.Contains(out.String(), "the store has a tier day that is not configured") {
+		t.Fatalf("the default pyramid on a five-tier store: exit %d, output:\n%s", code, out.String())
+	}
+	for _, c := range []struct{ args, want string }{
+		{"name=raw,bucket=1h,retention=7d,auto-max=1h;name=7s,step=7s,bucket=1h,retention=14d", "tiers"},
+		{"name=raw,bucket=1h,retention=7d,auto-max=1h;name=hour,step=1h,bucket=30d,retention=365d", "--hour-bucket"},
+	} {
+		args := []string{"serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--tiers", c.args}
+		if c.want == "--hour-bucket" {
+			args = append(args, "--minute-bucket", "1d")
+			c.want = "--minute-bucket: the pyramid has no minute tier"
+		}
+		out := &lockedBuffer{}
+		m := Main{Stdout: out, Stderr: out, LookupEnv: func(string) (string, bool) { return "", false }}
+		if code := m.Run(context.Background(), args); code == 0 || !strings.Contains(out.String(), c.want) {
+			t.Errorf("--tiers %s: exit %d, output %q, want it to mention %q", c.args, code, out.String(), c.want)
 		}
 	}
 }

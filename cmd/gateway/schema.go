@@ -20,21 +20,24 @@ func (m Main) schema(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := c.pyramid.Validate(); err != nil {
+	if err := c.Finish(); err != nil {
 		return err
 	}
-	if err := c.cassandra.Validate(); err != nil {
+	if err := c.Pyramid.Validate(); err != nil {
 		return err
 	}
-	for _, stmt := range cassandra.Schema(c.cassandra, c.pyramid) {
+	if err := c.Cassandra.Validate(); err != nil {
+		return err
+	}
+	for _, stmt := range cassandra.Schema(c.Cassandra, c.Pyramid) {
 		fmt.Fprintf(m.Stdout, "%s;\n\n", stmt)
 	}
 	if !apply {
 		return nil
 	}
-	if err := cassandra.ApplySchema(ctx, c.cassandra, c.pyramid); err != nil {
+	if err := cassandra.ApplySchema(ctx, c.Cassandra, c.Pyramid); err != nil {
 		return fmt.Errorf("apply: %w", err)
 	}
-	fmt.Fprintf(m.Stderr, "schema applied to keyspace %s\n", c.cassandra.Keyspace)
+	fmt.Fprintf(m.Stderr, "schema applied to keyspace %s\n", c.Cassandra.Keyspace)
 	return nil
 }

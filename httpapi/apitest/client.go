@@ -72,7 +72,7 @@ func generatedClient(t *testing.T, s *Server) {
 		t.Fatalf("read: %v %s", err, raw.Body)
 	}
 	want := client.Rows{{float64(t1.UnixMilli()), -2}, {float64(t2.UnixMilli()), 1.5}}
-	if a := raw.JSON200; a.Tier != client.TierRaw || !slices.Equal(a.Columns, []client.Column{client.ColumnT, client.ColumnV}) ||
+	if a := raw.JSON200; a.Tier != client.Tier("raw") || !slices.Equal(a.Columns, []client.Column{client.ColumnT, client.ColumnV}) ||
 		len(a.Points) != 2 || !slices.Equal(a.Points[0], want[0]) || !slices.Equal(a.Points[1], want[1]) || a.NextCursor != nil {
 		t.Fatalf("raw answer %s", raw.Body)
 	}

@@ -21,11 +21,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/tsgate/tsgate/httpapi"
 	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/tiers"
+	"github.com/tsgate/tsgate/tiers/embedded"
 )
 
 // Server is the HTTP API over one store, on an httptest server, with the
@@ -44,22 +42,15 @@ type Server struct {
 // store closes with the test only if the caller arranges it.
 func NewServer(t *testing.T, store tiers.Store) *Server {
 	t.Helper()
-	return Serve(t, querytest.NewEnv(t, store, store))
+	return Serve(t, querytest.NewEnv(t, store, querytest.Options{}))
 }
 
-// Serve serves the API over env: its engine, write path and rollup
-// worker, with env.Store as the registry and readiness check. Tests that
-// need an engine of their own (another reader, budget or limit) set
-// env.Engine before calling it.
+// Serve serves the gateway env assembled. Tests that need another reader,
+// budget or limit assemble env with querytest's options.
 func Serve(t *testing.T, env *querytest.Env) *Server {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	srv := httpapi.New(httpapi.Deps{
-		Engine: env.Engine, Writer: env.Writer, Registry: env.Store, Rollups: env.Rollups,
-		Ready: env.Store.Ping, Now: env.Clock.Now, Metrics: httpapi.NewMetrics(reg), Gatherer: reg,
-	}, httpapi.DefaultConfig())
 	checker := newContractChecker(t)
-	ts := httptest.NewServer(checker.wrap(srv.Handler()))
+	ts := httptest.NewServer(checker.wrap(env.Gateway.Handler()))
 	// Cleanups run last-registered first: the server closes, which waits
 	// for its handlers, before the checker reports.
 	t.Cleanup(checker.report)
@@ -162,4 +153,33 @@ func Query(kv ...string) string {
 		v.Set(kv[i], kv[i+1])
 	}
 	return v.Encode()
+}
+
+// NewMemStore opens an in-memory embedded store that decides expiry by
+// now and closes with the test.
+func NewMemStore(t testing.TB, now func() time.Time) *embedded.Store {
+	t.Helper()
+	store, err := embedded.OpenInMemory(embedded.Options{Now: now, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
+}
+
+// NewMemServer serves the API over a fresh in-memory embedded store that
+// keeps time by the server's clock, so that a test may set it to a fixed
+// time, in the past or not.
+func NewMemServer(t *testing.T) *Server {
+	t.Helper()
+	var env *querytest.Env
+	store := NewMemStore(t, func() time.Time {
+		if env == nil {
+			return time.Now()
+		}
+		return env.Clock.Now()
+	})
+	s := NewServer(t, store)
+	env = s.Env
+	return s
 }

@@ -168,7 +168,7 @@ func openStore(t *testing.T, cfg cassandra.Config) *cassandra.Store {
 func gateway(t *testing.T, cfg cassandra.Config, now time.Time) *apitest.Server {
 	t.Helper()
 	store := openStore(t, cfg)
-	srv := apitest.Serve(t, querytest.NewEnv(t, store, store))
+	srv := apitest.Serve(t, querytest.NewEnv(t, store, querytest.Options{}))
 	srv.SetClock(now)
 	return srv
 }

@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -18,7 +20,9 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/rs/zerolog"
 
+	"github.com/tsgate/tsgate/httpapi"
 	"github.com/tsgate/tsgate/httpapi/apitest"
+	"github.com/tsgate/tsgate/query/querytest"
 )
 
 var slowRounds = flag.Int("slow.rounds", 3, "TestSlowReplica: rounds of 10 reads per case (more for docs/benchmarks.md)")
@@ -244,7 +248,32 @@ func TestGatewayBeforeCluster(t *testing.T) {
 	cfg.Hosts = hosts
 	cfg.AddressMap = strings.Join(mapping, ",")
 	begin := time.Now()
-	gw := gateway(t, cfg, now)
+	// As `gateway serve` starts: the store connects in the background, the
+	// server answers probes (httpapi.Starting) until the store is ready,
+	// then the gateway is assembled over it and serves.
+	store := openStore(t, cfg)
+	var handler atomic.Pointer[http.Handler]
+	starting := httpapi.Starting(store.Ping)
+	handler.Store(&starting)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*handler.Load()).ServeHTTP(w, r) }))
+	t.Cleanup(ts.Close)
+	gw := &apitest.Server{Server: ts}
+	assembled, stop := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(assembled)
+		for store.Ping(context.Background()) != nil {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		env := querytest.NewEnv(t, store, querytest.Options{})
+		env.Clock.Advance(now.Sub(env.Clock.Now()))
+		h := env.Gateway.Handler()
+		handler.Store(&h)
+	}()
+	t.Cleanup(func() { close(stop); <-assembled })
 	t.Logf("gateway up %v after start with no node reachable", time.Since(begin).Round(time.Millisecond))
 
 	status, body, err := call(gw, "GET", "/healthz", nil)
@@ -272,7 +301,7 @@ func TestGatewayBeforeCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d := waitFor(t, 20*time.Second, "/readyz to say ready", func() error {
+	d := waitFor(t, 30*time.Second, "/readyz to say ready", func() error {
 		status, body, err := call(gw, "GET", "/readyz", nil)
 		if err != nil || status != 200 {
 			return fmt.Errorf("%d %s %v", status, body, err)

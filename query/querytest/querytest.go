@@ -11,6 +11,7 @@ package querytest
 import (
 	"cmp"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -19,8 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/ingest"
-	"github.com/tsgate/tsgate/partial"
+	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/rollup"
 	"github.com/tsgate/tsgate/router"
@@ -49,47 +51,63 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// Env is the gateway's read and write paths over one store.
+// Env is the gateway's read and write paths over one store, assembled by
+// package gateway as `gateway serve` assembles them, with a settable clock
+// and without the partition cache (so that every read reaches the store,
+// or the reader a test wraps around it).
 type Env struct {
 	Store   tiers.Store
 	Pyramid tiers.Pyramid
 	Clock   *Clock
-	Engine  *query.Engine
+	Gateway *gateway.Gateway
+	Engine  query.Engine
 	Writer  *ingest.Writer
 	Rollups *rollup.Worker
 	Config  query.Config
 }
 
-// NewEnv wires the engine, the write path and the rollup worker over
-// store, reading through reader (store itself, or a decorator of it).
-func NewEnv(t testing.TB, store tiers.Store, reader tiers.PartitionReader) *Env {
-	return NewEnvWith(t, store, reader, tiers.DefaultPyramid())
+// Options vary an Env.
+type Options struct {
+	// Pyramid is the tiers; the default pyramid when nil.
+	Pyramid tiers.Pyramid
+	// Wrap decorates the partition reader answers are read through.
+	Wrap func(tiers.PartitionReader) tiers.PartitionReader
+	// Clock is shared with another Env; a new clock at the wall clock's
+	// time when nil.
+	Clock *Clock
+	// Configure adjusts the gateway's configuration (budgets, limits).
+	Configure func(*gateway.Config)
 }
 
-// NewEnvWith is NewEnv with other tiers (benchmarks keep raw points longer).
-func NewEnvWith(t testing.TB, store tiers.Store, reader tiers.PartitionReader, p tiers.Pyramid) *Env {
-	clock := &Clock{t: time.Now()}
-	cfg := query.DefaultConfig()
-	cfg.PageSize = 500 // several driver pages per partition
-	signer, err := partial.NewSigner([]byte("querytest cursor key, 32 bytes.."))
+// NewEnv assembles the gateway over store.
+func NewEnv(t testing.TB, store tiers.Store, opts Options) *Env {
+	p := opts.Pyramid
+	if p == nil {
+		p = tiers.DefaultPyramid()
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = &Clock{t: time.Now()}
+	}
+	cfg := gateway.DefaultConfig()
+	cfg.Pyramid = p
+	cfg.Query.Scan.PageSize = 500 // several driver pages per partition
+	cfg.CacheBytes = 0
+	cfg.CursorKey = base64.StdEncoding.EncodeToString([]byte("querytest cursor key, 32 bytes.."))
+	cfg.Rollup.Interval = 0
+	if opts.Configure != nil {
+		opts.Configure(&cfg)
+	}
+	g, err := gateway.New(context.Background(), store, cfg, gateway.Options{Now: clock.Now, WrapReader: opts.Wrap})
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &Env{Store: store, Pyramid: p, Clock: clock, Config: cfg}
-	var worker *rollup.Worker
-	wm := func(ctx context.Context) router.Watermarks { return worker.Watermarks(ctx) }
-	engineStore := struct {
-		tiers.PartitionReader
-		tiers.LateIndex
-		tiers.Registry
-	}{reader, store, store}
-	env.Engine = query.New(engineStore, p, router.DefaultConfig(), wm, signer, cfg, clock.Now)
-	rc := rollup.DefaultConfig()
-	rc.Interval = 0
-	worker = rollup.New(store, env.Engine, rc, clock.Now, nil, nil)
-	env.Rollups = worker
-	env.Writer = ingest.NewWriter(store, ingest.RegistryLayouts{Registry: store}, &env.Pyramid, ingest.DefaultConfig(), clock.Now)
-	return env
+	return &Env{Store: store, Pyramid: p, Clock: clock, Gateway: g, Engine: g.Engine, Writer: g.Writer, Rollups: g.Rollups, Config: cfg.Query}
+}
+
+// Req is a read of series over span at a resolution, with the largest page.
+func (e *Env) Req(series string, span tiers.Span, res router.Resolution) query.Request {
+	return query.Request{Series: series, From: params.At(span.From), To: params.At(span.To), Resolution: res, Limit: e.Config.MaxLimit}
 }
 
 // Truth is the brute-force model of a series: the last value written for
@@ -143,10 +161,10 @@ func (e *Env) Read(ctx context.Context, req query.Request) (Page, error) {
 	}
 	defer res.Close()
 	var p Page
-	p.Plan = res.Plan
+	p.Plan = res.Head().Plan
 	for res.Next() {
 		it := res.Item()
-		if res.Plan.Step > 0 {
+		if p.Plan.Step > 0 {
 			it.Row.T = 0
 		}
 		p.Items = append(p.Items, it)
@@ -178,17 +196,18 @@ func (e *Env) ReadAll(ctx context.Context, req query.Request, maxPages int) ([]q
 	}
 }
 
-// Run runs the suite on store.
-func Run(t *testing.T, store tiers.Store) {
-	env := NewEnv(t, store, store)
+// Run runs the suite on store, which holds the tables of pyramid p.
+func Run(t *testing.T, store tiers.Store, p tiers.Pyramid) {
+	env := NewEnv(t, store, Options{Pyramid: p})
 	series := fmt.Sprintf("qt%08x.s", rand.Uint32())
 	truth := env.load(t, series, rand.New(rand.NewPCG(41, 42)))
 	t.Run("AnswersEqualBruteForce", func(t *testing.T) { env.answersEqualBruteForce(t, series, truth) })
 	t.Run("PagingLaw", func(t *testing.T) { env.pagingLaw(t, series, truth) })
 	t.Run("PagingLawUnderBudget", func(t *testing.T) { pagingLawUnderBudget(t, store, series, truth, env, false) })
 	t.Run("PagingLawUnderStoreFailures", func(t *testing.T) { pagingLawUnderBudget(t, store, series, truth, env, true) })
+	t.Run("PagesProgressWhenEveryReadIsSlowerThanTheBudget", func(t *testing.T) { pagesProgress(t, store, series, env) })
 	t.Run("UnknownSeries", func(t *testing.T) {
-		_, err := env.Read(context.Background(), query.Request{Series: series + "x", Span: tiers.Span{From: 0, To: 1}, Resolution: router.Resolution{Kind: router.RawPoints}})
+		_, err := env.Read(context.Background(), env.Req(series+"x", tiers.Span{From: 0, To: 1}, router.Resolution{Kind: router.RawPoints}))
 		if !errors.Is(err, query.ErrSeriesNotFound) {
 			t.Fatalf("err = %v", err)
 		}
@@ -340,8 +359,9 @@ func (e *Env) answersEqualBruteForce(t *testing.T, series string, truth Truth) {
 		span := e.randomSpan(r)
 		res := resolutions[i%len(resolutions)]
 		desc := r.IntN(2) == 0
-		req := query.Request{Series: series, Span: span, Resolution: res.res, Desc: desc, Limit: e.Config.MaxLimit,
-			Aggs: []query.Agg{query.Min, query.Max, query.Sum, query.Count, query.Avg}}
+		req := e.Req(series, span, res.res)
+		req.Desc = desc
+		req.Aggs = []query.Agg{query.Min, query.Max, query.Sum, query.Count, query.Avg}
 		if res.name == "auto" && r.IntN(2) == 0 {
 			req.MaxPoints = 1 + r.Int64N(500)
 		}
@@ -353,7 +373,7 @@ func (e *Env) answersEqualBruteForce(t *testing.T, series string, truth Truth) {
 			t.Fatalf("%s %+v: an unlimited read was cut short: %+v", res.name, span, p.Trailer)
 		}
 		if d := diff(p.Items, want(truth, span, p.Plan, desc)); d != "" {
-			t.Fatalf("%s span %+v desc %v (plan %s step %d, segments %+v): %s", res.name, span, desc, p.Plan.Tier, p.Plan.Step, p.Plan.Segments, d)
+			t.Fatalf("%s span %+v desc %v (plan %s step %d, segments %+v): %s", res.name, span, desc, p.Plan.TierName, p.Plan.Step, p.Plan.Segments, d)
 		}
 		if p.Trailer.Covered != span {
 			t.Fatalf("complete answer covers %+v, want %+v", p.Trailer.Covered, span)
@@ -363,13 +383,13 @@ func (e *Env) answersEqualBruteForce(t *testing.T, series string, truth Truth) {
 	for _, step := range []int64{tiers.Minute, tiers.Hour, tiers.Day} {
 		now := e.Clock.Now().UnixMilli()
 		span := tiers.Span{From: now - 4*tiers.Day, To: now}
-		req := query.Request{Series: series, Span: span, Resolution: router.Resolution{Kind: router.Window, Window: step},
-			Limit: e.Config.MaxLimit, Aggs: []query.Agg{query.Min, query.Max, query.Sum, query.Count}}
+		req := e.Req(series, span, router.Resolution{Kind: router.Window, Window: step})
+		req.Aggs = []query.Agg{query.Min, query.Max, query.Sum, query.Count}
 		p, err := e.Read(ctx, req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Plan.Segments[0].Tier == tiers.LevelRaw {
+		if p.Plan.Segments[0].Tier == tiers.LevelRaw && len(e.Pyramid) > 1 {
 			t.Fatalf("step %d: rollups did not run: segments %+v", step, p.Plan.Segments)
 		}
 		if d := diff(p.Items, want(truth, span, p.Plan, false)); d != "" {
@@ -391,9 +411,10 @@ func (e *Env) pagingLaw(t *testing.T, series string, truth Truth) {
 		if r.IntN(3) == 0 {
 			limit = 1 + r.IntN(20)
 		}
-		req := query.Request{Series: series, Span: span, Resolution: res.res, Desc: desc, Limit: limit,
-			Binding: partial.Bind(series, fmt.Sprint(span), res.name, fmt.Sprint(desc))}
-		full, err := e.Read(ctx, query.Request{Series: series, Span: span, Resolution: res.res, Desc: desc, Limit: e.Config.MaxLimit})
+		req := e.Req(series, span, res.res)
+		req.Desc = desc
+		full, err := e.Read(ctx, req)
+		req.Limit = limit
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -466,8 +487,9 @@ func (p *slowPages) Next() ([]tiers.Row, error) {
 // flaky, by failing partitions), and following their cursors still yields
 // exactly the full answer.
 func pagingLawUnderBudget(t *testing.T, store tiers.Store, series string, truth Truth, base *Env, flaky bool) {
-	slow := NewEnv(t, store, &slowReader{PartitionReader: store, r: rand.New(rand.NewPCG(47, 48)), flaky: flaky})
-	slow.Clock = base.Clock
+	slow := NewEnv(t, store, Options{Pyramid: base.Pyramid, Clock: base.Clock, Wrap: func(r tiers.PartitionReader) tiers.PartitionReader {
+		return &slowReader{PartitionReader: r, r: rand.New(rand.NewPCG(47, 48)), flaky: flaky}
+	}})
 	r := rand.New(rand.NewPCG(49, 50))
 	ctx := context.Background()
 	partials := 0
@@ -475,12 +497,14 @@ func pagingLawUnderBudget(t *testing.T, store tiers.Store, series string, truth 
 		span := base.randomSpan(r)
 		res := resolutions[i%len(resolutions)]
 		desc := r.IntN(2) == 0
-		full, err := base.Read(ctx, query.Request{Series: series, Span: span, Resolution: res.res, Desc: desc, Limit: base.Config.MaxLimit})
+		req := base.Req(series, span, res.res)
+		req.Desc = desc
+		full, err := base.Read(ctx, req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		req := query.Request{Series: series, Span: span, Resolution: res.res, Desc: desc, Limit: 1 + r.IntN(3000),
-			SLO: time.Duration(2+r.IntN(20)) * time.Millisecond, Binding: partial.Bind(series, "budget", fmt.Sprint(i))}
+		req.Limit = 1 + r.IntN(3000)
+		req.SLO = time.Duration(2+r.IntN(20)) * time.Millisecond
 		wantReason := "slo"
 		if flaky {
 			req.SLO = time.Minute
@@ -524,5 +548,71 @@ func pagingLawUnderBudget(t *testing.T, store tiers.Store, series string, truth 
 	}
 	if partials == 0 {
 		t.Fatal("no page was ever cut short: the budget test tested nothing")
+	}
+}
+
+// slowerReader delays the first page of every partition read by delay.
+type slowerReader struct {
+	tiers.PartitionReader
+	delay time.Duration
+}
+
+func (s slowerReader) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPages {
+	return &slowPages{RowPages: s.PartitionReader.Read(ctx, req), ctx: ctx, delay: s.delay}
+}
+
+// pagesProgress: when every partition read takes longer than the budget,
+// following cursors still ends — each page completes at least the part of
+// the range it needs to move (a bucket, a window), so there are at most as
+// many pages as buckets, plus one — and yields exactly the unpaged answer,
+// for any budget, resolution and order.
+func pagesProgress(t *testing.T, store tiers.Store, series string, base *Env) {
+	slow := NewEnv(t, store, Options{Pyramid: base.Pyramid, Clock: base.Clock, Wrap: func(r tiers.PartitionReader) tiers.PartitionReader {
+		return slowerReader{PartitionReader: r, delay: 4 * time.Millisecond}
+	}})
+	r := rand.New(rand.NewPCG(51, 52))
+	ctx := context.Background()
+	for i := range 8 {
+		span := base.randomSpan(r)
+		res := resolutions[i%len(resolutions)]
+		req := base.Req(series, span, res.res)
+		req.Desc = r.IntN(2) == 0
+		full, err := base.Read(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SLO = time.Duration(1+r.IntN(3)) * time.Millisecond
+		var got []query.Item
+		pages := 0
+		covered := tiers.Span{From: span.From, To: span.From}
+		if req.Desc {
+			covered = tiers.Span{From: span.To, To: span.To}
+		}
+		for {
+			pages++
+			if bound := full.Trailer.Stats.Buckets + 2; int64(pages) > bound {
+				t.Fatalf("%s %+v slo %s: %d pages for %d buckets: a page made no progress", res.name, span, req.SLO, pages, full.Trailer.Stats.Buckets)
+			}
+			p, err := slow.Read(ctx, req)
+			if err != nil {
+				t.Fatalf("%s: %v", res.name, err)
+			}
+			if p.Trailer.Err != nil {
+				t.Fatalf("%s: a page under the maximum budget failed: %v", res.name, p.Trailer.Err)
+			}
+			got = append(got, p.Items...)
+			if p.Trailer.NextCursor == "" {
+				break
+			}
+			moved := p.Trailer.Covered.To > covered.To || p.Trailer.Covered.From < covered.From
+			if len(p.Items) == 0 && !moved {
+				t.Fatalf("%s: page %d holds no point and covers %+v as the page before it did", res.name, pages, covered)
+			}
+			covered = p.Trailer.Covered
+			req.Cursor = p.Trailer.NextCursor
+		}
+		if d := diff(got, full.Items); d != "" {
+			t.Fatalf("%s span %+v desc %v slo %s, %d pages: %s", res.name, span, req.Desc, req.SLO, pages, d)
+		}
 	}
 }

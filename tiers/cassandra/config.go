@@ -61,6 +61,10 @@ type Config struct {
 	// ReconnectInterval is how often nodes marked down are tried again, and
 	// the longest wait between attempts while no node has answered yet.
 	ReconnectInterval time.Duration
+	// Now is the clock that decides expiry (rows already past their
+	// retention are not written, TTLs count from it); time.Now when nil.
+	// The gateway passes its own clock, as it does to the embedded store.
+	Now func() time.Time
 }
 
 // DefaultConfig returns the settings of a local single-node cluster: the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"golang.org/x/sync/errgroup"
@@ -100,7 +99,7 @@ func (s *Store) execBatch(ctx context.Context, chunk []stmt) error {
 // share a batch, hence a write timestamp, and Cassandra then keeps the
 // larger value rather than the later one.
 func (s *Store) Write(ctx context.Context, writes []tiers.PartitionWrite) error {
-	now := time.Now().UnixMilli()
+	now := s.now().UnixMilli()
 	groups := make([]group, 0, len(writes))
 	for _, w := range writes {
 		t, err := s.table(w.Key)

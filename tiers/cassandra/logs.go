@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"golang.org/x/sync/errgroup"
@@ -15,7 +14,7 @@ import (
 // MarkLate inserts one row per (series, bucket) with a TTL that expires it
 // at Bucket + Retention; marks past that are not written.
 func (s *Store) MarkLate(ctx context.Context, marks []tiers.LateMark) error {
-	now := time.Now().UnixMilli()
+	now := s.now().UnixMilli()
 	bySeries := map[string][]stmt{}
 	for _, m := range marks {
 		if m.Retention < 0 {

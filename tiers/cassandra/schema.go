@@ -37,7 +37,7 @@ func Schema(cfg Config, p tiers.Pyramid) []string {
 	}
 	stmts := []string{fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s\n  WITH replication = {%s}", ks, strings.Join(entries, ", "))}
 
-	raw := p.Tier(tiers.LevelRaw)
+	raw := p.Raw()
 	for _, l := range p.Levels() {
 		t := p.Tier(l)
 		var cols, key string
@@ -140,12 +140,12 @@ func retentionTTL(retention int64) int64 {
 }
 
 // checkPyramid refuses retentions that Cassandra's TTL cannot express.
-func checkPyramid(p *tiers.Pyramid) error {
+func checkPyramid(p tiers.Pyramid) error {
 	for _, l := range p.Levels() {
 		t := p.Tier(l)
 		if t.Retention > maxTTLSeconds*1000 {
 			return fmt.Errorf("%s retention %s is longer than Cassandra's largest TTL (20 years); use 0 to keep %s rows forever",
-				t.Name(), tiers.FormatDuration(t.Retention), t.Name())
+				t.Name, tiers.FormatDuration(t.Retention), t.Name)
 		}
 	}
 	return nil
@@ -157,7 +157,7 @@ func ApplySchema(ctx context.Context, cfg Config, p tiers.Pyramid) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if err := checkPyramid(&p); err != nil {
+	if err := checkPyramid(p); err != nil {
 		return err
 	}
 	session, err := newSession(cfg, nil)

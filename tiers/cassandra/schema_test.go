@@ -96,9 +96,9 @@ func TestSchemaFollowsTheConfiguration(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Keyspace, cfg.Replication = "metrics", "simple:3"
 	p := tiers.DefaultPyramid()
-	p[tiers.LevelRaw].BucketWidth = 15 * tiers.Minute
-	p[tiers.LevelRaw].Retention = 2 * tiers.Day
-	p[tiers.LevelMinute].BucketWidth = 6 * tiers.Hour
+	p[0].BucketWidth = 15 * tiers.Minute
+	p[0].Retention = 2 * tiers.Day
+	p[1].BucketWidth = 6 * tiers.Hour
 	stmts := Schema(cfg, p)
 	if want := "{'class': 'SimpleStrategy', 'replication_factor': '3'}"; !strings.Contains(stmts[0], want) {
 		t.Fatalf("keyspace statement lacks %s:\n%s", want, stmts[0])
@@ -172,11 +172,11 @@ func TestGCGrace(t *testing.T) {
 
 func TestRetentionsBeyondTheTTLLimitAreRefused(t *testing.T) {
 	p := tiers.DefaultPyramid()
-	if err := checkPyramid(&p); err != nil {
+	if err := checkPyramid(p); err != nil {
 		t.Fatal(err)
 	}
-	p[tiers.LevelDay].Retention = 21 * 365 * tiers.Day
-	err := checkPyramid(&p)
+	p[3].Retention = 21 * 365 * tiers.Day
+	err := checkPyramid(p)
 	if err == nil || !strings.Contains(err.Error(), "day retention") || !strings.Contains(err.Error(), "use 0") {
 		t.Fatalf("err = %v", err)
 	}

@@ -33,6 +33,7 @@ type Store struct {
 	tables  map[tiers.Table]*tableStmts
 	stmts   stmts
 	serial  gocql.Consistency // the read level of the secrets
+	now     func() time.Time
 	// oldestNoted is the smallest slot this process has recorded as the
 	// oldest dirty slot; MarkDirty skips the write for later slots, which
 	// could not lower the stored minimum anyway.
@@ -136,7 +137,7 @@ func Open(ctx context.Context, cfg Config, p tiers.Pyramid, log *slog.Logger) (*
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if err := checkPyramid(&p); err != nil {
+	if err := checkPyramid(p); err != nil {
 		return nil, err
 	}
 	if log == nil {
@@ -146,8 +147,12 @@ func Open(ctx context.Context, cfg Config, p tiers.Pyramid, log *slog.Logger) (*
 		cfg: cfg, pyramid: p, log: log,
 		tables:  map[tiers.Table]*tableStmts{},
 		stmts:   newStmts(cfg.Keyspace),
+		now:     cfg.Now,
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
+	}
+	if s.now == nil {
+		s.now = time.Now
 	}
 	if cfg.SpeculativeDelay > 0 {
 		s.spec = &gocql.SimpleSpeculativeExecution{NumAttempts: 1, TimeoutDelay: cfg.SpeculativeDelay}
@@ -155,15 +160,16 @@ func Open(ctx context.Context, cfg Config, p tiers.Pyramid, log *slog.Logger) (*
 	cons, _ := parseConsistency(cfg.Consistency) // validated above
 	s.serial = serialFor(cons)
 	s.oldestNoted.Store(maxInt64)
-	for _, l := range p.Levels() {
+	for _, t := range p.Tables() {
 		k := kindRollup
-		if l == tiers.LevelRaw {
+		switch t {
+		case tiers.TableRaw:
 			k = kindRaw
+		case tiers.TableLate:
+			k = kindLate
 		}
-		t := p.Tier(l).Table
 		s.tables[t] = newTableStmts(cfg.Keyspace, t, k)
 	}
-	s.tables[tiers.TableLate] = newTableStmts(cfg.Keyspace, tiers.TableLate, kindLate)
 	err := s.connect(ctx)
 	if err == nil {
 		close(s.done)
@@ -187,7 +193,7 @@ func (s *Store) connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.checkSchema(ctx, session, &s.pyramid); err != nil {
+	if err := s.checkSchema(ctx, session, s.pyramid); err != nil {
 		session.Close()
 		return err
 	}
@@ -296,7 +302,7 @@ func tooFewReplicas(err error) bool {
 // checkSchema fails when the keyspace or a table is missing, and warns when
 // a tier table's default TTL no longer matches the configured retention
 // (the tables are created once; later retention changes need ALTER TABLE).
-func (s *Store) checkSchema(ctx context.Context, session *gocql.Session, p *tiers.Pyramid) error {
+func (s *Store) checkSchema(ctx context.Context, session *gocql.Session, p tiers.Pyramid) error {
 	ks := s.cfg.Keyspace
 	hint := fmt.Sprintf("run `gateway schema --apply --keyspace %s` with the same --cassandra-* flags first", ks)
 	var name string
@@ -332,7 +338,7 @@ func (s *Store) checkSchema(ctx context.Context, session *gocql.Session, p *tier
 		slices.Sort(missing)
 		return schemaError{fmt.Errorf("cassandra: keyspace %s lacks the tables %s: %s", ks, strings.Join(missing, ", "), hint)}
 	}
-	want := map[tiers.Table]int64{tiers.TableLate: retentionTTL(p.Tier(tiers.LevelRaw).Retention)}
+	want := map[tiers.Table]int64{tiers.TableLate: retentionTTL(p.Raw().Retention)}
 	for _, l := range p.Levels() {
 		want[p.Tier(l).Table] = retentionTTL(p.Tier(l).Retention)
 	}

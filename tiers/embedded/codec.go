@@ -21,6 +21,9 @@ const (
 	kindMinute byte = 0x03
 	kindHour   byte = 0x04
 	kindDay    byte = 0x05
+	// kindRollup keys the rollup tables of other pyramids: the table's
+	// name and a NUL follow the kind byte.
+	kindRollup byte = 0x06
 
 	kindSeries     byte = 0x10
 	kindLayout     byte = 0x11
@@ -44,9 +47,6 @@ const (
 	int64ValLen  = 8
 )
 
-// maxEventBucket is the largest event bucket the key's uint16 can hold.
-const maxEventBucket = math.MaxUint16
-
 // errBadID rejects series ids the key encoding cannot represent.
 var errBadID = errors.New("embedded: series id must be non-empty and must not contain NUL")
 
@@ -57,43 +57,65 @@ func validID(id string) bool {
 	return id != "" && strings.IndexByte(id, 0) < 0
 }
 
-// tableKind maps a table to its key prefix.
-func tableKind(t tiers.Table) (kind byte, ok bool) {
-	switch t {
-	case tiers.TableRaw:
-		return kindRaw, true
-	case tiers.TableLate:
-		return kindLate, true
-	case tiers.TableMinute:
-		return kindMinute, true
-	case tiers.TableHour:
-		return kindHour, true
-	case tiers.TableDay:
-		return kindDay, true
-	}
-	return 0, false
+// tableCode is how the rows of one table are keyed and stored.
+type tableCode struct {
+	// prefix starts every row key of the table: the kind byte, and for
+	// kindRollup the table's name and a NUL.
+	prefix []byte
+	// raw rows hold a single value, like the value column of the Cassandra
+	// raw tables; the others hold aggregates.
+	raw bool
+	// eventBuckets: only points_raw partitions are split into event
+	// buckets; the other Cassandra tables have no such column.
+	eventBuckets bool
 }
 
-// kindTable is tableKind's inverse.
-func kindTable(kind byte) (tiers.Table, bool) {
-	switch kind {
-	case kindRaw:
-		return tiers.TableRaw, true
-	case kindLate:
-		return tiers.TableLate, true
-	case kindMinute:
-		return tiers.TableMinute, true
-	case kindHour:
-		return tiers.TableHour, true
-	case kindDay:
-		return tiers.TableDay, true
-	}
-	return "", false
+// knownTables are the tables with a kind byte of their own: those of the
+// default pyramid, whose keys predate named rollup tables.
+var knownTables = map[tiers.Table]tableCode{
+	tiers.TableRaw:  {prefix: []byte{kindRaw}, raw: true, eventBuckets: true},
+	tiers.TableLate: {prefix: []byte{kindLate}, raw: true},
+	"rollup_1m":     {prefix: []byte{kindMinute}},
+	"rollup_1h":     {prefix: []byte{kindHour}},
+	"rollup_1d":     {prefix: []byte{kindDay}},
 }
 
-// rawKind reports whether rows of the kind hold a single value rather than
-// aggregates, like the value column of the Cassandra raw tables.
-func rawKind(kind byte) bool { return kind == kindRaw || kind == kindLate }
+// tableCodeOf returns the code of a table: one of knownTables, or a rollup
+// table of another pyramid (rollup_<step>), keyed under kindRollup by name.
+func tableCodeOf(t tiers.Table) (tableCode, bool) {
+	if c, ok := knownTables[t]; ok {
+		return c, true
+	}
+	name, ok := strings.CutPrefix(string(t), "rollup_")
+	if !ok || name == "" || len(name) > 32 {
+		return tableCode{}, false
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9') {
+			return tableCode{}, false
+		}
+	}
+	prefix := append([]byte{kindRollup}, t...)
+	return tableCode{prefix: append(prefix, 0)}, true
+}
+
+// tableOfKey is tableCodeOf's inverse: the table a row key belongs to, and
+// the rest of the key after the table's prefix.
+func tableOfKey(key []byte) (tiers.Table, []byte, bool) {
+	if len(key) == 0 {
+		return "", nil, false
+	}
+	if key[0] == kindRollup {
+		name, rest, ok := splitID(key[1:])
+		return tiers.Table(name), rest, ok
+	}
+	for t, c := range knownTables {
+		if c.prefix[0] == key[0] {
+			return t, key[1:], true
+		}
+	}
+	return "", nil, false
+}
 
 // Flipping the sign bit maps int64 order onto unsigned big-endian byte order,
 // so times before the epoch sort first.
@@ -122,53 +144,48 @@ func splitID(b []byte) (id string, rest []byte, ok bool) {
 	return "", nil, false
 }
 
-// checkPartition validates a partition key and returns its kind.
-func checkPartition(k tiers.PartitionKey) (byte, error) {
-	kind, ok := tableKind(k.Table)
+// checkPartition validates a partition key and returns its table's code.
+// An event bucket other than 0 outside points_raw is an error, as it is on
+// Cassandra, whose other tables have no such column.
+func checkPartition(k tiers.PartitionKey) (tableCode, error) {
+	c, ok := tableCodeOf(k.Table)
 	if !ok {
-		return 0, fmt.Errorf("embedded: unknown table %q", k.Table)
+		return c, fmt.Errorf("embedded: unknown table %q", k.Table)
 	}
 	if !validID(k.Series) {
-		return 0, errBadID
+		return c, errBadID
 	}
-	if kind == kindRaw && (k.EventBucket < 0 || k.EventBucket > maxEventBucket) {
-		return 0, fmt.Errorf("embedded: event bucket %d out of range", k.EventBucket)
+	switch {
+	case c.eventBuckets && (k.EventBucket < 0 || k.EventBucket >= tiers.MaxEventBuckets):
+		return c, fmt.Errorf("embedded: event bucket %d of %s is out of range", k.EventBucket, k.Table)
+	case !c.eventBuckets && k.EventBucket != 0:
+		return c, fmt.Errorf("embedded: %s is not split into event buckets (event bucket %d)", k.Table, k.EventBucket)
 	}
-	return kind, nil
+	return c, nil
 }
 
 // appendPartition appends the key prefix shared by all rows of a partition:
-// kind, series, NUL, bucket, event bucket. The caller has checked k.
-//
-// Only points_raw is split into event buckets; the other Cassandra tables
-// have no event bucket in their partition key, so there it is always 0
-// whatever the caller passed, and both stores find the same rows.
-func appendPartition(b []byte, kind byte, k tiers.PartitionKey) []byte {
-	b = append(b, kind)
+// the table's prefix, series, NUL, bucket, event bucket. The caller has
+// checked k.
+func appendPartition(b []byte, c tableCode, k tiers.PartitionKey) []byte {
+	b = append(b, c.prefix...)
 	b = appendID(b, k.Series)
 	b = appendTime(b, k.Bucket)
-	eb := uint16(0)
-	if kind == kindRaw {
-		eb = uint16(k.EventBucket)
-	}
-	return binary.BigEndian.AppendUint16(b, eb)
+	return binary.BigEndian.AppendUint16(b, uint16(k.EventBucket))
 }
 
 // appendRowKey appends the key of the row at t in partition k.
-func appendRowKey(b []byte, kind byte, k tiers.PartitionKey, t int64) []byte {
-	return appendTime(appendPartition(b, kind, k), t)
+func appendRowKey(b []byte, c tableCode, k tiers.PartitionKey, t int64) []byte {
+	return appendTime(appendPartition(b, c, k), t)
 }
 
 // decodeRowKey is appendRowKey's inverse.
 func decodeRowKey(key []byte) (k tiers.PartitionKey, t int64, ok bool) {
-	if len(key) < 1 {
-		return k, 0, false
-	}
-	table, ok := kindTable(key[0])
+	table, rest, ok := tableOfKey(key)
 	if !ok {
 		return k, 0, false
 	}
-	id, rest, ok := splitID(key[1:])
+	id, rest, ok := splitID(rest)
 	if !ok || len(rest) != timeLen+ebLen+timeLen {
 		return k, 0, false
 	}
@@ -229,9 +246,9 @@ func putFloat(b []byte, v float64) { binary.LittleEndian.PutUint64(b, math.Float
 
 func getFloat(b []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b)) }
 
-// rowValueLen is the size of a row's value in a table of the kind.
-func rowValueLen(kind byte) int {
-	if rawKind(kind) {
+// rowValueLen is the size of a row's value in a table.
+func rowValueLen(c tableCode) int {
+	if c.raw {
 		return rawValueLen
 	}
 	return rollValueLen
@@ -240,9 +257,9 @@ func rowValueLen(kind byte) int {
 // putRow encodes r with its expiry into v, which has rowValueLen(kind)
 // bytes. Raw tables keep only the value, like their Cassandra counterparts,
 // so a raw row always reads back as a point.
-func putRow(v []byte, kind byte, r tiers.Row, exp int64) {
+func putRow(v []byte, c tableCode, r tiers.Row, exp int64) {
 	putInt64(v, exp)
-	if rawKind(kind) {
+	if c.raw {
 		putFloat(v[8:], r.Value())
 		return
 	}

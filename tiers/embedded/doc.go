@@ -16,8 +16,9 @@
 // every id byte, so "a" and all its keys sort before "a.b"). A time is an
 // int64 big-endian with the sign bit flipped, so earlier times, negative
 // ones included, sort first. An event bucket is a big-endian uint16; only
-// points_raw partitions have one, and elsewhere it is 0 whatever the caller
-// passes, because the other Cassandra tables have no such column.
+// points_raw partitions have one (elsewhere it is always 0, and a key that
+// says otherwise is refused, as Cassandra refuses it: its other tables have
+// no such column).
 //
 //	0x00 "format"                         format version
 //	0x01 series 0x00 bucket eb t          points_raw row
@@ -25,6 +26,8 @@
 //	0x03 series 0x00 bucket eb t          rollup_1m row (eb always 0)
 //	0x04 series 0x00 bucket eb t          rollup_1h row (eb always 0)
 //	0x05 series 0x00 bucket eb t          rollup_1d row (eb always 0)
+//	0x06 table 0x00 series 0x00 bucket eb t   row of another rollup table,
+//	                                      such as rollup_10s (eb always 0)
 //	0x10 series 0x00                      registry: first, last (merged)
 //	0x11 series 0x00 since                layout entry: width, event buckets
 //	0x12 series 0x00 bucket               late mark

@@ -1,10 +1,16 @@
 package embedded
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,7 +27,18 @@ func TestConformanceInMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeStore(t, s) })
-	storetest.Run(t, s)
+	storetest.Run(t, s, tiers.DefaultPyramid())
+}
+
+// A pyramid with a 10s tier under the minute tier keeps its rows in a
+// table of its own, which the store keys by name.
+func TestConformanceFiveTiers(t *testing.T) {
+	s, err := OpenInMemory(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeStore(t, s) })
+	storetest.Run(t, s, storetest.FiveTiers())
 }
 
 func TestConformanceOnDisk(t *testing.T) {
@@ -30,7 +47,7 @@ func TestConformanceOnDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeStore(t, s) })
-	storetest.Run(t, s)
+	storetest.Run(t, s, tiers.DefaultPyramid())
 }
 
 func closeStore(t testing.TB, s *Store) {
@@ -85,7 +102,7 @@ func TestReopenKeepsData(t *testing.T) {
 	}
 	base := tiers.AlignDown(time.Now().UnixMilli(), tiers.Hour)
 	raw := tiers.PartitionKey{Table: tiers.TableRaw, Series: "cpu.busy", Bucket: base, EventBucket: 2}
-	roll := tiers.PartitionKey{Table: tiers.TableHour, Series: "cpu.busy", Bucket: base}
+	roll := tiers.PartitionKey{Table: tiers.RollupTable(tiers.Hour), Series: "cpu.busy", Bucket: base}
 	rawRows := []tiers.Row{tiers.PointRow(base+1, 1.5), tiers.PointRow(base+2, -2)}
 	rollRows := []tiers.Row{{T: base, Min: 1, Max: 5, Sum: 9, Count: 3}}
 	if err := s.Write(ctx, []tiers.PartitionWrite{
@@ -252,7 +269,10 @@ func TestRejectsBadInput(t *testing.T) {
 		{Table: tiers.TableRaw, Series: ""},
 		{Table: tiers.TableRaw, Series: "a\x00b"},
 		{Table: tiers.TableRaw, Series: "a", EventBucket: -1},
-		{Table: tiers.TableRaw, Series: "a", EventBucket: 1 << 16},
+		{Table: tiers.TableRaw, Series: "a", EventBucket: tiers.MaxEventBuckets},
+		{Table: "rollup_", Series: "a"},
+		{Table: "rollup_1M", Series: "a"},
+		{Table: "rollup_1m", Series: "a", EventBucket: 1},
 	} {
 		if err := s.Write(ctx, []tiers.PartitionWrite{{Key: k, Rows: rows}}); err == nil {
 			t.Errorf("Write accepted key %+v", k)
@@ -266,28 +286,63 @@ func TestRejectsBadInput(t *testing.T) {
 	}
 }
 
-// Outside points_raw the event bucket is not part of the partition, as in
-// the Cassandra tables.
-func TestEventBucketOnlyPartitionsRaw(t *testing.T) {
-	ctx := context.Background()
-	s, err := OpenInMemory(Options{})
+// A second store on a directory in use is refused with a message that says
+// so, not the lock's system error.
+func TestOpenRefusesADirectoryInUse(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer closeStore(t, s)
-	base := tiers.AlignDown(time.Now().UnixMilli(), tiers.Hour)
-	all := tiers.Span{From: tiers.MinTime, To: tiers.MaxTime}
-	for _, table := range []tiers.Table{tiers.TableRaw, tiers.TableLate, tiers.TableMinute} {
-		key := tiers.PartitionKey{Table: table, Series: "eb", Bucket: base, EventBucket: 3}
-		row := tiers.PointRow(base+1, 7)
-		if err := s.Write(ctx, []tiers.PartitionWrite{{Key: key, Retention: tiers.Day, Rows: []tiers.Row{row}}}); err != nil {
-			t.Fatal(err)
+	_, err = Open(dir, Options{})
+	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "in use by another gateway") {
+		t.Fatalf("second Open: %v", err)
+	}
+}
+
+// TestMain lets the test binary hold a store open in a child process, for
+// the test of a directory locked by another process.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv("TSGATE_TEST_HOLD_DIR"); dir != "" {
+		s, err := Open(dir, Options{})
+		if err != nil {
+			fmt.Println("open:", err)
+			os.Exit(1)
 		}
-		zero := key
-		zero.EventBucket = 0
-		got := readAll(t, s, tiers.ReadRequest{Key: zero, Span: all, PageSize: 10})
-		if want := table != tiers.TableRaw; (len(got) == 1) != want {
-			t.Errorf("%s: a row written to event bucket 3 read from event bucket 0: %v", table, got)
-		}
+		fmt.Println("holding")
+		_, _ = io.ReadAll(os.Stdin) // until the parent closes stdin
+		_ = s.Close()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// Another process holding the directory gets the same message as another
+// store of this one (the system's lock error is "resource temporarily
+// unavailable").
+func TestOpenRefusesADirectoryHeldByAnotherProcess(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "TSGATE_TEST_HOLD_DIR="+dir)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); _ = cmd.Wait() }()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "holding\n" {
+		t.Fatalf("child: %q %v", line, err)
+	}
+	_, err = Open(dir, Options{})
+	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "in use by another gateway") {
+		t.Fatalf("Open while another process holds the directory: %v", err)
 	}
 }

@@ -33,7 +33,7 @@ func (s *Store) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPages 
 	if req.PageSize <= 0 {
 		p.req.PageSize = defaultPageSize
 	}
-	kind, err := checkPartition(req.Key)
+	code, err := checkPartition(req.Key)
 	if err != nil {
 		p.err = err
 		return p
@@ -42,12 +42,12 @@ func (s *Store) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPages 
 		p.err = tiers.ErrDone
 		return p
 	}
-	p.raw = rawKind(kind)
+	p.raw = code.raw
 	// Both bounds in one allocation, kept until the first Next opens the
 	// iterator (Pebble copies them then).
-	p.prefixLen = 1 + len(req.Key.Series) + 1 + timeLen + ebLen
+	p.prefixLen = len(code.prefix) + len(req.Key.Series) + 1 + timeLen + ebLen
 	n := p.prefixLen + timeLen
-	b := appendPartition(make([]byte, 0, 2*n), kind, req.Key)
+	b := appendPartition(make([]byte, 0, 2*n), code, req.Key)
 	b = appendTime(b, req.Span.From)
 	b = append(b, b[:p.prefixLen]...)
 	b = appendTime(b, req.Span.To)

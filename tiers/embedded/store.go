@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
+	"syscall"
 	"sync"
 	"time"
 
@@ -19,6 +21,10 @@ var _ tiers.Store = (*Store)(nil)
 // ErrClosed is returned by every operation on a closed store, including
 // reads that were still open when it closed.
 var ErrClosed = errors.New("embedded: store is closed")
+
+// ErrInUse is returned by Open when another process (or another Open in
+// this one) holds the directory.
+var ErrInUse = errors.New("directory locked")
 
 // formatVersion is the version of the key and value encoding described in
 // the package doc; Open refuses a store written in another one.
@@ -124,6 +130,9 @@ func open(dir string, fs vfs.FS, opts Options) (*Store, error) {
 	}
 	db, err := pebble.Open(dir, popts)
 	if err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) || errors.Is(err, syscall.EAGAIN) || strings.Contains(err.Error(), "lock held") {
+			return nil, fmt.Errorf("embedded: the data directory %q is in use by another gateway (one process per directory): stop it, or give this one another --data-dir: %w", dir, ErrInUse)
+		}
 		return nil, fmt.Errorf("embedded: open %q: %w", dir, err)
 	}
 	s.db = db

@@ -24,7 +24,7 @@ const (
 // expiringRanges are the key ranges whose records carry an expiry: the row
 // tables, then the late index and the rollup log.
 var expiringRanges = [][2][]byte{
-	{{kindRaw}, {kindDay + 1}},
+	{{kindRaw}, {kindRollup + 1}},
 	{{kindLateMark}, {kindDirty + 1}},
 }
 

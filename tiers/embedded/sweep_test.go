@@ -29,7 +29,7 @@ func TestSweepRemovesExpired(t *testing.T) {
 	}
 	old := tiers.PartitionKey{Table: tiers.TableRaw, Series: "a", Bucket: base - tiers.Hour}
 	mixed := tiers.PartitionKey{Table: tiers.TableRaw, Series: "b", Bucket: base}
-	forever := tiers.PartitionKey{Table: tiers.TableDay, Series: "a", Bucket: base}
+	forever := tiers.PartitionKey{Table: tiers.RollupTable(tiers.Day), Series: "a", Bucket: base}
 	if err := s.Write(ctx, []tiers.PartitionWrite{
 		// A whole partition that expires: one range deletion.
 		{Key: old, Retention: tiers.Day, Rows: rows(old.Bucket, 1000)},
@@ -140,7 +140,7 @@ func TestBackgroundSweeper(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closeStore(t, s)
-	key := tiers.PartitionKey{Table: tiers.TableMinute, Series: "m", Bucket: start}
+	key := tiers.PartitionKey{Table: tiers.RollupTable(tiers.Minute), Series: "m", Bucket: start}
 	if err := s.Write(ctx, []tiers.PartitionWrite{{Key: key, Retention: tiers.Hour, Rows: []tiers.Row{{T: start, Min: 1, Max: 1, Sum: 1, Count: 1}}}}); err != nil {
 		t.Fatal(err)
 	}

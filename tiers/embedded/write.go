@@ -15,19 +15,19 @@ func (s *Store) Write(ctx context.Context, writes []tiers.PartitionWrite) error 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	kinds := make([]byte, len(writes))
+	codes := make([]tableCode, len(writes))
 	size := 0
 	for i, w := range writes {
-		kind, err := checkPartition(w.Key)
+		code, err := checkPartition(w.Key)
 		if err != nil {
 			return err
 		}
 		if w.Retention < 0 {
 			return fmt.Errorf("embedded: negative retention %d", w.Retention)
 		}
-		kinds[i] = kind
+		codes[i] = code
 		// A batch record is a kind byte, two length varints, key and value.
-		size += len(w.Rows) * (4 + len(w.Key.Series) + 12 + timeLen + rowValueLen(kind))
+		size += len(w.Rows) * (4 + len(code.prefix) + len(w.Key.Series) + 12 + timeLen + rowValueLen(code))
 	}
 	if size == 0 {
 		return nil
@@ -42,9 +42,9 @@ func (s *Store) Write(ctx context.Context, writes []tiers.PartitionWrite) error 
 	defer b.Close()
 	var prefix []byte
 	for i, w := range writes {
-		kind := kinds[i]
-		prefix = appendPartition(prefix[:0], kind, w.Key)
-		vlen := rowValueLen(kind)
+		code := codes[i]
+		prefix = appendPartition(prefix[:0], code, w.Key)
+		vlen := rowValueLen(code)
 		for _, r := range w.Rows {
 			exp := expiry(r.T, w.Retention)
 			if expired(exp, now) {
@@ -54,7 +54,7 @@ func (s *Store) Write(ctx context.Context, writes []tiers.PartitionWrite) error 
 			op := b.SetDeferred(len(prefix)+timeLen, vlen)
 			copy(op.Key, prefix)
 			putTime(op.Key[len(prefix):], r.T)
-			putRow(op.Value, kind, r, exp)
+			putRow(op.Value, code, r, exp)
 			if err := op.Finish(); err != nil {
 				return fmt.Errorf("embedded: write: %w", err)
 			}

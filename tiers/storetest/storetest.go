@@ -27,13 +27,15 @@ import (
 // so retention never expires them during a run.
 func now() int64 { return time.Now().UnixMilli() }
 
-// Run runs the conformance suite against store.
-func Run(t *testing.T, store tiers.Store) {
+// Run runs the conformance suite against store, which holds the tables of
+// pyramid p.
+func Run(t *testing.T, store tiers.Store, p tiers.Pyramid) {
 	prefix := fmt.Sprintf("conf%08x.", rand.Uint32())
-	s := suite{store: store, prefix: prefix}
+	s := suite{store: store, prefix: prefix, pyramid: p}
 	t.Run("ReadEqualsBruteForce", s.readEqualsBruteForce)
 	t.Run("Overwrite", s.overwrite)
 	t.Run("PartitionsAreIsolated", s.partitionsAreIsolated)
+	t.Run("EventBucketsOnlyInRaw", s.eventBucketsOnlyInRaw)
 	t.Run("WidePartitionPaging", s.widePartitionPaging)
 	t.Run("ExpiredRowsAreNotStored", s.expiredRowsAreNotStored)
 	t.Run("ReadHonoursContext", s.readHonoursContext)
@@ -50,9 +52,21 @@ func Run(t *testing.T, store tiers.Store) {
 	})
 }
 
+// FiveTiers is a pyramid other than the default, for running the suites on
+// a configured pyramid: a 10s tier under the minute tier, and every tier
+// keeping its default elsewhere.
+func FiveTiers() tiers.Pyramid {
+	d := tiers.DefaultPyramid()
+	p := tiers.Pyramid{d[0], tiers.NewRollupTier("10s", 10*tiers.Second, 6*tiers.Hour, 14*tiers.Day, tiers.Day), d[1], d[2], d[3]}
+	p[0].AutoMax = tiers.Hour
+	p.Renumber()
+	return p
+}
+
 type suite struct {
-	store  tiers.Store
-	prefix string
+	store   tiers.Store
+	prefix  string
+	pyramid tiers.Pyramid
 }
 
 func (s suite) series(name string) string { return s.prefix + name }
@@ -129,8 +143,7 @@ func randomRow(r *rand.Rand, t int64, raw bool) tiers.Row {
 func (s suite) readEqualsBruteForce(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	base := tiers.AlignDown(now(), tiers.Hour) - tiers.Hour
-	tables := []tiers.Table{tiers.TableRaw, tiers.TableLate, tiers.TableMinute, tiers.TableHour, tiers.TableDay}
-	for i, table := range tables {
+	for i, table := range s.pyramid.Tables() {
 		eb := 0
 		if table == tiers.TableRaw {
 			eb = 2
@@ -198,7 +211,9 @@ func (s suite) partitionsAreIsolated(t *testing.T) {
 		{Table: tiers.TableRaw, Series: s.series("iso.ab"), Bucket: base, EventBucket: 0},
 		{Table: tiers.TableRaw, Series: s.series("iso.b"), Bucket: base, EventBucket: 0},
 		{Table: tiers.TableLate, Series: s.series("iso.a"), Bucket: base, EventBucket: 0},
-		{Table: tiers.TableMinute, Series: s.series("iso.a"), Bucket: base, EventBucket: 0},
+	}
+	for _, table := range s.pyramid.Tables()[2:] {
+		keys = append(keys, tiers.PartitionKey{Table: table, Series: s.series("iso.a"), Bucket: base})
 	}
 	var writes []tiers.PartitionWrite
 	for i, k := range keys {
@@ -211,6 +226,32 @@ func (s suite) partitionsAreIsolated(t *testing.T) {
 		if want := []tiers.Row{tiers.PointRow(ts, float64(i))}; !slices.Equal(got, want) {
 			t.Fatalf("partition %+v: got %v, want %v", k, got, want)
 		}
+	}
+}
+
+// Only points_raw is split into event buckets: a key of another table with
+// an event bucket other than 0 is an error on every store, for writes and
+// reads alike, rather than silently meaning event bucket 0.
+func (s suite) eventBucketsOnlyInRaw(t *testing.T) {
+	base := tiers.AlignDown(now(), tiers.Hour)
+	for _, table := range s.pyramid.Tables()[1:] {
+		key := tiers.PartitionKey{Table: table, Series: s.series("eb"), Bucket: base, EventBucket: 3}
+		err := s.store.Write(ctx(t), []tiers.PartitionWrite{{Key: key, Retention: tiers.Day, Rows: []tiers.Row{tiers.PointRow(base+1, 7)}}})
+		if err == nil {
+			t.Errorf("%s: a write to event bucket 3 was accepted", table)
+		}
+		if _, _, err := ReadAll(s.store.Read(ctx(t), tiers.ReadRequest{Key: key, Span: tiers.Span{From: base, To: base + 2}})); err == nil {
+			t.Errorf("%s: a read of event bucket 3 was accepted", table)
+		}
+		zero := key
+		zero.EventBucket = 0
+		if got := s.read(t, tiers.ReadRequest{Key: zero, Span: tiers.Span{From: tiers.MinTime, To: tiers.MaxTime}}); len(got) != 0 {
+			t.Errorf("%s: the refused write left rows %v", table, got)
+		}
+	}
+	raw := tiers.PartitionKey{Table: tiers.TableRaw, Series: s.series("eb"), Bucket: base, EventBucket: tiers.MaxEventBuckets}
+	if err := s.store.Write(ctx(t), []tiers.PartitionWrite{{Key: raw, Retention: tiers.Day, Rows: []tiers.Row{tiers.PointRow(base+1, 7)}}}); err == nil {
+		t.Errorf("a raw write to event bucket %d was accepted", tiers.MaxEventBuckets)
 	}
 }
 

@@ -1,4 +1,4 @@
-package httpapi_test
+package grafana_test
 
 import (
 	"encoding/json"
@@ -66,7 +66,7 @@ func seedGrafana(t *testing.T, s *testServer) truth {
 
 func fixture(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "grafana", name))
+	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package httpapi
+package grafana
 
 // POST /grafana/query: the panels' reads. Grafana posts its whole
 // DataQueryRequest; only range, maxDataPoints, intervalMs and the targets
@@ -16,8 +16,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tsgate/tsgate/jsonenc"
 	"github.com/tsgate/tsgate/params"
+	"github.com/tsgate/tsgate/problem"
 	"github.com/tsgate/tsgate/query"
+	"github.com/tsgate/tsgate/router"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -86,7 +89,7 @@ func (s *Server) grafanaQuery(w http.ResponseWriter, r *http.Request) {
 	for _, j := range jobs {
 		j.req.Start = arrival
 	}
-	forEachParallel(len(jobs), func(i int) {
+	s.deps.ForEach(len(jobs), func(i int) {
 		if jobs[i].out == nil {
 			jobs[i].out = s.grafanaAnswer(r, jobs[i])
 		}
@@ -120,17 +123,14 @@ func (s *Server) grafanaJobs(body *grafanaQueryBody, now time.Time) ([]*grafanaJ
 	if err != nil {
 		return nil, err
 	}
-	// What resolution auto means here, the same for every target.
-	auto := readInput{Resolution: "auto"}
-	maxPoints, window := grafanaAuto(span, min(intervalMs, grafanaMaxInterval), min(maxDataPoints, MaxMaxPoints), now.UnixMilli(), s.deps.Engine.Pyramid())
-	if maxPoints > 0 {
-		auto.MaxPoints = strconv.FormatInt(maxPoints, 10)
-	} else {
-		auto.Resolution = strconv.FormatInt(window, 10) + "ms"
-	}
-	base := readInput{
-		From: strconv.FormatInt(span.From, 10), To: strconv.FormatInt(span.To, 10),
-		Limit: strconv.Itoa(s.deps.Engine.Config().MaxLimit),
+	// What resolution auto means here, the same for every target: the
+	// router's max_points rule, with Grafana's interval as the narrowest
+	// window, and the window holding the range start read whole, so that
+	// charts have no gap at their left edge.
+	base := query.Request{
+		From: params.At(span.From), To: params.At(span.To), Limit: s.deps.MaxLimit,
+		MaxPoints: min(maxDataPoints, query.MaxMaxPoints), MinWindow: min(intervalMs, grafanaMaxInterval),
+		WholeFirstWindow: true,
 	}
 	annotations := body.ScopedVars["__annotation"] != nil || jsonString(body.DataQueryKind) == "annotations"
 	var jobs []*grafanaJob
@@ -139,8 +139,8 @@ func (s *Server) grafanaJobs(body *grafanaQueryBody, now time.Time) ([]*grafanaJ
 		if isJSONTrue(t.Hide) {
 			continue // Grafana drops hidden queries itself; older versions did not
 		}
-		text, perr := scalarText(t.Target, "target")
-		if perr != nil {
+		text, ok := jsonenc.ScalarText(t.Target)
+		if !ok {
 			return nil, grafanaBad(grafanaWhere(t.RefID, "") + "target must be a string: a series id")
 		}
 		text = strings.TrimSpace(text)
@@ -150,12 +150,12 @@ func (s *Server) grafanaJobs(body *grafanaQueryBody, now time.Time) ([]*grafanaJ
 		case annotations || t.RefID == "Anno":
 			jobs = append(jobs, &grafanaJob{refID: t.RefID, out: grafanaAnnotationFrame(t.RefID)})
 		default:
-			tj, err := s.grafanaTargetJobs(t, text, base, auto, now)
+			tj, err := s.grafanaTargetJobs(t, text, base)
 			if err != nil {
 				return nil, grafanaBad(grafanaWhere(t.RefID, text) + err.Error())
 			}
-			if series += len(tj); series > MaxBatchQueries {
-				return nil, grafanaBad(fmt.Sprintf("the targets name more than %d series; one query reads at most %d", MaxBatchQueries, MaxBatchQueries))
+			if series += len(tj); series > s.deps.MaxSeries {
+				return nil, grafanaBad(fmt.Sprintf("the targets name more than %d series; one query reads at most %d", s.deps.MaxSeries, s.deps.MaxSeries))
 			}
 			jobs = append(jobs, tj...)
 		}
@@ -165,9 +165,9 @@ func (s *Server) grafanaJobs(body *grafanaQueryBody, now time.Time) ([]*grafanaJ
 
 // grafanaTargetJobs plans the reads of one target: its series, each read
 // over the request's range (base) with the payload's agg and resolution,
-// auto standing for the resolution Grafana's hints ask for.
-func (s *Server) grafanaTargetJobs(t grafanaTarget, text string, base, auto readInput, now time.Time) ([]*grafanaJob, error) {
-	ids, err := grafanaTargetIDs(text)
+// auto meaning what Grafana's hints ask for.
+func (s *Server) grafanaTargetJobs(t grafanaTarget, text string, base query.Request) ([]*grafanaJob, error) {
+	ids, err := grafanaTargetIDs(text, s.deps.MaxSeries)
 	if err != nil {
 		return nil, err
 	}
@@ -175,20 +175,30 @@ func (s *Server) grafanaTargetJobs(t grafanaTarget, text string, base, auto read
 	if err != nil {
 		return nil, err
 	}
-	in := base
-	in.Agg, in.Resolution = agg, resolution
-	if resolution == "" || resolution == "auto" {
-		in.Resolution, in.MaxPoints = auto.Resolution, auto.MaxPoints
+	req := base
+	req.Aggs = []query.Agg{agg}
+	if resolution != "" && resolution != "auto" {
+		res, err := parseResolution(resolution)
+		if err != nil {
+			return nil, errors.New("payload.resolution: " + err.Error())
+		}
+		req.Resolution, req.MaxPoints, req.MinWindow = res, 0, 0
 	}
 	table := jsonString(t.Type) == "table"
 	jobs := make([]*grafanaJob, 0, len(ids))
 	for _, id := range ids {
-		in.Series = id
-		req, errs := s.parseRead(in, now)
-		if len(errs) > 0 {
+		req.Series = id
+		if err := s.deps.Engine.Check(req); err != nil {
+			errs := params.List(err)
+			if errs == nil {
+				return nil, err
+			}
 			param := errs[0].Param
-			if param == "resolution" || param == "agg" {
+			switch param {
+			case "resolution", "agg":
 				param = "payload." + param
+			case "series":
+				param = "target"
 			}
 			return nil, errors.New(param + ": " + errs[0].Message)
 		}
@@ -216,11 +226,11 @@ func grafanaWhere(refID, target string) string {
 func grafanaSpan(rg *grafanaRange, now int64) (tiers.Span, error) {
 	var fromText, toText string
 	if rg != nil {
-		var perr *ParamError
-		if fromText, perr = scalarText(rg.From, "range.from"); perr != nil {
+		var ok bool
+		if fromText, ok = jsonenc.ScalarText(rg.From); !ok {
 			return tiers.Span{}, grafanaBad("range.from must be a time (RFC 3339 or Unix milliseconds)")
 		}
-		if toText, perr = scalarText(rg.To, "range.to"); perr != nil {
+		if toText, ok = jsonenc.ScalarText(rg.To); !ok {
 			return tiers.Span{}, grafanaBad("range.to must be a time (RFC 3339 or Unix milliseconds)")
 		}
 	}
@@ -249,8 +259,8 @@ func grafanaSpan(rg *grafanaRange, now int64) (tiers.Span, error) {
 // grafanaHint reads maxDataPoints or intervalMs: a number (numeric text is
 // taken too). Absent, zero and negative mean absent; fractions are cut.
 func grafanaHint(raw json.RawMessage, name string) (int64, error) {
-	text, perr := scalarText(raw, name)
-	if perr != nil {
+	text, ok := jsonenc.ScalarText(raw)
+	if !ok {
 		return 0, grafanaBad(name + " must be a number")
 	}
 	if text == "" {
@@ -266,73 +276,27 @@ func grafanaHint(raw json.RawMessage, name string) (int64, error) {
 	return int64(min(f, float64(tiers.MaxTime))), nil
 }
 
-// grafanaAuto applies the rule of max_points to Grafana's hints: the read
-// needs windows of need = max(intervalMs, range / maxDataPoints), from the
-// coarsest tier whose step is at most need, each the smallest multiple of
-// that step (of 1s for raw points) that is at least need.
-//
-// The router takes the rule's need as ceil(range / max_points), which
-// cannot take every value: floor(range / need) as max_points can give a
-// need a little above ours, and a window one unit wider (a 20s interval
-// over 5h17m3.5s gives 21s). Every need between the window minus one unit
-// and the window, within the tier's steps, leads to the same tier and
-// window (the step-up past a tier's retention included, since coarser
-// steps are multiples of finer ones), so max_points is picked to land
-// there. When no whole max_points does, which takes a range of only a few
-// windows, the window is asked for explicitly instead (window > 0), after
-// the router's step-up past tiers that no longer keep the range start,
-// which an explicit window does not get.
-func grafanaAuto(span tiers.Span, intervalMs, maxDataPoints, now int64, p *tiers.Pyramid) (maxPoints, window int64) {
-	length := span.To - span.From
-	need := max(intervalMs, ceilDiv(length, maxDataPoints), 1)
-	level, window := tiers.LevelRaw, max(tiers.Second, ceilDiv(need, tiers.Second)*tiers.Second)
-	for _, l := range []tiers.Level{tiers.LevelDay, tiers.LevelHour, tiers.LevelMinute} {
-		if step := p.Tier(l).Step; step <= need {
-			level, window = l, ceilDiv(need, step)*step
-			break
-		}
-	}
-	unit := p.Tier(level).Step
-	if level == tiers.LevelRaw {
-		unit = tiers.Second
-	}
-	lo, hi := max(window-unit+1, p.Tier(level).Step), window
-	if level < tiers.LevelDay {
-		hi = min(hi, p.Tier(level+1).Step-1)
-	}
-	maxPoints = ceilDiv(length, hi)
-	if ceilDiv(length, maxPoints) >= lo {
-		return maxPoints, 0
-	}
-	for level < tiers.LevelDay && !p.Tier(level).Covers(tiers.AlignUp(span.From, window), now) {
-		level++
-		step := p.Tier(level).Step
-		window = max(step, ceilDiv(need, step)*step)
-	}
-	return 0, window
-}
-
-func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
-
 // grafanaOptions reads a target's payload: agg (one aggregate, avg by
 // default) and resolution (auto by default, raw, or a window). The
 // builder regex-escapes payload values (1\.5h), so they are unescaped.
-func grafanaOptions(raw json.RawMessage) (agg, resolution string, err error) {
+func grafanaOptions(raw json.RawMessage) (agg query.Agg, resolution string, err error) {
 	payload := grafanaPayload(raw)
-	if agg, err = payloadString(payload, "agg"); err != nil {
-		return "", "", err
+	text, err := payloadString(payload, "agg")
+	if err != nil {
+		return 0, "", err
 	}
-	agg = regexUnescape(agg)
-	if agg == "" {
-		agg = "avg"
+	text = regexUnescape(text)
+	if text == "" {
+		text = "avg"
 	}
-	if aggs, err := query.ParseAggs(agg); err != nil || len(aggs) != 1 {
-		return "", "", fmt.Errorf("payload.agg must be one of min, max, sum, count, avg (got %q)", agg)
+	aggs, err := query.ParseAggs(text)
+	if err != nil || len(aggs) != 1 {
+		return 0, "", fmt.Errorf("payload.agg must be one of min, max, sum, count, avg (got %q)", text)
 	}
 	if resolution, err = payloadString(payload, "resolution"); err != nil {
-		return "", "", err
+		return 0, "", err
 	}
-	return agg, regexUnescape(resolution), nil
+	return aggs[0], regexUnescape(resolution), nil
 }
 
 // grafanaTargetIDs resolves a target as Grafana's template engine leaves
@@ -341,7 +305,7 @@ func grafanaOptions(raw json.RawMessage) (agg, resolution string, err error) {
 // group expands to one id per alternative, around any literal text
 // (room\.(a|b) is room.a and room.b); groups do not nest. Nothing else of
 // regular expressions is understood: what remains must be series ids.
-func grafanaTargetIDs(target string) ([]string, error) {
+func grafanaTargetIDs(target string, maxIDs int) ([]string, error) {
 	ids := []string{""}
 	var cur strings.Builder
 	var alts []string
@@ -376,8 +340,8 @@ func grafanaTargetIDs(target string) ([]string, error) {
 			alts = append(alts, cur.String())
 			cur.Reset()
 			inGroup = false
-			if len(ids)*len(alts) > MaxBatchQueries {
-				return nil, fmt.Errorf("expands to more than %d series", MaxBatchQueries)
+			if len(ids)*len(alts) > maxIDs {
+				return nil, fmt.Errorf("expands to more than %d series", maxIDs)
 			}
 			next := make([]string, 0, len(ids)*len(alts))
 			for _, id := range ids {
@@ -419,7 +383,8 @@ func (s *Server) grafanaAnswer(r *http.Request, j *grafanaJob) []byte {
 	}
 	defer res.Close()
 	b := j.head(make([]byte, 0, 4096))
-	agg := res.Aggs[0]
+	h := res.Head()
+	agg := h.Aggs[0]
 	for n := 0; res.Next(); n++ {
 		if n > 0 {
 			b = append(b, ',')
@@ -427,26 +392,25 @@ func (s *Server) grafanaAnswer(r *http.Request, j *grafanaJob) []byte {
 		it := res.Item()
 		b = append(b, '[')
 		if j.table {
-			b = appendInt(b, it.T)
+			b = jsonenc.AppendInt(b, it.T)
 			b = append(b, ',')
-			b = appendGrafanaValue(b, res.Plan.Step, agg, it.Row)
+			b = appendGrafanaValue(b, h.Plan.Step, agg, it.Row)
 		} else {
-			b = appendGrafanaValue(b, res.Plan.Step, agg, it.Row)
+			b = appendGrafanaValue(b, h.Plan.Step, agg, it.Row)
 			b = append(b, ',')
-			b = appendInt(b, it.T)
+			b = jsonenc.AppendInt(b, it.T)
 		}
 		b = append(b, ']')
 	}
 	tr := res.Trailer()
-	s.deps.Metrics.observeRead(tr)
 	if tr.Err != nil {
 		// Only partial=deny turns a cut into an error, and Grafana reads
 		// allow partial answers; kept for safety.
 		return s.grafanaFailed(r, j, tr.Err)
 	}
 	b = append(b, ']', ',')
-	b = appendKey(b, "meta")
-	b = append(b, mustJSON(grafanaMetaOf(res, tr, j.req.Limit))...)
+	b = jsonenc.AppendKey(b, "meta")
+	b = append(b, mustJSON(grafanaMetaOf(h, tr))...)
 	return append(b, '}')
 }
 
@@ -454,17 +418,17 @@ func (s *Server) grafanaAnswer(r *http.Request, j *grafanaJob) []byte {
 func (j *grafanaJob) head(b []byte) []byte {
 	if j.table {
 		b = append(b, `{"type":"table","name":`...)
-		b = appendString(b, j.series)
+		b = jsonenc.AppendString(b, j.series)
 		b = append(b, `,"refId":`...)
-		b = appendString(b, j.refID)
+		b = jsonenc.AppendString(b, j.refID)
 		b = append(b, `,"columns":[{"text":"Time","type":"time"},{"text":`...)
-		b = appendString(b, j.series)
+		b = jsonenc.AppendString(b, j.series)
 		return append(b, `,"type":"number"}],"rows":[`...)
 	}
 	b = append(b, `{"target":`...)
-	b = appendString(b, j.series)
+	b = jsonenc.AppendString(b, j.series)
 	b = append(b, `,"refId":`...)
-	b = appendString(b, j.refID)
+	b = jsonenc.AppendString(b, j.refID)
 	return append(b, `,"datapoints":[`...)
 }
 
@@ -472,18 +436,18 @@ func (j *grafanaJob) head(b []byte) []byte {
 func appendGrafanaValue(b []byte, step int64, agg query.Agg, row tiers.Row) []byte {
 	switch {
 	case step == 0:
-		return appendFloat(b, row.Value())
+		return jsonenc.AppendFloat(b, row.Value())
 	case agg == query.Count:
-		return appendInt(b, row.Count)
+		return jsonenc.AppendInt(b, row.Count)
 	default:
-		return appendFloat(b, agg.Of(row))
+		return jsonenc.AppendFloat(b, agg.Of(row))
 	}
 }
 
 // grafanaFailed is the element of a series that could not be read: no
 // points, and the reason as an error notice.
 func (s *Server) grafanaFailed(r *http.Request, j *grafanaJob, err error) []byte {
-	p := toProblem(err)
+	p := problem.From(err)
 	text := p.Detail
 	if errors.Is(err, query.ErrSeriesNotFound) {
 		text = "no series " + j.series + "; /grafana/metrics lists the series ids"
@@ -492,7 +456,7 @@ func (s *Server) grafanaFailed(r *http.Request, j *grafanaJob, err error) []byte
 	}
 	b := j.head(nil)
 	b = append(b, ']', ',')
-	b = appendKey(b, "meta")
+	b = jsonenc.AppendKey(b, "meta")
 	b = append(b, mustJSON(grafanaMeta{Notices: []grafanaNotice{{Severity: "error", Text: text}}})...)
 	return append(b, '}')
 }
@@ -520,9 +484,10 @@ type grafanaCustom struct {
 	Covered       [2]int64 `json:"covered"`
 }
 
-func grafanaMetaOf(res *query.Result, tr query.Trailer, limit int) grafanaMeta {
+func grafanaMetaOf(res *query.Head, tr query.Trailer) grafanaMeta {
+	limit := res.Limit
 	m := grafanaMeta{Custom: &grafanaCustom{
-		Tier: tierName(res.Plan.Tier), StepMs: res.Plan.Step,
+		Tier: res.Plan.TierName, StepMs: res.Plan.Step,
 		Partial: tr.Partial, PartialReason: tr.Reason, Covered: [2]int64{tr.Covered.From, tr.Covered.To},
 	}}
 	if res.Plan.Step > 0 {
@@ -555,7 +520,7 @@ func grafanaTime(ms int64) string {
 // marks nothing, where a series' answer would make a marker of every point.
 func grafanaAnnotationFrame(refID string) []byte {
 	b := append([]byte(nil), `{"type":"table","refId":`...)
-	b = appendString(b, refID)
+	b = jsonenc.AppendString(b, refID)
 	return append(b, `,"columns":[{"text":"time","type":"time"},{"text":"timeEnd","type":"time"},`+
 		`{"text":"title","type":"string"},{"text":"text","type":"string"},{"text":"tags","type":"string"}],"rows":[]}`...)
 }
@@ -572,4 +537,16 @@ func jsonString(raw json.RawMessage) string {
 		return ""
 	}
 	return s
+}
+
+// parseResolution reads a payload's resolution: raw, or a window duration.
+func parseResolution(s string) (router.Resolution, error) {
+	if s == "raw" {
+		return router.Resolution{Kind: router.RawPoints}, nil
+	}
+	d, err := params.Duration(s)
+	if err != nil {
+		return router.Resolution{}, fmt.Errorf("must be auto, raw or a window duration like 5m: %v", err)
+	}
+	return router.Resolution{Kind: router.Window, Window: d}, nil
 }

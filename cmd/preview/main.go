@@ -1,7 +1,7 @@
 // Command preview serves the dashboard over an in-memory embedded store
 // filled with demo data, for looking at the page while working on it:
 //
-//	go run ./web/internal/preview -addr 127.0.0.1:8090
+//	go run ./cmd/preview -addr 127.0.0.1:8090
 //
 // Besides the demo series of `gateway serve --demo` it writes series that
 // show the page's corner cases: a long list of similar ids (paging of the
@@ -11,7 +11,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,12 +24,8 @@ import (
 	"time"
 
 	"github.com/tsgate/tsgate/demo"
-	"github.com/tsgate/tsgate/httpapi"
+	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/ingest"
-	"github.com/tsgate/tsgate/partial"
-	"github.com/tsgate/tsgate/query"
-	"github.com/tsgate/tsgate/rollup"
-	"github.com/tsgate/tsgate/router"
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/embedded"
 )
@@ -55,27 +50,20 @@ func run(ctx context.Context, addr, assets string) error {
 		return err
 	}
 	defer store.Close()
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	signer, err := partial.NewSigner(key)
+	now := time.Now
+	cfg := gateway.DefaultConfig()
+	cfg.Rollup.Interval = 20 * time.Second
+	cfg.Rollup.Grace = 0
+	g, err := gateway.New(ctx, store, cfg, gateway.Options{
+		Now:    now,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		// Only the answers' reads fail; the rollup worker reads the store.
+		WrapReader: func(r tiers.PartitionReader) tiers.PartitionReader { return flakyReader{r, now} },
+	})
 	if err != nil {
 		return err
 	}
-	p := tiers.DefaultPyramid()
-	now := time.Now
-	var worker *rollup.Worker
-	wm := func(ctx context.Context) router.Watermarks { return worker.Watermarks(ctx) }
-	engineStore := struct {
-		tiers.PartitionReader
-		tiers.LateIndex
-		tiers.Registry
-	}{flakyReader{store, now}, store, store}
-	engine := query.New(engineStore, p, router.DefaultConfig(), wm, signer, query.DefaultConfig(), now)
-	rc := rollup.DefaultConfig()
-	rc.Interval = 20 * time.Second
-	rc.Grace = 0
-	worker = rollup.New(store, engine, rc, now, nil, nil)
-	writer := ingest.NewWriter(store, ingest.RegistryLayouts{Registry: store}, &p, ingest.DefaultConfig(), now)
+	writer, worker := g.Writer, g.Rollups
 
 	start := time.Now()
 	fmt.Println("preview: loading demo data…")
@@ -90,10 +78,6 @@ func run(ctx context.Context, addr, assets string) error {
 	}
 	fmt.Printf("preview: loaded and rolled up in %s\n", time.Since(start).Round(time.Millisecond))
 
-	srv := httpapi.New(httpapi.Deps{
-		Engine: engine, Writer: writer, Registry: store, Rollups: worker, Ready: store.Ping, Now: now,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	}, httpapi.DefaultConfig())
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -116,7 +100,7 @@ func run(ctx context.Context, addr, assets string) error {
 		fmt.Println("preview: the tiers' watermarks have moved; aggregated reads now use the minute, hour and day tiers")
 	}()
 	fmt.Printf("preview: serving on http://%s/\n", ln.Addr())
-	h := flaky(srv.Handler())
+	h := g.Handler()
 	if assets != "" {
 		h = fromDisk(assets, h)
 	}
@@ -198,29 +182,17 @@ func writeLive(ctx context.Context, w *ingest.Writer) {
 }
 
 // flakyReader fails the reads of flakySeries' raw partitions of the last
-// two hours, like a replica that is down, when they serve a read of the
-// API (rollups still read everything).
+// two hours, like a replica that is down. It reads answers only: the rollup
+// worker reads the store, so the series' tiers are complete.
 type flakyReader struct {
 	tiers.PartitionReader
 	now func() time.Time
 }
 
-type apiRead struct{}
-
-// flaky marks the contexts of API reads for flakyReader.
-func flaky(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/v1/series/") || r.URL.Path == "/v1/query" {
-			r = r.WithContext(context.WithValue(r.Context(), apiRead{}, true))
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
 var errReplicaDown = errors.New("preview: replica down")
 
 func (f flakyReader) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPages {
-	if ctx.Value(apiRead{}) != nil && req.Key.Series == flakySeries && req.Key.Table == tiers.TableRaw &&
+	if req.Key.Series == flakySeries && req.Key.Table == tiers.TableRaw &&
 		req.Span.To > f.now().UnixMilli()-2*tiers.Hour {
 		return failedPages{}
 	}

@@ -1,26 +1,92 @@
-package httpapi
+// Package grafana is the gateway's front end for Grafana's JSON datasource
+// plugin: the protocol as the simpod-json-datasource plugin (v0.6) speaks
+// it, plus the legacy simple-json plugin's /search and /annotations. It
+// reads through the typed query boundary like every other front end: a
+// target becomes a query.Request whose window Grafana's maxDataPoints and
+// intervalMs choose through the router's max_points rule.
+package grafana
 
-// The Grafana JSON datasource protocol, as the simpod-json-datasource
-// plugin (v0.6) speaks it, plus the legacy simple-json plugin's /search and
-// /annotations. The datasource URL is http://HOST:PORT/grafana; the plugin
-// appends the paths below. Every answer is JSON, every error is
+// The datasource URL is http://HOST:PORT/grafana. The plugin appends the paths below. Every answer is JSON, every error is
 // {"message", "error"} (the plugin shows message, else error), and every
 // POST takes whatever envelope Grafana sends: an empty body, {}, members
 // added by newer Grafana releases.
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/tsgate/tsgate/jsonenc"
 	"github.com/tsgate/tsgate/params"
+	"github.com/tsgate/tsgate/problem"
+	"github.com/tsgate/tsgate/query"
+	"github.com/tsgate/tsgate/tiers"
 )
+
+// Lister lists series ids by prefix.
+type Lister interface {
+	ListSeries(ctx context.Context, prefix, after string, limit int) ([]tiers.SeriesInfo, error)
+}
+
+// Deps are what the Grafana front end reads.
+type Deps struct {
+	Engine query.Engine
+	Series Lister
+	// MaxLimit is the page size of every read: Grafana cannot page, so it
+	// gets the largest page there is.
+	MaxLimit int
+	// MaxSeries bounds the series one query reads, over all its targets.
+	MaxSeries int
+	Logger    *slog.Logger
+	Now       func() time.Time
+	// ForEach runs the reads of one query side by side (the batch's
+	// runner); sequentially when nil.
+	ForEach func(n int, fn func(i int))
+}
+
+// maxListed bounds a series listing for the query builder.
+const maxListed = 10000
+
+// Server serves the protocol.
+type Server struct{ deps Deps }
+
+// New returns the Grafana front end.
+func New(deps Deps) *Server {
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	if deps.ForEach == nil {
+		deps.ForEach = func(n int, fn func(int)) {
+			for i := range n {
+				fn(i)
+			}
+		}
+	}
+	return &Server{deps: deps}
+}
+
+// Handler returns the protocol's routes, to be mounted at /grafana.
+func (s *Server) Handler() http.Handler {
+	r := chi.NewRouter()
+	s.routes(r)
+	return r
+}
+
+func (s *Server) logger(r *http.Request) *slog.Logger {
+	return s.deps.Logger.With("request_id", middleware.GetReqID(r.Context()), "path", r.URL.Path)
+}
 
 // grafanaMaxBody bounds a Grafana request body. The query envelope carries
 // every dashboard variable in scopedVars, so it is larger than a batch.
@@ -29,15 +95,13 @@ const grafanaMaxBody = 4 << 20
 // grafanaContentType is the type of every Grafana answer, errors included.
 const grafanaContentType = "application/json; charset=utf-8"
 
-func (s *Server) grafanaRoutes(r chi.Router) {
+func (s *Server) routes(r chi.Router) {
 	r.Use(grafanaHeaders)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		s.writeGrafanaError(w, r, &Problem{Title: "Not found", Status: http.StatusNotFound,
-			Detail: "no Grafana datasource endpoint " + r.URL.Path})
+		s.writeGrafanaError(w, r, problem.New(http.StatusNotFound, "not-found", "Not found", "no Grafana datasource endpoint "+r.URL.Path))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		s.writeGrafanaError(w, r, &Problem{Title: "Method not allowed", Status: http.StatusMethodNotAllowed,
-			Detail: r.Method + " is not allowed on " + r.URL.Path})
+		s.writeGrafanaError(w, r, problem.New(http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed", r.Method+" is not allowed on "+r.URL.Path))
 	})
 	// "Save & test" calls the URL as configured, with or without the
 	// trailing slash; chi hands both to "/".
@@ -89,7 +153,7 @@ func writeGrafana(w http.ResponseWriter, status int, body []byte) {
 // writeGrafanaError is the one place a Grafana request fails: the problem
 // the v1 API would answer, reshaped into the members the plugin shows.
 func (s *Server) writeGrafanaError(w http.ResponseWriter, r *http.Request, err error) {
-	p := toProblem(err)
+	p := problem.From(err)
 	status := p.Status
 	if status == http.StatusUnauthorized {
 		// Grafana's proxy replaces the body of a 401 with its own message.
@@ -110,8 +174,8 @@ func (s *Server) writeGrafanaError(w http.ResponseWriter, r *http.Request, err e
 }
 
 // grafanaBad is a request the gateway cannot answer as sent.
-func grafanaBad(detail string) *Problem {
-	return &Problem{Type: problemType("invalid-parameter"), Title: "Invalid request", Status: http.StatusBadRequest, Detail: detail}
+func grafanaBad(detail string) *problem.Problem {
+	return problem.New(http.StatusBadRequest, "invalid-parameter", "Invalid request", detail)
 }
 
 // decodeGrafana reads a body the plugin sent into into. An empty body and
@@ -222,7 +286,7 @@ func (s *Server) grafanaMetrics(w http.ResponseWriter, r *http.Request) {
 			b = append(b, ',')
 		}
 		b = append(b, `{"value":`...)
-		b = appendString(b, id)
+		b = jsonenc.AppendString(b, id)
 		b = append(b, `,"payloads":`...)
 		b = append(b, grafanaPayloadConfig...)
 		b = append(b, '}')
@@ -238,8 +302,8 @@ func (s *Server) grafanaSearch(w http.ResponseWriter, r *http.Request) {
 		s.writeGrafanaError(w, r, err)
 		return
 	}
-	target, perr := scalarText(body.Target, "target")
-	if perr != nil {
+	target, ok := jsonenc.ScalarText(body.Target)
+	if !ok {
 		s.writeGrafanaError(w, r, grafanaBad("target must be a string: the text to list series ids by"))
 		return
 	}
@@ -284,9 +348,9 @@ func (s *Server) grafanaVariable(w http.ResponseWriter, r *http.Request) {
 			b = append(b, ',')
 		}
 		b = append(b, `{"__text":`...)
-		b = appendString(b, id)
+		b = jsonenc.AppendString(b, id)
 		b = append(b, `,"__value":`...)
-		b = appendString(b, id)
+		b = jsonenc.AppendString(b, id)
 		b = append(b, '}')
 	}
 	writeGrafana(w, http.StatusOK, append(b, ']', '\n'))
@@ -300,7 +364,7 @@ func grafanaPayloadOptions(w http.ResponseWriter, r *http.Request) {
 	// The answer does not depend on anything else the body says, so a body
 	// that does not decode still gets the options it can.
 	_ = decodeGrafana(w, r, &body)
-	name, _ := scalarText(body.Name, "name")
+	name, _ := jsonenc.ScalarText(body.Name)
 	opts := []grafanaOption{}
 	switch name {
 	case "agg":
@@ -319,9 +383,9 @@ func (s *Server) grafanaSeriesList(r *http.Request, query string) ([]string, err
 	if !ok {
 		return []string{}, nil
 	}
-	list, err := s.deps.Registry.ListSeries(r.Context(), prefix, "", maxSeriesLimit)
+	list, err := s.deps.Series.ListSeries(r.Context(), prefix, "", maxListed)
 	if err != nil {
-		return nil, storeError{err}
+		return nil, problem.Unavailable(err)
 	}
 	ids := make([]string, len(list))
 	for i, info := range list {
@@ -408,9 +472,9 @@ func payloadString(payload map[string]json.RawMessage, key string) (string, erro
 			return "", errors.New("payload." + key + " takes one value, not a list")
 		}
 	}
-	text, perr := scalarText(raw, "payload."+key)
-	if perr != nil {
-		return "", errors.New(perr.Param + " must be a string")
+	text, ok := jsonenc.ScalarText(raw)
+	if !ok {
+		return "", errors.New("payload." + key + " must be a string")
 	}
 	return strings.TrimSpace(text), nil
 }

@@ -1,19 +1,21 @@
-package httpapi
+// Package jsonenc writes JSON by appending to byte slices, without
+// reflection: answers are long runs of small arrays of numbers, and building
+// them by hand is what keeps encoding off the profile
+// (BenchmarkEncodePoints in httpapi compares it with encoding/json). Its
+// output is byte for byte what encoding/json writes for the same values.
+package jsonenc
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
 	"strconv"
 	"unicode/utf8"
 )
 
-// The answer encoder appends JSON to a byte slice by hand: a points answer
-// is a long run of small arrays, and building them without reflection or
-// intermediate values is what keeps encoding off the profile
-// (BenchmarkEncodePoints compares it with encoding/json).
-
-// appendFloat writes f as encoding/json would, and null for NaN and
+// AppendFloat writes f as encoding/json would, and null for NaN and
 // infinities, which JSON cannot express (a sum can overflow to +Inf).
-func appendFloat(b []byte, f float64) []byte {
+func AppendFloat(b []byte, f float64) []byte {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return append(b, "null"...)
 	}
@@ -73,9 +75,9 @@ func appendShortDecimal(b []byte, f float64) ([]byte, bool) {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString writes s as a JSON string, escaping what JSON and HTML-safe
+// AppendString writes s as a JSON string, escaping what JSON and HTML-safe
 // output require and replacing invalid UTF-8.
-func appendString(b []byte, s string) []byte {
+func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -123,9 +125,32 @@ func appendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-func appendInt(b []byte, n int64) []byte { return strconv.AppendInt(b, n, 10) }
+// AppendInt writes n.
+func AppendInt(b []byte, n int64) []byte { return strconv.AppendInt(b, n, 10) }
 
-func appendKey(b []byte, key string) []byte {
-	b = appendString(b, key)
+// AppendKey writes an object member's key and its colon.
+func AppendKey(b []byte, key string) []byte {
+	b = AppendString(b, key)
 	return append(b, ':')
+}
+
+// ScalarText returns the text of a JSON string or number, as a query
+// parameter would carry it: ok is false for any other JSON value. Absent
+// and null are "".
+func ScalarText(raw []byte) (text string, ok bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", true
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", false
+		}
+		return s, true
+	}
+	if _, err := strconv.ParseFloat(string(raw), 64); err == nil {
+		return string(raw), true
+	}
+	return "", false
 }

@@ -1,0 +1,163 @@
+package gateway
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/tsgate/tsgate/httpapi"
+	"github.com/tsgate/tsgate/ingest"
+	"github.com/tsgate/tsgate/params"
+	"github.com/tsgate/tsgate/query"
+	"github.com/tsgate/tsgate/rollup"
+	"github.com/tsgate/tsgate/tiers"
+	"github.com/tsgate/tsgate/tiers/cassandra"
+)
+
+// Config is everything the gateway can be told, each part with its flags.
+type Config struct {
+	// Store is embedded or cassandra.
+	Store     string
+	DataDir   string
+	CursorKey string
+
+	CacheBytes      int64
+	SeriesCacheSize int
+	SeriesTTL       time.Duration
+	LayoutTTL       time.Duration
+
+	// Pyramid is the tiers; Finish builds it from the flags.
+	Pyramid   tiers.Pyramid
+	Query     query.Config
+	Ingest    ingest.Config
+	Rollup    rollup.Config
+	HTTP      httpapi.Config
+	Cassandra cassandra.Config
+
+	tierFlags *pyramidFlags
+}
+
+// DefaultConfig returns the defaults of every part.
+func DefaultConfig() Config {
+	return Config{
+		Store: "embedded", DataDir: "data",
+		CacheBytes: 256 << 20, SeriesCacheSize: 100000, SeriesTTL: 2 * time.Second, LayoutTTL: time.Minute,
+		Pyramid: tiers.DefaultPyramid(), Query: query.DefaultConfig(),
+		Ingest: ingest.DefaultConfig(), Rollup: rollup.DefaultConfig(), HTTP: httpapi.DefaultConfig(),
+		Cassandra: cassandra.DefaultConfig(),
+	}
+}
+
+// RegisterStoreFlags adds the flags that say where the data is and how it
+// is laid out: what `gateway schema` needs too.
+func (c *Config) RegisterStoreFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Store, "store", c.Store, "storage backend: embedded or cassandra")
+	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory of the embedded store")
+	c.tierFlags = registerPyramid(fs)
+	c.Cassandra.RegisterFlags(fs)
+}
+
+// RegisterFlags adds every flag of `gateway serve` but those of the
+// process itself (address, logging).
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	c.RegisterStoreFlags(fs)
+	fs.StringVar(&c.CursorKey, "cursor-key", c.CursorKey, "base64 key that signs cursors (default: generated once and kept in the store)")
+	fs.Int64Var(&c.CacheBytes, "cache-bytes", c.CacheBytes, "memory for cached rows of final buckets (0 disables)")
+	fs.IntVar(&c.SeriesCacheSize, "series-cache-size", c.SeriesCacheSize, "series whose metadata is cached")
+	DurationVar(fs, &c.SeriesTTL, "series-cache-ttl", "how long a series' first/last point is cached (bounds how soon other instances' new series and points are seen)")
+	DurationVar(fs, &c.LayoutTTL, "layout-cache-ttl", "how long a series' partition layout is cached")
+	fs.IntVar(&c.Query.Scan.Parallelism, "read-parallelism", c.Query.Scan.Parallelism, "partitions one request reads at once")
+	fs.IntVar(&c.Query.Scan.PageSize, "read-page-size", c.Query.Scan.PageSize, "rows fetched per store round trip")
+	DurationVar(fs, &c.Query.DefaultSLO, "slo-default", "latency budget of a read that names none")
+	DurationVar(fs, &c.Query.MaxSLO, "slo-max", "the largest latency budget a read may ask for")
+	fs.IntVar(&c.Query.DefaultLimit, "limit-default", c.Query.DefaultLimit, "points per page when a read names no limit")
+	fs.IntVar(&c.Query.MaxLimit, "limit-max", c.Query.MaxLimit, "the largest page a read may ask for")
+	fs.IntVar(&c.Query.MaxPartitions, "max-partitions", c.Query.MaxPartitions, "the most partitions one page may plan to read (larger: 400 naming the resolution to use; 0: no bound)")
+	DurationVar(fs, &c.Ingest.Lateness, "lateness", "points older than this on arrival go to the late table; rollups wait this long")
+	DurationVar(fs, &c.Ingest.ClockSkew, "clock-skew", "how far in the future a point may be")
+	DurationVar(fs, &c.Rollup.Interval, "rollup-interval", "how often the rollup worker runs (0: only on demand)")
+	fs.IntVar(&c.Rollup.Parallelism, "rollup-parallelism", c.Rollup.Parallelism, "series recomputed at once")
+	fs.Int64Var(&c.HTTP.MaxBodyBytes, "max-body-bytes", c.HTTP.MaxBodyBytes, "largest write body accepted (larger: 413)")
+	fs.IntVar(&c.HTTP.MaxQueries, "max-queries", c.HTTP.MaxQueries, "most queries in one POST /v1/query, and series in one Grafana query")
+}
+
+// Finish completes the configuration once the flags are parsed: it builds
+// the pyramid from --tiers and the per-tier flags.
+func (c *Config) Finish() error {
+	if c.tierFlags == nil {
+		return nil
+	}
+	p, err := c.tierFlags.build()
+	if err != nil {
+		return err
+	}
+	c.Pyramid = p
+	return nil
+}
+
+// Validate reports every setting that cannot work.
+func (c Config) Validate() error {
+	errs := []error{c.Pyramid.Validate(), c.Query.Validate(), c.Ingest.Validate(), c.Rollup.Validate(), c.HTTP.Validate()}
+	switch c.Store {
+	case "embedded":
+		if c.DataDir == "" {
+			errs = append(errs, errors.New("--data-dir must be set for the embedded store"))
+		}
+	case "cassandra":
+		errs = append(errs, c.Cassandra.Validate())
+	default:
+		errs = append(errs, fmt.Errorf("--store must be embedded or cassandra, not %q", c.Store))
+	}
+	if c.CacheBytes < 0 || c.SeriesCacheSize < 1 {
+		errs = append(errs, errors.New("cache sizes must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// msFlag is a duration flag in the API's syntax (250ms, 5m, 7d, 1w), held in
+// milliseconds.
+type msFlag struct{ p *int64 }
+
+func (f msFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return tiers.FormatDuration(*f.p)
+}
+
+func (f msFlag) Set(s string) error {
+	d, err := params.Duration(s)
+	if err != nil {
+		return err
+	}
+	*f.p = d
+	return nil
+}
+
+// durFlag is a time.Duration flag in the same syntax.
+type durFlag struct{ p *time.Duration }
+
+func (f durFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return tiers.FormatDuration(f.p.Milliseconds())
+}
+
+func (f durFlag) Set(s string) error {
+	d, err := params.Duration(s)
+	if err != nil {
+		return err
+	}
+	*f.p = time.Duration(d) * time.Millisecond
+	return nil
+}
+
+// DurationVar defines a time.Duration flag in the API's duration syntax
+// (250ms, 90s, 36h, 7d, 1w).
+func DurationVar(fs *flag.FlagSet, p *time.Duration, name, usage string) {
+	fs.Var(durFlag{p}, name, usage)
+}
+
+func msVar(fs *flag.FlagSet, p *int64, name, usage string) { fs.Var(msFlag{p}, name, usage) }

@@ -1,0 +1,243 @@
+// Package gateway assembles the gateway: it opens the store, checks that
+// the configured pyramid is the one the store was written with, and builds
+// the caches, the query engine (with its decorators), the rollup worker,
+// the write path and the HTTP handler with every front end mounted.
+// `gateway serve`, the dashboard preview, the test suites and the
+// benchmarks all build the gateway here, so there is one wiring to read.
+//
+// Construction follows the dependencies, with no callback assigned later:
+// store → series cache → rollup worker (reads the store) → partition cache
+// (whose finality needs the worker's watermarks) → engine → writer.
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/tsgate/tsgate/cache"
+	"github.com/tsgate/tsgate/grafana"
+	"github.com/tsgate/tsgate/httpapi"
+	"github.com/tsgate/tsgate/ingest"
+	"github.com/tsgate/tsgate/partial"
+	"github.com/tsgate/tsgate/query"
+	"github.com/tsgate/tsgate/rollup"
+	"github.com/tsgate/tsgate/tiers"
+	"github.com/tsgate/tsgate/tiers/cassandra"
+	"github.com/tsgate/tsgate/tiers/embedded"
+)
+
+// Options are the parts of the gateway that are not configuration: the
+// clock, the logger, the metrics registry, and the hooks tests use.
+type Options struct {
+	// Now is the clock that decides what data is current; time.Now when
+	// nil.
+	Now    func() time.Time
+	Logger *slog.Logger
+	// Registry receives the gateway's metrics; a new one when nil.
+	Registry *prometheus.Registry
+	// WrapReader decorates the partition reader that reads answers (tests
+	// slow it down or make it fail); nil leaves it as it is.
+	WrapReader func(tiers.PartitionReader) tiers.PartitionReader
+	// Home serves GET /; the dashboard when nil.
+	Home http.Handler
+}
+
+// Gateway is an assembled gateway.
+type Gateway struct {
+	Config  Config
+	Store   tiers.Store
+	Series  *cache.Series
+	Engine  query.Engine
+	Writer  *ingest.Writer
+	Rollups *rollup.Worker
+	Metrics *httpapi.Metrics
+	// Registry holds every metric of the gateway.
+	Registry *prometheus.Registry
+	Logger   *slog.Logger
+	Now      func() time.Time
+
+	opts      Options
+	ownsStore bool
+}
+
+// Open opens the configured store and assembles the gateway over it; Close
+// closes the store.
+func Open(ctx context.Context, cfg Config, opts Options) (*Gateway, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	store, err := OpenStore(ctx, cfg, opts)
+	if err != nil {
+		return nil, fmt.Errorf("open %s store: %w", cfg.Store, err)
+	}
+	g, err := New(ctx, store, cfg, opts)
+	if err != nil {
+		_ = store.Close()
+		return nil, err
+	}
+	g.ownsStore = true
+	return g, nil
+}
+
+// OpenStore opens the configured backend.
+func OpenStore(ctx context.Context, cfg Config, opts Options) (tiers.Store, error) {
+	switch cfg.Store {
+	case "cassandra":
+		cc := cfg.Cassandra
+		cc.Now = opts.Now
+		return cassandra.Open(ctx, cc, cfg.Pyramid, opts.Logger)
+	default:
+		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+			return nil, err
+		}
+		return embedded.Open(cfg.DataDir, embedded.Options{Logger: opts.Logger, Now: opts.Now})
+	}
+}
+
+// New assembles the gateway over an open store, which the caller closes.
+func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gateway, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	reg := opts.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	if err := CheckPyramid(ctx, store, cfg.Pyramid); err != nil {
+		return nil, err
+	}
+	signer, err := cursorSigner(ctx, store, cfg.CursorKey)
+	if err != nil {
+		return nil, err
+	}
+	now, log := opts.Now, opts.Logger
+	g := &Gateway{Config: cfg, Store: store, Registry: reg, Logger: log, Now: now, opts: opts}
+
+	g.Series = cache.NewSeries(store, cfg.SeriesCacheSize, cfg.SeriesTTL, cfg.LayoutTTL, now)
+	rc := cfg.Rollup
+	rc.Lateness = cfg.Ingest.Lateness
+	g.Rollups = rollup.New(store, cfg.Pyramid, cfg.Query.Scan, rc, now, log, rollup.NewMetrics(reg))
+
+	var reader tiers.PartitionReader = store
+	if cfg.CacheBytes > 0 {
+		final := cache.Finality{Pyramid: cfg.Pyramid, Lateness: cfg.Ingest.Lateness, Grace: rc.Grace, Rollups: g.Rollups, Now: now}
+		pc := cache.NewPartitions(store, final.Final, cfg.CacheBytes)
+		reg.MustRegister(
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tsgate_cache_hits_total", Help: "Partition reads served from the cache of final buckets."},
+				func() float64 { h, _ := pc.Stats(); return float64(h) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tsgate_cache_misses_total", Help: "Cacheable partition reads that went to the store."},
+				func() float64 { _, m := pc.Stats(); return float64(m) }),
+		)
+		reader = pc
+	}
+	if opts.WrapReader != nil {
+		reader = opts.WrapReader(reader)
+	}
+	g.Metrics = httpapi.NewMetrics(reg)
+	engine := query.New(query.Deps{
+		Store: engineStore{reader, store, g.Series}, Pyramid: cfg.Pyramid,
+		Watermarks: g.Rollups, Signer: signer, Now: now,
+	}, cfg.Query)
+	g.Engine = query.Observe(engine, g.Metrics.ObserveRead)
+	g.Writer = ingest.NewWriter(writerStore{store, g.Series}, g.Series, cfg.Pyramid, cfg.Ingest, now)
+	return g, nil
+}
+
+// engineStore is what the engine reads: partitions through the caches, the
+// late index from the store, series through the series cache.
+type engineStore struct {
+	tiers.PartitionReader
+	tiers.LateIndex
+	*cache.Series
+}
+
+// writerStore writes through the series cache, so that local reads see new
+// series and points at once.
+type writerStore struct {
+	tiers.Store
+	series *cache.Series
+}
+
+func (w writerStore) NoteSeries(ctx context.Context, spans []tiers.SeriesInfo) error {
+	return w.series.NoteSeries(ctx, spans)
+}
+
+// registryView looks series up through the cache and lists them from the
+// store.
+type registryView struct {
+	*cache.Series
+	store tiers.Store
+}
+
+func (r registryView) ListSeries(ctx context.Context, prefix, after string, limit int) ([]tiers.SeriesInfo, error) {
+	return r.store.ListSeries(ctx, prefix, after, limit)
+}
+
+// Handler returns the HTTP API with every front end mounted.
+func (g *Gateway) Handler() http.Handler {
+	registry := registryView{g.Series, g.Store}
+	gf := grafana.New(grafana.Deps{
+		Engine: g.Engine, Series: registry, MaxLimit: g.Config.Query.MaxLimit,
+		MaxSeries: g.Config.HTTP.MaxQueries, Logger: g.Logger, Now: g.Now,
+		ForEach: httpapi.ForEachParallel,
+	})
+	srv := httpapi.New(httpapi.Deps{
+		Engine: g.Engine, Limits: g.Config.Query.Limits, Pyramid: g.Config.Pyramid,
+		Writer: g.Writer, Registry: registry, Rollups: g.Rollups,
+		Ready: g.Store.Ping, Logger: g.Logger, Now: g.Now,
+		Metrics: g.Metrics, Gatherer: g.Registry, Home: g.opts.Home,
+		Mounts: map[string]http.Handler{"/grafana": gf.Handler()},
+	}, g.Config.HTTP)
+	return srv.Handler()
+}
+
+// Close closes the store if Open opened it.
+func (g *Gateway) Close() error {
+	if !g.ownsStore {
+		return nil
+	}
+	return g.Store.Close()
+}
+
+// cursorSigner returns the signer of cursors: the configured key, or the
+// deployment's key kept in the store (created on first start), so that
+// every instance accepts every other's cursors.
+func cursorSigner(ctx context.Context, store tiers.Store, configured string) (*partial.Signer, error) {
+	var key []byte
+	if configured != "" {
+		k, err := base64.StdEncoding.DecodeString(configured)
+		if err != nil {
+			return nil, fmt.Errorf("--cursor-key must be base64: %w", err)
+		}
+		key = k
+	} else {
+		k, err := store.Secret(ctx, "cursor-key", func() ([]byte, error) {
+			b := make([]byte, 32)
+			_, err := rand.Read(b)
+			return b, err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("cursor key: %w", err)
+		}
+		key = k
+	}
+	s, err := partial.NewSigner(key)
+	if err != nil {
+		return nil, errors.New("--cursor-key: " + err.Error())
+	}
+	return s, nil
+}

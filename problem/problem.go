@@ -1,0 +1,149 @@
+// Package problem is the one table from errors to HTTP answers: every
+// front end (the REST API, Grafana, the Prometheus API) turns the errors of
+// the engine, the write path and its own parsing into a Problem here, and
+// writes it as RFC 9457 problem+json or reshapes it into its protocol's
+// error envelope. Handlers return errors; nothing else picks a status.
+package problem
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/tsgate/tsgate/ingest"
+	"github.com/tsgate/tsgate/params"
+	"github.com/tsgate/tsgate/partial"
+	"github.com/tsgate/tsgate/query"
+	"github.com/tsgate/tsgate/tiers"
+)
+
+// ParamError is one entry of a problem's errors member.
+type ParamError struct {
+	Param   string `json:"param"`
+	Message string `json:"message"`
+}
+
+// Problem is an RFC 9457 problem detail. Every error the API returns is one.
+type Problem struct {
+	Type   string       `json:"type"`
+	Title  string       `json:"title"`
+	Status int          `json:"status"`
+	Detail string       `json:"detail"`
+	Errors []ParamError `json:"errors,omitempty"`
+	// Header holds headers the answer carries besides its body, such as
+	// Retry-After or WWW-Authenticate.
+	Header http.Header `json:"-"`
+}
+
+// Error lets a Problem travel as an error to the one place that writes it.
+func (p *Problem) Error() string { return p.Detail }
+
+// Type is the type URI of a problem: a fragment of the API reference this
+// gateway serves at /docs, where each is explained.
+func Type(slug string) string { return "/docs#problem-" + slug }
+
+// New returns a problem of the given slug, title and status.
+func New(status int, slug, title, detail string) *Problem {
+	return &Problem{Type: Type(slug), Title: title, Status: status, Detail: detail}
+}
+
+// BadParams is the 400 problem of bad parameters, the first one's message
+// as its detail.
+func BadParams(errs params.Errors) *Problem {
+	out := make([]ParamError, 0, len(errs))
+	seen := map[ParamError]bool{}
+	for _, e := range errs {
+		pe := ParamError{Param: e.Param, Message: e.Message}
+		if !seen[pe] {
+			seen[pe] = true
+			out = append(out, pe)
+		}
+	}
+	detail := "the request is invalid"
+	if len(out) > 0 {
+		detail = out[0].Param + ": " + out[0].Message
+	}
+	return &Problem{Type: Type("invalid-parameter"), Title: "Invalid parameter", Status: http.StatusBadRequest, Detail: detail, Errors: out}
+}
+
+// Unavailable marks an error of the store, so that it maps to 503.
+func Unavailable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return storeError{err}
+}
+
+type storeError struct{ err error }
+
+func (e storeError) Error() string { return "store: " + e.err.Error() }
+func (e storeError) Unwrap() error { return e.err }
+
+// From is the one table from errors to answers. Anything it does not know
+// is a bug in the gateway: a 500 whose detail hides the internals.
+func From(err error) *Problem {
+	var p *Problem
+	var ve *ingest.ValidationError
+	var mbe *http.MaxBytesError
+	var se storeError
+	switch {
+	case errors.As(err, &p):
+		return p
+	case errors.As(err, &ve):
+		errs := make([]ParamError, len(ve.Errors))
+		for i, e := range ve.Errors {
+			errs[i] = ParamError{Param: e.Param, Message: e.Message}
+		}
+		return &Problem{
+			Type: Type("invalid-points"), Title: "Invalid points", Status: http.StatusBadRequest,
+			Detail: ve.Error(), Errors: errs,
+		}
+	case params.List(err) != nil:
+		return BadParams(params.List(err))
+	case errors.As(err, &mbe):
+		return New(http.StatusRequestEntityTooLarge, "body-too-large", "Body too large",
+			"the body is larger than the limit of "+ByteSize(mbe.Limit)+"; split the batch")
+	case errors.Is(err, tiers.ErrNotFound):
+		return New(http.StatusNotFound, "series-not-found", "Series not found",
+			"no series has this id; GET /v1/series lists the known ones")
+	case errors.Is(err, query.ErrBudget), errors.Is(err, partial.ErrBudgetExceeded), errors.Is(err, context.DeadlineExceeded):
+		return New(http.StatusGatewayTimeout, "budget-exceeded", "Latency budget exceeded",
+			"the read did not complete within its latency budget (slo); use partial=allow to get the complete part, or a larger slo")
+	case errors.Is(err, query.ErrUnavailable), errors.As(err, &se):
+		return New(http.StatusServiceUnavailable, "store-unavailable", "Store unavailable",
+			"the store did not answer; retry later")
+	default:
+		return New(http.StatusInternalServerError, "internal", "Internal error",
+			"the gateway failed to handle this request; the error is in its log")
+	}
+}
+
+// ByteSize writes a size the way limits are configured.
+func ByteSize(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	default:
+		return fmt.Sprintf("%d bytes", n)
+	}
+}
+
+// Write answers with p as application/problem+json.
+func Write(w http.ResponseWriter, p *Problem) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		b = []byte(`{"type":"/docs#problem-internal","title":"Internal error","status":500,"detail":"could not encode the problem"}`)
+	}
+	h := w.Header()
+	for k, v := range p.Header {
+		h[k] = v
+	}
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -113,6 +113,9 @@ func (m Main) serve(ctx context.Context, args []string) error {
 	// A store that is still connecting: answer probes until it is ready.
 	ln, err := awaitStore(ctx, c.addr, store.Ping, log)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while waiting
+		}
 		return err
 	}
 	defer ln.Close()

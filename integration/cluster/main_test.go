@@ -35,6 +35,7 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
+	assembly "github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/httpapi/apitest"
 	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/tiers"
@@ -164,11 +165,15 @@ func openStore(t *testing.T, cfg cassandra.Config) *cassandra.Store {
 }
 
 // gateway serves the HTTP API over a store opened with cfg, with its clock
-// at now.
-func gateway(t *testing.T, cfg cassandra.Config, now time.Time) *apitest.Server {
+// at now; configure, if given, adjusts the gateway's configuration.
+func gateway(t *testing.T, cfg cassandra.Config, now time.Time, configure ...func(*assembly.Config)) *apitest.Server {
 	t.Helper()
 	store := openStore(t, cfg)
-	srv := apitest.Serve(t, querytest.NewEnv(t, store, querytest.Options{}))
+	opts := querytest.Options{}
+	if len(configure) > 0 {
+		opts.Configure = configure[0]
+	}
+	srv := apitest.Serve(t, querytest.NewEnv(t, store, opts))
 	srv.SetClock(now)
 	return srv
 }

@@ -463,6 +463,13 @@ cl_launch() {
   [ -f "$log" ] && mv -f "$log" "$log.prev"
   : >"$log"
   jvm_opts
+  # Nodes are killed and restarted: their system tables (the schema above
+  # all) must survive SIGKILL, which cassandra.unsafesystem gives up.
+  local kept=() o
+  for o in "${JVM_OPTS[@]}"; do
+    [ "$o" = -Dcassandra.unsafesystem=true ] || kept+=("$o")
+  done
+  JVM_OPTS=("${kept[@]}")
   JVM_OPTS+=(
     "-Dcassandra.jmx.local.port=$((CL_JMX_BASE + i))"
     # Fresh test cluster: nodes join with preassigned tokens and no data to

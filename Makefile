@@ -3,13 +3,18 @@
 #   make build           bin/gateway
 #   make generate        regenerate the Go client from api/openapi.yaml
 #   make run             the gateway on the embedded store (./data) with demo series
-#   make test            vet, unit tests, then integration tests against Cassandra: a
-#                        single node, then a three-node cluster (cluster-test)
+#   make test            vet, unit tests, browser tests of the dashboard, then
+#                        integration tests against Cassandra: a single node, then
+#                        a three-node cluster (cluster-test)
+#   make browser-test    the dashboard in Debian's Chromium against a real gateway
+#                        (UPDATE_SCREENSHOTS=1 refreshes the screenshot baselines)
 #   make cluster-test    the fault tests on a three-node cluster started for them
 #                        (scripts/cassandra.sh cluster run; integration/cluster)
 #   make bench           benchmarks: embedded-store and encoding ones, then the ones
 #                        against Cassandra (docs/benchmarks.md; BENCH_ARGS passes
 #                        flags such as -bench.rounds=9 to the latter)
+#   make fuzz            every fuzz target for FUZZTIME each (default 60s; FUZZ=regexp
+#                        picks targets by name); not part of make test
 #   make cassandra-up    start the local single-node Cassandra (scripts/cassandra.sh)
 #   make cassandra-down  stop it
 #
@@ -28,8 +33,10 @@ export CASSANDRA_NATIVE_PORT
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 BENCH_ARGS ?=
+FUZZTIME ?= 60s
+FUZZ ?= .
 
-.PHONY: build generate run test vet unit-test integration-test cluster-test bench cassandra-up cassandra-down
+.PHONY: build generate run test vet unit-test browser-test integration-test cluster-test bench fuzz cassandra-up cassandra-down
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/gateway ./cmd/gateway
@@ -42,7 +49,7 @@ generate:
 run:
 	$(GO) run -ldflags "-X main.version=$(VERSION)" ./cmd/gateway serve --demo --data-dir data
 
-test: vet unit-test integration-test cluster-test
+test: vet unit-test browser-test integration-test cluster-test
 
 vet:
 	$(GO) vet ./...
@@ -53,6 +60,13 @@ unit-test:
 	@scripts/install-test-tools.sh
 	$(GO) test ./...
 	node --test web/
+
+# playwright-core drives /usr/bin/chromium (Debian's package; it downloads
+# no browser), at the versions pinned by web/e2e/package-lock.json.
+browser-test:
+	@scripts/install-test-tools.sh
+	cd web/e2e && npm ci --no-audit --no-fund --loglevel=error
+	cd web/e2e && node --test --test-concurrency=1 dashboard.e2e.mjs
 
 integration-test:
 	scripts/cassandra.sh run $(GO) test -tags integration -count=1 ./integration/...
@@ -70,6 +84,17 @@ bench:
 	  ./httpapi/ ./ingest/ ./merge/ ./tiers/embedded/
 	scripts/cassandra.sh run $(GO) test -tags integration -run '^$$' -bench . -benchtime 1x -timeout 60m \
 	  ./integration/ $(if $(BENCH_ARGS),-args $(BENCH_ARGS))
+
+# Every Fuzz function of the tests, one after another (go test
+# fuzzes one target at a time). Findings land in the package's
+# testdata/fuzz/<target>/, where go test runs them from then on.
+fuzz:
+	@for file in $$(git ls-files --cached --others --exclude-standard '*_test.go' | xargs grep -l '^func Fuzz'); do \
+	  for target in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$file" | grep -E -- '$(FUZZ)'); do \
+	    echo "== ./$$(dirname $$file) $$target"; \
+	    $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) ./$$(dirname $$file); \
+	  done; \
+	done
 
 cassandra-up:
 	scripts/cassandra.sh start

@@ -9,6 +9,7 @@ import (
 	"github.com/tsgate/tsgate/httpapi"
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/params"
+	"github.com/tsgate/tsgate/promapi"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/rollup"
 	"github.com/tsgate/tsgate/tiers"
@@ -28,12 +29,13 @@ type Config struct {
 	LayoutTTL       time.Duration
 
 	// Pyramid is the tiers; Finish builds it from the flags.
-	Pyramid   tiers.Pyramid
-	Query     query.Config
-	Ingest    ingest.Config
-	Rollup    rollup.Config
-	HTTP      httpapi.Config
-	Cassandra cassandra.Config
+	Pyramid    tiers.Pyramid
+	Query      query.Config
+	Ingest     ingest.Config
+	Rollup     rollup.Config
+	HTTP       httpapi.Config
+	Prometheus promapi.Config
+	Cassandra  cassandra.Config
 
 	tierFlags *pyramidFlags
 }
@@ -45,7 +47,7 @@ func DefaultConfig() Config {
 		CacheBytes: 256 << 20, SeriesCacheSize: 100000, SeriesTTL: 2 * time.Second, LayoutTTL: time.Minute,
 		Pyramid: tiers.DefaultPyramid(), Query: query.DefaultConfig(),
 		Ingest: ingest.DefaultConfig(), Rollup: rollup.DefaultConfig(), HTTP: httpapi.DefaultConfig(),
-		Cassandra: cassandra.DefaultConfig(),
+		Prometheus: promapi.DefaultConfig(), Cassandra: cassandra.DefaultConfig(),
 	}
 }
 
@@ -80,6 +82,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Rollup.Parallelism, "rollup-parallelism", c.Rollup.Parallelism, "series recomputed at once")
 	fs.Int64Var(&c.HTTP.MaxBodyBytes, "max-body-bytes", c.HTTP.MaxBodyBytes, "largest write body accepted (larger: 413)")
 	fs.IntVar(&c.HTTP.MaxQueries, "max-queries", c.HTTP.MaxQueries, "most queries in one POST /v1/query, and series in one Grafana query")
+	c.Prometheus.RegisterFlags(fs)
 }
 
 // Finish completes the configuration once the flags are parsed: it builds
@@ -98,7 +101,7 @@ func (c *Config) Finish() error {
 
 // Validate reports every setting that cannot work.
 func (c Config) Validate() error {
-	errs := []error{c.Pyramid.Validate(), c.Query.Validate(), c.Ingest.Validate(), c.Rollup.Validate(), c.HTTP.Validate()}
+	errs := []error{c.Pyramid.Validate(), c.Query.Validate(), c.Ingest.Validate(), c.Rollup.Validate(), c.HTTP.Validate(), c.Prometheus.Validate()}
 	switch c.Store {
 	case "embedded":
 		if c.DataDir == "" {

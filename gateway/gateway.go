@@ -29,6 +29,7 @@ import (
 	"github.com/tsgate/tsgate/httpapi"
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/partial"
+	"github.com/tsgate/tsgate/promapi"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/rollup"
 	"github.com/tsgate/tsgate/tiers"
@@ -50,6 +51,8 @@ type Options struct {
 	WrapReader func(tiers.PartitionReader) tiers.PartitionReader
 	// Home serves GET /; the dashboard when nil.
 	Home http.Handler
+	// Version is the gateway's version, for tsgate_build_info.
+	Version string
 }
 
 // Gateway is an assembled gateway.
@@ -61,6 +64,8 @@ type Gateway struct {
 	Writer  *ingest.Writer
 	Rollups *rollup.Worker
 	Metrics *httpapi.Metrics
+	// PromMetrics are the Prometheus API's.
+	PromMetrics *promapi.Metrics
 	// Registry holds every metric of the gateway.
 	Registry *prometheus.Registry
 	Logger   *slog.Logger
@@ -117,6 +122,12 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 		reg = prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
+	version := opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	registerBuildInfo(reg, version)
+	sm := newStoreMetrics(reg)
 	if err := CheckPyramid(ctx, store, cfg.Pyramid); err != nil {
 		return nil, err
 	}
@@ -132,10 +143,10 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 	rc.Lateness = cfg.Ingest.Lateness
 	g.Rollups = rollup.New(store, cfg.Pyramid, cfg.Query.Scan, rc, now, log, rollup.NewMetrics(reg))
 
-	var reader tiers.PartitionReader = store
+	var reader tiers.PartitionReader = timedReader{store, sm}
 	if cfg.CacheBytes > 0 {
 		final := cache.Finality{Pyramid: cfg.Pyramid, Lateness: cfg.Ingest.Lateness, Grace: rc.Grace, Rollups: g.Rollups, Now: now}
-		pc := cache.NewPartitions(store, final.Final, cfg.CacheBytes)
+		pc := cache.NewPartitions(reader, final.Final, cfg.CacheBytes)
 		reg.MustRegister(
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tsgate_cache_hits_total", Help: "Partition reads served from the cache of final buckets."},
 				func() float64 { h, _ := pc.Stats(); return float64(h) }),
@@ -148,12 +159,13 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 		reader = opts.WrapReader(reader)
 	}
 	g.Metrics = httpapi.NewMetrics(reg)
+	g.PromMetrics = promapi.NewMetrics(reg)
 	engine := query.New(query.Deps{
 		Store: engineStore{reader, store, g.Series}, Pyramid: cfg.Pyramid,
 		Watermarks: g.Rollups, Signer: signer, Now: now,
 	}, cfg.Query)
 	g.Engine = query.Observe(engine, g.Metrics.ObserveRead)
-	g.Writer = ingest.NewWriter(writerStore{store, g.Series}, g.Series, cfg.Pyramid, cfg.Ingest, now)
+	g.Writer = ingest.NewWriter(writerStore{timedWriter{store, sm}, g.Series}, g.Series, cfg.Pyramid, cfg.Ingest, now)
 	return g, nil
 }
 
@@ -195,12 +207,16 @@ func (g *Gateway) Handler() http.Handler {
 		MaxSeries: g.Config.HTTP.MaxQueries, Logger: g.Logger, Now: g.Now,
 		ForEach: httpapi.ForEachParallel,
 	})
+	prom := promapi.New(promapi.Deps{
+		Engine: g.Engine, Registry: registry, Pyramid: g.Config.Pyramid, MaxLimit: g.Config.Query.MaxLimit,
+		Now: g.Now, Logger: g.Logger, Metrics: g.PromMetrics,
+	}, g.Config.Prometheus)
 	srv := httpapi.New(httpapi.Deps{
 		Engine: g.Engine, Limits: g.Config.Query.Limits, Pyramid: g.Config.Pyramid,
 		Writer: g.Writer, Registry: registry, Rollups: g.Rollups,
 		Ready: g.Store.Ping, Logger: g.Logger, Now: g.Now,
 		Metrics: g.Metrics, Gatherer: g.Registry, Home: g.opts.Home,
-		Mounts: map[string]http.Handler{"/grafana": gf.Handler()},
+		Mounts: map[string]http.Handler{"/grafana": gf.Handler(), "/prometheus": prom.Handler()},
 	}, g.Config.HTTP)
 	return srv.Handler()
 }

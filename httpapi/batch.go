@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -90,6 +91,16 @@ func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.writeProblem(w, r, params.Bad("body", "not a valid batch: %s", jsonProblem(err)))
+		return
+	}
+	// Decode stops after the first value; a body is that value alone.
+	if _, err := dec.Token(); err != io.EOF {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			s.writeProblem(w, r, err)
+			return
+		}
+		s.writeProblem(w, r, params.Bad("body", "unexpected data after the JSON object"))
 		return
 	}
 	if len(body.Queries) == 0 {

@@ -240,6 +240,8 @@ func schemaMessage(se *openapi3.SchemaError) string {
 	switch se.SchemaField {
 	case "required":
 		return "required"
+	case "nullable":
+		return "must not be null: " + expected(s)
 	case "properties", "additionalProperties":
 		return "unknown member"
 	case "enum":
@@ -266,7 +268,9 @@ func schemaMessage(se *openapi3.SchemaError) string {
 	case "uniqueItems":
 		return "must not name a value twice"
 	default:
-		return se.Reason
+		// The validator's own wording is not the API's: say what is
+		// expected instead.
+		return "must be " + expected(s)
 	}
 }
 

@@ -15,8 +15,9 @@ import (
 type Metrics struct {
 	requests   *prometheus.CounterVec
 	latency    *prometheus.HistogramVec
-	partitions prometheus.Counter
-	rowsRead   prometheus.Counter
+	partitions *prometheus.CounterVec
+	rowsRead   *prometheus.CounterVec
+	pages      *prometheus.HistogramVec
 	partials   *prometheus.CounterVec
 	storeErrs  prometheus.Counter
 	points     prometheus.Counter
@@ -33,12 +34,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "tsgate_http_request_duration_seconds", Help: "HTTP request latency by route.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"route", "method"}),
-		partitions: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tsgate_read_partitions_total", Help: "Partitions opened by reads.",
-		}),
-		rowsRead: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tsgate_read_rows_total", Help: "Rows read from the store by reads.",
-		}),
+		partitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tsgate_read_partitions_total", Help: "Partitions opened by reads, by the tier of the answer.",
+		}, []string{"tier"}),
+		rowsRead: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tsgate_read_rows_total", Help: "Rows read from the store by reads, by the tier of the answer.",
+		}, []string{"tier"}),
+		pages: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "tsgate_read_page_seconds", Help: "Time to answer one page of a read, by the tier of the answer.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"tier"}),
 		partials: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tsgate_read_partial_answers_total", Help: "Read pages cut short, by reason (slo, unavailable).",
 		}, []string{"reason"}),
@@ -55,7 +60,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, reason := range []string{"slo", "unavailable"} {
 		m.partials.WithLabelValues(reason)
 	}
-	reg.MustRegister(m.requests, m.latency, m.partitions, m.rowsRead, m.partials, m.storeErrs, m.points, m.late)
+	reg.MustRegister(m.requests, m.latency, m.partitions, m.rowsRead, m.pages, m.partials, m.storeErrs, m.points, m.late)
 	return m
 }
 
@@ -80,12 +85,14 @@ func (m *Metrics) instrument(next http.Handler) http.Handler {
 
 // ObserveRead records what one answered page did; the gateway wraps the
 // engine with it (query.Observe), so that every front end's reads count.
-func (m *Metrics) ObserveRead(_ *query.Head, tr query.Trailer) {
+func (m *Metrics) ObserveRead(h *query.Head, tr query.Trailer) {
 	if m == nil {
 		return
 	}
-	m.partitions.Add(float64(tr.Stats.Partitions))
-	m.rowsRead.Add(float64(tr.Stats.RowsRead))
+	tier := h.Plan.TierName
+	m.partitions.WithLabelValues(tier).Add(float64(tr.Stats.Partitions))
+	m.rowsRead.WithLabelValues(tier).Add(float64(tr.Stats.RowsRead))
+	m.pages.WithLabelValues(tier).Observe(tr.Stats.Elapsed.Seconds())
 	if tr.Partial {
 		m.partials.WithLabelValues(tr.Reason).Inc()
 		if tr.Reason == "unavailable" {

@@ -9,6 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tsgate/tsgate/params"
+	"github.com/tsgate/tsgate/partial"
 	"github.com/tsgate/tsgate/problem"
 	"github.com/tsgate/tsgate/tiers"
 )
@@ -27,19 +28,25 @@ type seriesEntry struct {
 
 func (s *Server) listSeries(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	prefix, after := q.Get("prefix"), q.Get("cursor")
+	prefix, after := q.Get("prefix"), ""
 	var errs params.Errors
 	if prefix != "" {
 		if err := params.SeriesID(prefix); err != nil {
 			errs.Add("prefix", "%s", err)
 		}
 	}
-	if after != "" {
-		// The listing cursor is the last id of the previous page: nothing
-		// secret, and any valid id resumes the sorted listing after it.
-		if err := params.SeriesID(after); err != nil {
-			errs.Add("cursor", "not a cursor of this listing: %s", err)
+	if cursor := q.Get("cursor"); cursor != "" {
+		// The cursor carries the last id of the previous page, checked, so
+		// that text that is not a next_cursor is refused, not taken as a
+		// place to resume.
+		id, err := partial.DecodeListCursor(cursor)
+		if err == nil {
+			err = params.SeriesID(id)
 		}
+		if err != nil {
+			errs.Add("cursor", "not a next_cursor of this listing: %s", err)
+		}
+		after = id
 	}
 	limit := defaultSeriesLimit
 	if l := q.Get("limit"); l != "" {
@@ -65,7 +72,7 @@ func (s *Server) listSeries(w http.ResponseWriter, r *http.Request) {
 	}{Series: make([]seriesEntry, 0, min(len(list), limit))}
 	for i, info := range list {
 		if i == limit {
-			out.NextCursor = list[limit-1].ID
+			out.NextCursor = partial.EncodeListCursor(list[limit-1].ID)
 			break
 		}
 		out.Series = append(out.Series, seriesEntry{ID: info.ID, First: info.First, Last: info.Last})

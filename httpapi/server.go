@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -268,6 +269,13 @@ func Starting(ready func(context.Context) error) http.Handler {
 }
 
 func (s *Server) runRollups(w http.ResponseWriter, r *http.Request) {
+	// The run takes no body: an empty one is allowed, with no Content-Type
+	// or application/json, since clients differ in what they send with an
+	// empty POST; anything else is a request for something this is not.
+	if n, _ := io.ReadFull(r.Body, make([]byte, 1)); n > 0 || (r.Header.Get("Content-Type") != "" && !hasMediaType(r, "application/json")) {
+		s.writeProblem(w, r, unsupportedMedia("a rollup run takes no body; send none", r.Header.Get("Content-Type")))
+		return
+	}
 	rep, err := s.deps.Rollups.RunOnce(r.Context(), true)
 	if err != nil {
 		s.writeProblem(w, r, problem.Unavailable(err))

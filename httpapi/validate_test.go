@@ -47,6 +47,19 @@ func TestRequestValidation(t *testing.T) {
 		{"batch numbers as strings", "POST", "/v1/query", "application/json", `{"from":"now-1h","limit":"5","max_points":"10","queries":[{"series":"v"}]}`, 200, nil},
 		{"batch times as numbers", "POST", "/v1/query", "application/json", fmt.Sprintf(`{"from":%d,"to":%d,"queries":[{"series":"v"}]}`, s.Now()-tiers.Hour, s.Now()), 200, nil},
 		{"batch of another type", "POST", "/v1/query", "text/plain", `{}`, 415, nil},
+		{"batch with text after it", "POST", "/v1/query", "application/json", `{"from":"now-1h","queries":[{"series":"v"}]}xyz`, 400, []want{{"body", "unexpected data after the JSON object"}}},
+		{"batch followed by another", "POST", "/v1/query", "application/json", `{"from":"now-1h","queries":[{"series":"v"}]} {}`, 400, []want{{"body", "unexpected data after the JSON object"}}},
+		{"batch followed by a bracket", "POST", "/v1/query", "application/json", `{"from":"now-1h","queries":[{"series":"v"}]}]`, 400, []want{{"body", "unexpected data after the JSON object"}}},
+		{"batch of a type that starts like JSON", "POST", "/v1/query", "application/jsonxyz", `{"from":"now-1h","queries":[{"series":"v"}]}`, 415, nil},
+		{"batch of a JSON-based type", "POST", "/v1/query", "application/json-seq", `{"from":"now-1h","queries":[{"series":"v"}]}`, 415, nil},
+		{"batch without a type", "POST", "/v1/query", "", `{"from":"now-1h","queries":[{"series":"v"}]}`, 415, nil},
+		{"batch with a charset", "POST", "/v1/query", "application/json; charset=utf-8", `{"from":"now-1h","queries":[{"series":"v"}]}`, 200, nil},
+		{"batch with the type in capitals", "POST", "/v1/query", "Application/JSON", `{"from":"now-1h","queries":[{"series":"v"}]}`, 200, nil},
+		{"rollup run with a text body", "POST", "/v1/admin/rollups/run", "text/plain", `run`, 415, nil},
+		{"rollup run with an empty text body", "POST", "/v1/admin/rollups/run", "text/plain", ``, 415, nil},
+		{"rollup run with a JSON body", "POST", "/v1/admin/rollups/run", "application/json", `{"all":true}`, 415, nil},
+		{"rollup run with an empty JSON body", "POST", "/v1/admin/rollups/run", "application/json", ``, 200, nil},
+		{"rollup run without a body", "POST", "/v1/admin/rollups/run", "", ``, 200, nil},
 		{"batch too large", "POST", "/v1/query", "application/json", `{"queries":[` + strings.Repeat(`{"series":"v"},`, 80000) + `{"series":"v"}]}`, 413, nil},
 	}
 	for _, c := range cases {
@@ -79,5 +92,26 @@ func TestRequestValidation(t *testing.T) {
 				t.Errorf("detail %q does not state the first error", p.Detail)
 			}
 		})
+	}
+}
+
+// Bodies that break the contract are explained in the API's words, never
+// the validator's ("Value is not nullable").
+func TestContractErrorsInTheAPIsWords(t *testing.T) {
+	s := newTestServer(t)
+	for _, c := range []struct{ body, param, want string }{
+		{`{"queries":null}`, "queries", "must not be null"},
+		{`{"queries":[{"series":null}],"from":"now-1h"}`, "queries[0].series", "must not be null"},
+		{`{"queries":[{"series":"a","agg":5}],"from":"now-1h"}`, "queries[0].agg", "must be"},
+	} {
+		status, _, body := s.Do("POST", "/v1/query", "application/json", c.body)
+		var p apitest.Problem
+		if err := json.Unmarshal(body, &p); err != nil || status != 400 || len(p.Errors) == 0 {
+			t.Fatalf("%s: %d %s", c.body, status, body)
+		}
+		e := p.Errors[0]
+		if e.Param != c.param || !strings.HasPrefix(e.Message, c.want) || strings.Contains(e.Message, "Value is") {
+			t.Errorf("%s: %s: %q, want it to start with %q", c.body, e.Param, e.Message, c.want)
+		}
 	}
 }

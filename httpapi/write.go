@@ -24,6 +24,10 @@ func (s *Server) writePoints(w http.ResponseWriter, r *http.Request) {
 	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 	points, err := decode(body, s.deps.Now().UnixMilli())
 	if err != nil {
+		var ve *ingest.ValidationError
+		if errors.As(err, &ve) {
+			s.deps.Writer.Check(ve)
+		}
 		s.writeProblem(w, r, err)
 		return
 	}

@@ -34,6 +34,11 @@ type ValidationError struct {
 	Invalid int
 	// Total is the number of points in the batch, when known.
 	Total int
+
+	// points are the points of a rejected batch that did decode, and
+	// decoded their positions in it.
+	points  []Point
+	decoded []int
 }
 
 func (e *ValidationError) Error() string {
@@ -138,6 +143,7 @@ func decodeJSONStream(r io.Reader, now int64) ([]Point, error) {
 			p, ok := checkPoint(rp, i, now, verr)
 			if ok {
 				points = append(points, p)
+				verr.decoded = append(verr.decoded, i)
 			}
 		}
 		if _, err := dec.Token(); err != nil {
@@ -168,7 +174,9 @@ func DecodeNDJSON(r io.Reader, now int64) ([]Point, error) {
 		var rp rawPoint
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.UseNumber()
-		if err := decodeStrict(dec, &rp); err != nil || dec.More() {
+		// More is false before a closing bracket too, so what follows the
+		// object is checked by its offset: nothing may.
+		if err := decodeStrict(dec, &rp); err != nil || int(dec.InputOffset()) != len(line) {
 			if err != nil && !isShapeError(err) && !isSyntax(err) {
 				return nil, err
 			}
@@ -183,6 +191,7 @@ func DecodeNDJSON(r io.Reader, now int64) ([]Point, error) {
 		}
 		if p, ok := checkPoint(rp, i, now, verr); ok {
 			points = append(points, p)
+			verr.decoded = append(verr.decoded, i)
 		}
 		i++
 	}
@@ -198,6 +207,9 @@ func DecodeNDJSON(r io.Reader, now int64) ([]Point, error) {
 func finish(points []Point, verr *ValidationError) ([]Point, error) {
 	if verr.Invalid > 0 {
 		verr.Total = len(points) + verr.Invalid
+		// The points that did decode still get their other checks (see
+		// Writer.Check), so that one answer names every bad point.
+		verr.points = points
 		return nil, verr
 	}
 	if len(points) == 0 {

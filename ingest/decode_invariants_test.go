@@ -3,6 +3,7 @@ package ingest
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -107,5 +108,34 @@ func FuzzDecodeNDJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string) {
 		pts, err := DecodeNDJSON(strings.NewReader(body), now)
 		checkDecoded(t, pts, err)
+		if err != nil {
+			return
+		}
+		// The same points sent as one JSON body decode the same.
+		var lines []string
+		for line := range strings.Lines(body) {
+			if line = strings.TrimSpace(line); line != "" {
+				lines = append(lines, line)
+			}
+		}
+		asJSON := `{"points":[` + strings.Join(lines, ",") + `]}`
+		want, err := DecodeJSON(strings.NewReader(asJSON), now)
+		if err != nil || !reflect.DeepEqual(pts, want) {
+			t.Fatalf("NDJSON %q gives %v; as JSON %q it gives %v, %v", body, pts, asJSON, want, err)
+		}
 	})
+}
+
+// A line holds one point object and nothing else, whatever follows it: a
+// closing bracket used to pass, because the JSON decoder reports no more
+// values before one.
+func TestDecodeNDJSONRefusesTextAfterThePoint(t *testing.T) {
+	for _, tail := range []string{"}", "}0", "]", "]]", "} {}", ` {"series":"a","t":1,"v":1}`, ",", "x"} {
+		body := `{"series":"a","t":1768487842123,"v":1}` + "\n" + `{"series":"b","t":1768487842123,"v":2}` + tail + "\n"
+		_, err := DecodeNDJSON(strings.NewReader(body), now)
+		var ve *ValidationError
+		if !errors.As(err, &ve) || len(ve.Errors) != 1 || ve.Errors[0].Param != "points[1]" || ve.Invalid != 1 || ve.Total != 2 {
+			t.Errorf("line with %q after the point: %v", tail, err)
+		}
+	}
 }

@@ -6,13 +6,16 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -114,19 +117,64 @@ func (w *Writer) Backfill(ctx context.Context, points []Point) (Result, error) {
 	return w.write(ctx, points, true)
 }
 
-func (w *Writer) write(ctx context.Context, points []Point, onTime bool) (Result, error) {
-	now := w.now().UnixMilli()
+// timeError says what is wrong with a point's time at now: older than the
+// raw tier keeps, or further in the future than the clock skew allows.
+func (w *Writer) timeError(t, now int64) (string, bool) {
 	oldest := now - w.raw.Retention
 	newest := now + w.cfg.ClockSkew.Milliseconds()
+	switch {
+	case t < oldest:
+		return fmt.Sprintf("is older than the raw tier's retention of %s (oldest accepted now: %d)", tiers.FormatDuration(w.raw.Retention), oldest), true
+	case t > newest:
+		return fmt.Sprintf("is more than %s in the future (newest accepted now: %d)", tiers.FormatDuration(w.cfg.ClockSkew.Milliseconds()), newest), true
+	}
+	return "", false
+}
+
+// Check completes a decoder's rejection of a batch with the checks Write
+// would make of the points that did decode, so that the answer names every
+// bad point at once, in batch order.
+func (w *Writer) Check(verr *ValidationError) {
+	now := w.now().UnixMilli()
+	type indexed struct {
+		i int
+		e params.Error
+	}
+	var all []indexed
+	for _, e := range verr.Errors {
+		all = append(all, indexed{pointIndex(e.Param), e})
+	}
+	for k, p := range verr.points {
+		if msg, bad := w.timeError(p.T, now); bad {
+			verr.Invalid++
+			i := verr.decoded[k]
+			all = append(all, indexed{i, params.Error{Param: fmt.Sprintf("points[%d].t", i), Message: msg}})
+		}
+	}
+	slices.SortStableFunc(all, func(a, b indexed) int { return cmp.Compare(a.i, b.i) })
+	verr.Errors = verr.Errors[:0]
+	for _, x := range all {
+		verr.add(x.e.Param, x.e.Message)
+	}
+	verr.points, verr.decoded = nil, nil
+}
+
+// pointIndex is the i of a parameter points[i]...; -1 for others.
+func pointIndex(param string) int {
+	var i int
+	if _, err := fmt.Sscanf(param, "points[%d]", &i); err != nil {
+		return -1
+	}
+	return i
+}
+
+func (w *Writer) write(ctx context.Context, points []Point, onTime bool) (Result, error) {
+	now := w.now().UnixMilli()
 	verr := &ValidationError{}
 	for i, p := range points {
-		switch {
-		case p.T < oldest:
+		if msg, bad := w.timeError(p.T, now); bad {
 			verr.Invalid++
-			verr.add(fmt.Sprintf("points[%d].t", i), fmt.Sprintf("is older than the raw tier's retention of %s (oldest accepted now: %d)", tiers.FormatDuration(w.raw.Retention), oldest))
-		case p.T > newest:
-			verr.Invalid++
-			verr.add(fmt.Sprintf("points[%d].t", i), fmt.Sprintf("is more than %s in the future (newest accepted now: %d)", tiers.FormatDuration(w.cfg.ClockSkew.Milliseconds()), newest))
+			verr.add(fmt.Sprintf("points[%d].t", i), msg)
 		}
 	}
 	if verr.Invalid > 0 {

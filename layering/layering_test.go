@@ -32,7 +32,7 @@ var layers = [][]string{
 	// The one table from errors to HTTP answers.
 	{"problem"},
 	// Front ends.
-	{"httpapi", "grafana"},
+	{"httpapi", "grafana", "promapi"},
 	// Assembly.
 	{"gateway"},
 	// Commands.
@@ -42,7 +42,7 @@ var layers = [][]string{
 // support are test suites, test helpers and tools: they may import any
 // package but commands, and no production package may import them.
 var support = []string{
-	"tiers/storetest", "query/querytest", "httpapi/apitest",
+	"tiers/storetest", "query/querytest", "httpapi/apitest", "promapi/promtest",
 	"integration", "integration/cluster", "layering", "scripts/cassandra/cql",
 }
 
@@ -68,7 +68,7 @@ var restricted = map[string][]string{
 	"github.com/apache/cassandra-gocql-driver/v2": {"tiers/cassandra", "scripts/cassandra/cql", "integration", "integration/cluster"},
 	"github.com/Shopify/toxiproxy/v2":             {"integration/cluster"},
 	"github.com/cockroachdb/pebble/v2":            {"tiers/embedded"},
-	"github.com/go-chi/chi/v5":                    {"httpapi", "grafana", "httpapi/apitest", "integration"},
+	"github.com/go-chi/chi/v5":                    {"httpapi", "grafana", "promapi", "httpapi/apitest", "integration"},
 	"github.com/getkin/kin-openapi":               {"api", "httpapi", "httpapi/apitest"},
 }
 

@@ -23,8 +23,9 @@ type Windower[T, A any] struct {
 	hasHeld bool
 	cur     Window[A]
 	done    bool
-	// dropped is the start of the window the input failed in, if any.
-	dropped    int64
+	// dropped is the window the input failed in, if any, with what it had
+	// folded so far.
+	dropped    Window[A]
 	hasDropped bool
 }
 
@@ -62,7 +63,7 @@ func (w *Windower[T, A]) Next() bool {
 	}
 	w.done = true
 	if w.in.Err() != nil {
-		w.dropped, w.hasDropped = start, true
+		w.dropped, w.hasDropped = Window[A]{Start: start, Acc: acc}, true
 		return false
 	}
 	w.cur = Window[A]{Start: start, Acc: acc}
@@ -76,7 +77,13 @@ func (w *Windower[T, A]) At() Window[A] { return w.cur }
 // input failed: the first window not emitted. A reader that resumes after a
 // failure must resume at that window, not where the input stopped, because
 // the input may have delivered all of the window's rows before failing.
-func (w *Windower[T, A]) Dropped() (start int64, ok bool) { return w.dropped, w.hasDropped }
+func (w *Windower[T, A]) Dropped() (start int64, ok bool) { return w.dropped.Start, w.hasDropped }
+
+// DroppedWindow returns the window Dropped names, with the elements folded
+// into it before the input failed. A caller that knows by other means that
+// the input had delivered all of the window's elements (a watermark past
+// its end) may use it as complete.
+func (w *Windower[T, A]) DroppedWindow() (Window[A], bool) { return w.dropped, w.hasDropped }
 
 // Err is the input's error, if it failed.
 func (w *Windower[T, A]) Err() error { return w.in.Err() }

@@ -57,7 +57,10 @@ func TestCursorTampering(t *testing.T) {
 		{"older version", base64.RawURLEncoding.EncodeToString(oldVersion), b, ErrCursorVersion},
 		{"huge", string(make([]byte, 1<<20)), b, ErrCursorMalformed},
 		{"line breaks inserted", token[:20] + "\r\n\n\r" + token[20:], b, ErrCursorMalformed},
+		{"LF at the end", token + "\n", b, ErrCursorMalformed},
+		{"CR inside", token[:40] + "\r" + token[40:], b, ErrCursorMalformed},
 		{"padded", token + "==", b, ErrCursorMalformed},
+		{"space inside", token[:20] + " " + token[20:], b, ErrCursorMalformed},
 		{"standard alphabet", strings.NewReplacer("-", "+", "_", "/").Replace(token) + "+", b, ErrCursorMalformed},
 	}
 	for _, c := range cases {
@@ -80,7 +83,11 @@ func TestBindIsUnambiguous(t *testing.T) {
 func FuzzCursorDecode(f *testing.F) {
 	s := testSigner(f)
 	b := Bind("x")
-	f.Add(s.Encode(Cursor{Binding: b, From: 1, To: 2, Position: 1}))
+	token := s.Encode(Cursor{Binding: b, From: 1, To: 2, Position: 1})
+	f.Add(token)
+	// Spellings a lenient base64 decoder reads as the same bytes.
+	f.Add(token[:20] + "\r\n\n\r" + token[20:])
+	f.Add(token + "\n")
 	f.Add("")
 	f.Add("AQ")
 	f.Fuzz(func(t *testing.T, token string) {
@@ -90,6 +97,38 @@ func FuzzCursorDecode(f *testing.F) {
 		}
 		if s.Encode(c) != token {
 			t.Fatalf("accepted %q, which re-encodes differently", token)
+		}
+	})
+}
+
+// FuzzCursorEdited edits a valid token — bytes inserted at one place,
+// some removed — and checks that the edit is accepted only when it
+// leaves the token as it was: a lenient decoder reads some edited
+// spellings (line breaks, padding) as the same bytes.
+func FuzzCursorEdited(f *testing.F) {
+	s := testSigner(f)
+	b := Bind("x")
+	f.Add(int64(1000), int64(9000), int64(4321), "minute", int64(60000), int64(60000), uint8(20), "\r\n\n\r", uint8(0))
+	f.Add(int64(0), int64(1), int64(0), "raw", int64(0), int64(0), uint8(255), "\n", uint8(0))
+	f.Add(int64(-5), int64(5), int64(5), "hour", int64(1), int64(1), uint8(3), "", uint8(2))
+	f.Fuzz(func(t *testing.T, from, to, pos int64, tierName string, tierStep, step int64, at uint8, insert string, remove uint8) {
+		if len(tierName) > maxNameLen {
+			return
+		}
+		c := Cursor{Binding: b, From: from, To: to, Position: pos, TierName: tierName, TierStep: tierStep, Step: step}
+		token := s.Encode(c)
+		i := int(at) % (len(token) + 1)
+		j := min(i+int(remove), len(token))
+		edited := token[:i] + insert + token[j:]
+		got, err := s.Decode(edited, b)
+		if err != nil {
+			return
+		}
+		if edited != token {
+			t.Fatalf("edited token %q (from %q) accepted", edited, token)
+		}
+		if got != c {
+			t.Fatalf("Decode(Encode(%+v)) = %+v", c, got)
 		}
 	})
 }

@@ -22,4 +22,8 @@
 // its fetch ended, past rows the merge has not emitted yet. The cursor thus
 // never carries a driver paging state (which holds primary-key data); it
 // carries only the request's digest, range, plan and position, signed.
+//
+// The series listing's cursor lives here too: the last id of a page,
+// versioned and checked, so that only a next_cursor the gateway issued
+// resumes a listing.
 package partial

@@ -31,7 +31,8 @@ type FetchOptions struct {
 	// a page always completes the part of the range it needs to make
 	// progress, however slow the store.
 	Soft context.Context
-	// Must is the part of the range the page must complete.
+	// Must is the part of the range the page must complete, besides its
+	// first group.
 	Must tiers.Span
 	// Parallelism is how many partitions may be read at once. It must be at
 	// least the size of the largest group, whose partitions must all be open
@@ -133,9 +134,13 @@ func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, g
 	eg.SetLimit(limit + 1)
 	eg.Go(func() error {
 		defer close(s.groups)
+		first := true
 		for g := range groups {
 			gctx := ctx
-			if g.Span.Intersect(s.must).Empty() {
+			// The first group always completes: rows may begin anywhere
+			// after the page's start, and whatever precedes them moves
+			// covered only once a group is done.
+			if !first && g.Span.Intersect(s.must).Empty() {
 				gctx = soft
 				if soft.Err() != nil {
 					// The page's budget is spent: start no group it does
@@ -143,6 +148,7 @@ func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, g
 					return nil
 				}
 			}
+			first = false
 			gf := &groupFeeds{span: g.Span, ctx: gctx, feeds: make([]*feed, len(g.Reads))}
 			for i := range g.Reads {
 				gf.feeds[i] = &feed{ctx: gctx, pages: make(chan []tiers.Row, lookahead)}

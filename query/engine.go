@@ -359,7 +359,7 @@ func (e *engine) checkPartitions(ctx context.Context, info tiers.SeriesInfo, p *
 			break
 		}
 	}
-	return params.Bad(param, "this read would plan %d partitions of the %s tier, more than the limit of %d; %s", n, plan.TierName, limit, hint)
+	return params.Bad(param, "this read would plan %d partitions of the %s tier, more than the limit of %d (--max-partitions); %s", n, plan.TierName, limit, hint)
 }
 
 // PlannedBucket is one bucket a read would touch.
@@ -421,19 +421,31 @@ type result struct {
 	// ctx bounds the page by the server's maximum budget, soft by its own.
 	ctx, soft context.Context
 	cancel    context.CancelFunc
-	stream   *partial.Stream
-	stats    partial.Stats
-	windows  *merge.Windower[tiers.Row, tiers.Row]
-	page     tiers.Span // the part of the read range this page covers
-	limit    int
-	n        int
-	item     Item
-	last     int64 // position right after the last delivered item
-	start    int64 // the position the page started from
-	hasPeek  bool
-	peek     Item
-	finished bool
-	trailer  Trailer
+	stream    *partial.Stream
+	stats     partial.Stats
+	windows   *merge.Windower[tiers.Row, tiers.Row]
+	page      tiers.Span // the part of the read range this page covers
+	limit     int
+	n         int
+	item      Item
+	last      int64 // position right after the last delivered item
+	start     int64 // the position the page started from
+	hasPeek   bool
+	peek      Item
+	// droppedDone: the window the stream stopped in was delivered whole.
+	droppedDone bool
+	finished    bool
+	trailer     Trailer
+}
+
+// windowComplete reports whether the stream has delivered every row of the
+// window starting at start.
+func (r *result) windowComplete(start int64) bool {
+	wm := r.stream.Watermark()
+	if r.head.Desc {
+		return wm <= start
+	}
+	return wm >= start+r.head.Plan.Step
 }
 
 // must is the part of the page that it completes whatever its budget: the
@@ -490,6 +502,14 @@ func (r *result) pull() (Item, bool) {
 	}
 	if r.windows != nil {
 		if !r.windows.Next() {
+			// The input stopped early. The window it was filling is whole
+			// when the stream's watermark is past its end (the stream
+			// stopped at a group boundary that is also a window's):
+			// deliver it, or a page could end without moving.
+			if w, ok := r.windows.DroppedWindow(); ok && !r.droppedDone && r.windowComplete(w.Start) {
+				r.droppedDone = true
+				return Item{T: w.Start, Row: w.Acc}, true
+			}
 			return Item{}, false
 		}
 		w := r.windows.At()
@@ -597,7 +617,7 @@ func (r *result) watermark() int64 {
 	if r.head.Plan.Step > 0 {
 		// The window being filled when the stream stopped is not delivered,
 		// even if all its rows were read: resume at it.
-		if start, ok := r.windows.Dropped(); ok {
+		if start, ok := r.windows.Dropped(); ok && !r.droppedDone {
 			if r.head.Desc {
 				return start + r.head.Plan.Step
 			}

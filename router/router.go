@@ -299,3 +299,8 @@ func stitch(read tiers.Span, level tiers.Level, p tiers.Pyramid, wm tiers.Waterm
 }
 
 func fmtDur(ms int64) string { return tiers.FormatDuration(ms) }
+
+// ServingTier is the tier that serves windows of width w: the coarsest
+// whose step divides it, raw points when none does. Front ends that fold
+// windows themselves ask it which tier a width reads.
+func ServingTier(p tiers.Pyramid, w int64) tiers.Level { return servingTier(p, w) }

@@ -11,10 +11,11 @@ import { readdirSync } from "node:fs";
 import { describe, it } from "node:test";
 
 import {
-  DAY, HOUR, MINUTE, SECOND, aggsFor, annotateTimes, columnsOf, describeProblem, endsAtNow, formatAgo, formatCount,
-  formatDuration, formatExact, formatHash, formatOffset, formatTime, formatValue, isTime, linearScale,
-  mergePages, nearestIndex, parseDuration, parseHash, pointsQuery, rangeParams, runs, timeTicks,
-  uncovered, valueTicks,
+  DAY, HOUR, MINUTE, MIN_SPAN, ROUND_STEPS, SECOND, WEEK, aggsFor, alignedWindows, annotateTimes, columnsOf, csvName,
+  describeProblem, endsAtNow, explainProblem, formatAgo, formatCount, formatDuration, formatExact, formatHash,
+  formatOffset, formatTime, formatValue, isTime, linearScale, mergePages, nearestIndex, panRange, parseDuration,
+  parseHash, parseRetryAfter, partialWhy, pointsQuery, rangeParams, resolutionError, roundStep, runs, selectionRange,
+  seriesOf, tierSlots, timeOf, timeTicks, toCSV, uncovered, valueTicks, visibleSeries, zoomRange,
 } from "./static/assets/lib.js";
 
 const utc = () => 0;
@@ -252,16 +253,21 @@ describe("URL hash state", () => {
     assert.deepEqual(invalid, []);
     assert.deepEqual(
       [state.series, state.range, state.res, state.agg, state.band, state.refresh, state.plan],
-      ["demo.cpu.host1", "24h", "5m", "max", false, true, true],
+      ["demo.cpu.host1", "24h", "5m", "max", false, "10s", true],
+      "refresh=1 of older links is the old fixed 10s",
     );
+    for (const r of ["5s", "10s", "30s", "1m", "5m"]) assert.equal(parseHash("#refresh=" + r).state.refresh, r);
+    assert.equal(parseHash("#refresh=off").state.refresh, "");
+    assert.deepEqual(parseHash("#refresh=7s").invalid, ["refresh"]);
   });
   it("round-trips", () => {
     for (const h of [
       "#series=a&range=15m",
       "#series=sensor-1%3Aroom_2&range=1y&res=raw",
       "#series=x&from=2026-01-15T10%3A00%3A00Z&to=2026-01-15T12%3A00%3A00Z&res=90s&agg=count",
-      "#series=x&from=now-3d&res=1h&band=0&refresh=1",
-      "#series=x&range=7d&refresh=1&plan=1",
+      "#series=x&from=now-3d&res=1h&band=0&refresh=30s",
+      "#series=x&range=7d&refresh=5m&plan=1",
+      "#series=a&overlay=b%2Cc&hide=a%2Cc&range=6h",
       "#series=x&from=1768487842123&to=1768491442123",
     ]) {
       assert.equal(formatHash(parseHash(h).state), h);
@@ -278,7 +284,7 @@ describe("URL hash state", () => {
   });
   it("keeps auto-refresh only for ranges that end now", () => {
     const fixedRange = parseHash("#series=x&from=now-3d&to=now-1d&refresh=1").state;
-    assert.equal(fixedRange.refresh, true);
+    assert.equal(fixedRange.refresh, "10s");
     assert.equal(formatHash(fixedRange), "#series=x&from=now-3d&to=now-1d");
   });
   it("names invalid values and keeps their defaults", () => {
@@ -295,11 +301,79 @@ describe("URL hash state", () => {
   });
 });
 
+describe("overlaid series", () => {
+  it("keeps the selected series first, overlays once, and hides by legend", () => {
+    const { state, invalid } = parseHash("#series=a&overlay=b,a,c,b&hide=b");
+    assert.deepEqual(invalid, []);
+    assert.deepEqual(seriesOf(state), ["a", "b", "c"]);
+    assert.deepEqual(visibleSeries(state), ["a", "c"]);
+    assert.deepEqual(parseHash("#series=a&overlay=b,bad%20id").invalid, ["overlay"]);
+    assert.deepEqual(seriesOf(parseHash("#overlay=b").state), ["b"], "an overlay alone still draws");
+  });
+  it("writes only hidden series that are on the chart", () => {
+    const { state } = parseHash("#series=a&overlay=b");
+    assert.equal(formatHash({ ...state, hidden: ["b", "zz"] }), "#series=a&overlay=b&hide=b&range=1h");
+  });
+});
+
+describe("window ladder", () => {
+  const LADDER = "1s 2s 5s 10s 15s 30s 1m 2m 5m 10m 15m 30m 1h 2h 3h 6h 12h 1d 2d 7d".split(" ").map(parseDuration);
+  it("is the API's ladder", () => assert.deepEqual(ROUND_STEPS, LADDER));
+  it("picks the smallest round step at least the need, then multiples of 7d", () => {
+    assert.equal(roundStep(1), SECOND);
+    assert.equal(roundStep(SECOND), SECOND);
+    assert.equal(roundStep(SECOND + 1), 2 * SECOND);
+    assert.equal(roundStep(29 * MINUTE), 30 * MINUTE, "30m, never 29m");
+    assert.equal(roundStep(7 * DAY), WEEK);
+    assert.equal(roundStep(7 * DAY + 1), 2 * WEEK);
+    assert.equal(roundStep(20 * DAY), 3 * WEEK);
+    // Brute force: the answer is on the ladder (or a multiple of 7d), at
+    // least the need, and the next smaller candidate is below it.
+    const candidates = [...LADDER, ...Array.from({ length: 1001 }, (_, i) => (i + 2) * WEEK)];
+    for (let k = 0; k < 2000; k++) {
+      const need = Math.exp(Math.random() * Math.log(1000 * WEEK));
+      const got = roundStep(need);
+      const want = candidates.find((c) => c >= need);
+      assert.equal(got, want, `need ${need}`);
+    }
+  });
+  it("asks for whole windows: from aligned down, the same step kept", () => {
+    // The server's choice for a request, as API.md describes it.
+    const serverStep = (from, to, maxPoints) => roundStep((to - from) / maxPoints);
+    for (let k = 0; k < 3000; k++) {
+      const to = Date.UTC(2026, 0, 1) + Math.floor(Math.random() * 365 * DAY);
+      const span = Math.max(SECOND, Math.floor(Math.exp(Math.random() * Math.log(400 * DAY))));
+      const from = to - span;
+      const width = 50 + Math.floor(Math.random() * 2000);
+      const w = alignedWindows(from, to, width);
+      assert.equal(w.step, roundStep(span / width));
+      assert.equal(w.from % w.step, 0, "aligned to the epoch");
+      assert.ok(w.from <= from && from - w.from < w.step, "the window holding from");
+      assert.equal(serverStep(w.from, w.to, w.maxPoints), w.step, `span ${span} width ${width}`);
+      assert.ok(w.maxPoints <= width + 2);
+    }
+  });
+  it("resolves relative times against the clock", () => {
+    assert.equal(timeOf("now", T0), T0);
+    assert.equal(timeOf("now-15m", T0), T0 - 15 * MINUTE);
+    assert.equal(timeOf("now-2w", T0), T0 - 2 * WEEK);
+    assert.equal(timeOf("1768487842123", T0), 1768487842123);
+    assert.equal(timeOf("2026-01-15T14:37:22.123Z", 0), T0);
+    assert.ok(Number.isNaN(timeOf("yesterday", T0)));
+  });
+});
+
 describe("queries", () => {
   const st = (h) => parseHash(h).state;
-  it("asks for max_points and the band's aggregates with auto", () => {
-    const q = pointsQuery(st("#series=x&range=24h"), 974.4);
-    assert.equal(q.toString(), "from=now-24h&to=now&resolution=auto&max_points=974&agg=min%2Cmax%2Cavg");
+  it("asks for whole windows with auto: absolute times, from aligned down, max_points to keep the step", () => {
+    const now = Date.UTC(2026, 0, 15, 14, 37, 22, 123);
+    const q = pointsQuery(st("#series=x&range=24h"), 974.4, now);
+    // 24h / 974 = 88.7s → 2m windows; from aligned down to 2m.
+    const from = Math.floor((now - DAY) / (2 * MINUTE)) * 2 * MINUTE;
+    assert.equal(q.toString(), `from=${from}&to=${now}&resolution=auto&max_points=${Math.floor((now - from) / (2 * MINUTE)) + 1}&agg=min%2Cmax%2Cavg`);
+    const abs = pointsQuery(st("#series=x&from=2026-01-10T00:00:00Z&to=2026-01-11T00:00:00Z"), 1000, now);
+    assert.equal(abs.get("from"), String(Date.UTC(2026, 0, 10)), "an aligned from stays");
+    assert.equal(abs.get("max_points"), "721");
   });
   it("asks for no aggregates with raw, and no max_points with a window", () => {
     assert.equal(pointsQuery(st("#series=x&range=1h&res=raw"), 900).toString(), "from=now-1h&to=now&resolution=raw");
@@ -370,11 +444,163 @@ describe("answers", () => {
       type: "/docs#problem-invalid-parameter", title: "Invalid parameter", status: 400, detail: "from: required",
       errors: [{ param: "from", message: "required" }],
     });
-    assert.deepEqual(p, { title: "Invalid parameter", status: 400, detail: "from: required", errors: [{ param: "from", message: "required" }] });
+    assert.deepEqual(p, {
+      title: "Invalid parameter", status: 400, type: "/docs#problem-invalid-parameter", detail: "from: required",
+      errors: [{ param: "from", message: "required" }], retryAfter: null,
+    });
     const q = describeProblem(502, "Bad Gateway", null);
     assert.equal(q.title, "Bad Gateway");
     assert.equal(q.status, 502);
     assert.match(q.detail, /502/);
+  });
+});
+
+describe("error messages", () => {
+  const problem = (status, type, extra = {}) => describeProblem(status, "", { type, title: "T", status, detail: "D", ...extra.body }, extra.retryAfter);
+  it("says the latency budget ran out, not that the store failed", () => {
+    const x = explainProblem(problem(504, "/docs#problem-budget-exceeded"));
+    assert.equal(x.title, "Latency budget ran out");
+    assert.doesNotMatch(x.title + x.detail, /store/);
+    assert.match(partialWhy("slo"), /latency budget ran out/);
+    assert.match(partialWhy("unavailable"), /store failed/);
+  });
+  it("asks for a token on 401 and names the role on 403", () => {
+    assert.equal(explainProblem(problem(401, "/docs#problem-unauthorized")).title, "Token needed");
+    const x = explainProblem(problem(403, "/docs#problem-forbidden"));
+    assert.equal(x.title, "Role too low");
+    assert.match(x.detail, /role/);
+    // A blocked series is a 403 too, with the gateway's own reason.
+    const blocked = explainProblem(describeProblem(403, "", { type: "/docs#problem-series-blocked", title: "Series blocked", detail: "blocked: migrating" }));
+    assert.deepEqual([blocked.title, blocked.detail], ["Series blocked", "blocked: migrating"]);
+  });
+  it("says the gateway is busy and when to retry on 503 overloaded", () => {
+    assert.match(explainProblem(problem(503, "/docs#problem-overloaded", { retryAfter: "3" })).detail, /busy.*Retry in 3 seconds/s);
+    assert.match(explainProblem(problem(503, "https://x.example/problems/overloaded", { retryAfter: null })).detail, /Retry in a moment/);
+    assert.equal(explainProblem(problem(503, "/docs#problem-store-unavailable")).title, "T", "a store failure keeps its own words");
+  });
+  it("reads Retry-After as seconds or a date", () => {
+    assert.equal(parseRetryAfter("7"), 7);
+    assert.equal(parseRetryAfter(null), null);
+    assert.equal(parseRetryAfter("Thu, 15 Jan 2026 14:37:30 GMT", Date.UTC(2026, 0, 15, 14, 37, 22)), 8);
+    assert.equal(parseRetryAfter("soon"), null);
+  });
+  it("explains a refused resolution in words", () => {
+    assert.equal(resolutionError("5m"), "");
+    assert.equal(resolutionError("auto"), "");
+    assert.match(resolutionError("3x"), /“3x” is not a resolution: use auto, raw/);
+    assert.match(resolutionError("500ms"), /shorter than a second/);
+    assert.match(resolutionError(""), /not a resolution/);
+  });
+  it("names unknown series", () => {
+    assert.equal(explainProblem(problem(404, "/docs#problem-series-not-found")).title, "Unknown series");
+  });
+});
+
+describe("zoom and pan", () => {
+  it("keeps the instant under the pointer in place", () => {
+    for (let k = 0; k < 1000; k++) {
+      const from = Math.floor(Math.random() * 1e12);
+      const to = from + 2 * SECOND + Math.floor(Math.random() * 1e10);
+      const at = from + Math.random() * (to - from);
+      const factor = Math.exp((Math.random() - 0.5) * 3);
+      const r = zoomRange(from, to, at, factor);
+      assert.ok(r.to - r.from >= MIN_SPAN);
+      if ((to - from) * factor >= MIN_SPAN) {
+        assert.ok(Math.abs(r.to - r.from - (to - from) * factor) <= 1);
+        const before = (at - from) / (to - from);
+        const after = (at - r.from) / (r.to - r.from);
+        assert.ok(Math.abs(before - after) < 1e-6 + 2 / (r.to - r.from), `${before} vs ${after}`);
+      }
+      assert.ok(Number.isInteger(r.from) && Number.isInteger(r.to));
+    }
+  });
+  it("never zooms below a second, pans by whole ms and needs a real selection", () => {
+    assert.equal(zoomRange(0, 2000, 1000, 0.01).to - zoomRange(0, 2000, 1000, 0.01).from, MIN_SPAN);
+    assert.deepEqual(panRange(1000, 5000, 250.4), { from: 1250, to: 5250 });
+    assert.deepEqual(panRange(1000, 5000, -1000), { from: 0, to: 4000 });
+    assert.deepEqual(selectionRange(9000.6, 1000.2), { from: 1000, to: 9001 });
+    assert.equal(selectionRange(1000, 1500), null);
+  });
+});
+
+describe("CSV export", () => {
+  it("writes every point of every answer under one header", () => {
+    const a = { series: "a", columns: ["t", "min", "max", "avg"], points: [[T0, 1, 2.5, 1.75], [T0 + MINUTE, -0.1, 1e21, 3]] };
+    const b = { series: "b", columns: ["t", "min", "max", "avg"], points: [[T0, 0.30000000000000004, 7, 5]] };
+    assert.equal(toCSV([a, b]), [
+      "series,t,time,min,max,avg",
+      `a,${T0},2026-01-15T14:37:22.123Z,1,2.5,1.75`,
+      `a,${T0 + MINUTE},2026-01-15T14:38:22.123Z,-0.1,1e+21,3`,
+      `b,${T0},2026-01-15T14:37:22.123Z,0.30000000000000004,7,5`,
+      "",
+    ].join("\n"));
+    assert.equal(toCSV([{ series: "r", columns: ["t", "v"], points: [] }]), "series,t,time,v\n");
+  });
+  it("reads back to the answers' numbers exactly", () => {
+    const points = Array.from({ length: 500 }, (_, i) => [T0 + i * SECOND, Math.random() * 1e6 - 5e5, (Math.random() - 0.5) * 1e-8]);
+    const lines = toCSV([{ series: "x", columns: ["t", "min", "max"], points }]).trimEnd().split("\n").slice(1);
+    assert.deepEqual(lines.map((l) => l.split(",")).map((f) => [Number(f[1]), Number(f[3]), Number(f[4])]), points);
+  });
+  it("names the file after the series and range", () => {
+    assert.equal(csvName(["a:b"], Date.UTC(2026, 0, 10), Date.UTC(2026, 0, 11)), "tsgate-a_b-2026-01-10T000000Z-2026-01-11T000000Z.csv");
+    assert.equal(csvName(["a", "b", "c"], 0, 1000), "tsgate-a+2-1970-01-01T000000Z-1970-01-01T000001Z.csv");
+  });
+});
+
+describe("tiers", () => {
+  it("colour tiers by their position in the server's list", () => {
+    assert.deepEqual(tierSlots([{ name: "raw" }, { name: "minute" }, { name: "hour" }, { name: "day" }]), { raw: 0, minute: 1, hour: 2, day: 3 });
+    assert.deepEqual(tierSlots([{ name: "raw" }, { name: "10s" }, { name: "week" }]), { raw: 0, "10s": 1, week: 2 });
+    assert.deepEqual(tierSlots(undefined), {});
+  });
+});
+
+describe("bearer token", () => {
+  it("asks once on 401, keeps the token in session storage and sends it on every call after", async (t) => {
+    const api = await import("./static/assets/api.js");
+    const store = new Map();
+    const saved = { fetch: globalThis.fetch, sessionStorage: globalThis.sessionStorage };
+    t.after(() => Object.assign(globalThis, saved));
+    globalThis.sessionStorage = { getItem: (k) => store.get(k) ?? null, setItem: (k, v) => store.set(k, String(v)), removeItem: (k) => store.delete(k) };
+    const sent = [];
+    let role = "read";
+    globalThis.fetch = async (url, init) => {
+      const auth = init.headers.Authorization ?? "";
+      sent.push([url, auth]);
+      const json = (status, body, headers = {}) => new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json", ...headers } });
+      if (auth !== "Bearer s3cret") return json(401, { type: "/docs#problem-unauthorized", title: "Unauthorized", status: 401, detail: "a bearer token is needed" }, { "WWW-Authenticate": "Bearer" });
+      if (url.startsWith("v1/admin") && role === "read") return json(403, { type: "/docs#problem-forbidden", title: "Forbidden", status: 403, detail: "role read" });
+      return json(200, { url });
+    };
+    let asked = 0;
+    api.onUnauthorized(async (problem) => {
+      asked++;
+      assert.equal(problem.status, 401);
+      await new Promise((r) => setTimeout(r, 5));
+      return "s3cret";
+    });
+    const [a, b] = await Promise.all([api.getJSON("v1/series"), api.getJSON("v1/series/x")]);
+    assert.deepEqual([a.url, b.url], ["v1/series", "v1/series/x"]);
+    assert.equal(asked, 1, "concurrent 401s share one question");
+    assert.equal(store.get("tsgate.token"), "s3cret");
+    sent.length = 0;
+    await api.getJSON("v1/series/y/points");
+    assert.deepEqual(sent, [["v1/series/y/points", "Bearer s3cret"]], "sent from the start once stored");
+    // 403 asks nothing: the role is too low.
+    await assert.rejects(api.getJSON("v1/admin/blocked"), (e) => e.problem.status === 403 && explainProblem(e.problem).title === "Role too low");
+    assert.equal(asked, 1);
+    // Cancelling the question fails the call with the 401.
+    api.setToken("");
+    api.onUnauthorized(async () => null);
+    await assert.rejects(api.getJSON("v1/series"), (e) => e.problem.status === 401 && explainProblem(e.problem).title === "Token needed");
+    assert.equal(store.has("tsgate.token"), false);
+  });
+  it("reads Retry-After of a 503", async (t) => {
+    const api = await import("./static/assets/api.js");
+    const saved = globalThis.fetch;
+    t.after(() => (globalThis.fetch = saved));
+    globalThis.fetch = async () => new Response(JSON.stringify({ type: "/docs#problem-overloaded", title: "Overloaded", status: 503, detail: "busy" }), { status: 503, headers: { "Retry-After": "2" } });
+    await assert.rejects(api.getJSON("v1/series"), (e) => e.problem.retryAfter === 2 && /Retry in 2 seconds/.test(explainProblem(e.problem).detail));
   });
 });
 

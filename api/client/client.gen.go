@@ -731,8 +731,9 @@ type ListSeriesParams struct {
 	// Limit Page size in series.
 	Limit *int32 `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page (the last id it listed).
-	Cursor *SeriesID `form:"cursor,omitempty" json:"cursor,omitempty"`
+	// Cursor The `next_cursor` of the previous page, as it was given: it is
+	// opaque and checked; any other text is a 400.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ExplainReadParams defines parameters for ExplainRead.
@@ -1134,7 +1135,8 @@ type ClientInterface interface {
 	//
 	// Recomputes every pending rollup window now, including those still
 	// inside the lateness delay, and says what was done. For operators and
-	// tests; admin-only when authentication is on. Takes no body.
+	// tests; admin-only when authentication is on. Takes no body: a
+	// body, or a `Content-Type` other than `application/json`, is a 415.
 	//
 	// Corresponds with POST /v1/admin/rollups/run (the `RunRollups` operationId).
 	RunRollups(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1726,7 +1728,8 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 //
 // Recomputes every pending rollup window now, including those still
 // inside the lateness delay, and says what was done. For operators and
-// tests; admin-only when authentication is on. Takes no body.
+// tests; admin-only when authentication is on. Takes no body: a
+// body, or a `Content-Type` other than `application/json`, is a 415.
 //
 // Corresponds with POST /v1/admin/rollups/run (the `RunRollups` operationId).
 func (c *Client) RunRollups(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3312,7 +3315,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Recomputes every pending rollup window now, including those still
 	// inside the lateness delay, and says what was done. For operators and
-	// tests; admin-only when authentication is on. Takes no body.
+	// tests; admin-only when authentication is on. Takes no body: a
+	// body, or a `Content-Type` other than `application/json`, is a 415.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4171,6 +4175,8 @@ type RunRollupsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *RollupReport
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -4180,6 +4186,11 @@ type RunRollupsResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r RunRollupsResponse) GetJSON200() *RollupReport {
 	return r.JSON200
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RunRollupsResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -5001,7 +5012,8 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 //
 // Recomputes every pending rollup window now, including those still
 // inside the lateness delay, and says what was done. For operators and
-// tests; admin-only when authentication is on. Takes no body.
+// tests; admin-only when authentication is on. Takes no body: a
+// body, or a `Content-Type` other than `application/json`, is a 415.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -5676,6 +5688,13 @@ func ParseRunRollupsResponse(rsp *http.Response) (*RunRollupsResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal

@@ -39,7 +39,7 @@ func main() {
 // Run runs one subcommand and returns the process exit code.
 func (m Main) Run(ctx context.Context, args []string) int {
 	if len(args) == 0 {
-		m.usage()
+		m.usage(m.Stderr)
 		return 2
 	}
 	var err error
@@ -52,15 +52,18 @@ func (m Main) Run(ctx context.Context, args []string) int {
 		fmt.Fprintf(m.Stdout, "gateway %s\n", version)
 		return 0
 	case "help", "-h", "-help", "--help":
-		m.usage()
+		m.usage(m.Stdout)
 		return 0
 	default:
 		fmt.Fprintf(m.Stderr, "gateway: unknown command %q\n", args[0])
-		m.usage()
+		m.usage(m.Stderr)
 		return 2
 	}
 	if err != nil {
-		if err == errUsage {
+		switch err {
+		case errHelp:
+			return 0
+		case errUsage:
 			return 2
 		}
 		fmt.Fprintf(m.Stderr, "gateway %s: %v\n", args[0], err)
@@ -69,8 +72,8 @@ func (m Main) Run(ctx context.Context, args []string) int {
 	return 0
 }
 
-func (m Main) usage() {
-	fmt.Fprint(m.Stderr, `usage: gateway <command> [flags]
+func (m Main) usage(w io.Writer) {
+	fmt.Fprint(w, `usage: gateway <command> [flags]
 
 commands:
   serve    serve the HTTP API (gateway serve -help lists the flags)

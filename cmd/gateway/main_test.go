@@ -102,7 +102,9 @@ func TestServeWiresEverythingAndShutsDownCleanly(t *testing.T) {
 		}
 	}
 	_, metrics := httpDo(t, "GET", base+"/metrics", "")
-	for _, name := range []string{"tsgate_http_requests_total", "tsgate_rollup_windows_recomputed_total", "tsgate_cache_hits_total", "go_goroutines"} {
+	for _, name := range []string{"tsgate_http_requests_total", "tsgate_rollup_windows_recomputed_total", "tsgate_cache_hits_total", "go_goroutines",
+		`tsgate_build_info{goversion="go`, `tsgate_read_partitions_total{tier="raw"}`, `tsgate_read_page_seconds_count{tier="raw"}`,
+		`tsgate_store_read_seconds_count{table="points_raw"}`, `tsgate_store_write_seconds_count{outcome="ok"}`} {
 		if !strings.Contains(metrics, name) {
 			t.Errorf("/metrics lacks %s", name)
 		}
@@ -315,5 +317,33 @@ func TestServeBeforeItsStore(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not stop")
+	}
+}
+
+// Help that was asked for is printed on stdout and succeeds; a wrong flag
+// fails on stderr saying how to get the help.
+func TestHelp(t *testing.T) {
+	for _, c := range []struct {
+		args         []string
+		code         int
+		stdout, errs string
+	}{
+		{[]string{"--help"}, 0, "commands:", ""},
+		{[]string{"help"}, 0, "commands:", ""},
+		{[]string{"serve", "--help"}, 0, "-max-partitions", ""},
+		{[]string{"serve", "-h"}, 0, "-tiers", ""},
+		{[]string{"schema", "--help"}, 0, "-apply", ""},
+		{[]string{"serve", "--no-such-flag"}, 2, "", "gateway serve -help"},
+		{nil, 2, "", "commands:"},
+	} {
+		var stdout, stderr lockedBuffer
+		m := Main{Stdout: &stdout, Stderr: &stderr, LookupEnv: func(string) (string, bool) { return "", false }}
+		code := m.Run(context.Background(), c.args)
+		if code != c.code || !strings.Contains(stdout.String(), c.stdout) || !strings.Contains(stderr.String(), c.errs) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", c.args, code, stdout.String(), stderr.String())
+		}
+		if c.code == 0 && stderr.String() != "" {
+			t.Errorf("%v: help wrote to stderr: %q", c.args, stderr.String())
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,7 +18,12 @@ import (
 	"github.com/tsgate/tsgate/rollup"
 )
 
-var errUsage = errors.New("usage")
+// errUsage ends a command whose flags were wrong, after the flag package
+// said why on stderr; errHelp one whose help was asked for and printed.
+var (
+	errUsage = errors.New("usage")
+	errHelp  = errors.New("help")
+)
 
 // serveConfig is everything `gateway serve` can be told: the gateway's
 // configuration and the process's own settings.
@@ -56,13 +62,20 @@ func (c *serveConfig) registerFlags(fs *flag.FlagSet) {
 
 func (m Main) parseFlags(name string, args []string, register func(*flag.FlagSet)) error {
 	fs := flag.NewFlagSet("gateway "+name, flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
+	// Errors are printed below, once, with the hint.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	register(fs)
 	if err := flagconf.Parse(fs, args, "GATEWAY_", "config", m.LookupEnv); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return errUsage
+			// Asked for: the help goes to stdout and the command succeeds.
+			fs.SetOutput(m.Stdout)
+			fmt.Fprintf(m.Stdout, "usage: gateway %s [flags]\n\nEvery flag can also be set as GATEWAY_<FLAG> in the environment\nor as a key of the YAML file given with --config.\n\nflags:\n", name)
+			fs.PrintDefaults()
+			return errHelp
 		}
-		return err
+		fmt.Fprintf(m.Stderr, "gateway %s: %v\nrun gateway %s -help for the flags\n", name, err, name)
+		return errUsage
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -100,7 +113,7 @@ func (m Main) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := gateway.Options{Logger: log}
+	opts := gateway.Options{Logger: log, Version: version}
 	store, err := gateway.OpenStore(ctx, c.Config, opts)
 	if err != nil {
 		return fmt.Errorf("open %s store: %w", c.Store, err)
@@ -149,6 +162,8 @@ func (m Main) listenAndServe(ctx context.Context, c serveConfig, ln net.Listener
 	url := "http://" + ln.Addr().String()
 	log.Info("gateway listening", "url", url, "store", c.Store, "version", version)
 	fmt.Fprintf(m.Stdout, "gateway %s serving on %s (store: %s)\n", version, url, c.Store)
+	fmt.Fprintf(m.Stdout, "dashboard:     %s/\n", url)
+	fmt.Fprintf(m.Stdout, "API reference: %s/docs (contract: %s/openapi.yaml)\n", url, url)
 	fmt.Fprintf(m.Stdout, "try: curl '%s/v1/series'\n", url)
 	if c.demo {
 		fmt.Fprintf(m.Stdout, "     curl '%s/v1/series/demo.temperature.office/points?from=now-2h&resolution=raw&limit=5'\n", url)

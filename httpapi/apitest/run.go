@@ -80,7 +80,15 @@ func writeThenReadRaw(t *testing.T, s *Server) {
 // Every bad parameter is a 400 problem naming it; an unknown series is a
 // 404.
 func badInputIsAProblemNamingTheParameter(t *testing.T, s *Server) {
-	s.WritePoints(fmt.Sprintf(`{"series":"s","t":%d,"v":1}`, s.Now()-tiers.Minute))
+	s.WritePoints(fmt.Sprintf(`{"series":"s","t":%d,"v":1}`, s.Now()-tiers.Minute),
+		fmt.Sprintf(`{"series":"s2","t":%d,"v":1}`, s.Now()-tiers.Minute))
+	var list struct {
+		NextCursor string `json:"next_cursor"`
+	}
+	if st := s.Get("/v1/series?limit=1", &list); st != 200 || list.NextCursor == "" {
+		t.Fatalf("listing: %d, next_cursor %q", st, list.NextCursor)
+	}
+	listCursor := list.NextCursor
 	cases := []struct {
 		path  string
 		param string
@@ -100,6 +108,9 @@ func badInputIsAProblemNamingTheParameter(t *testing.T, s *Server) {
 		{"/v1/series/s/points?from=now-1h&max_points=10&resolution=raw", "max_points"},
 		{"/v1/series/bad%20id/points?from=now-1h", "id"},
 		{"/v1/series?limit=-1", "limit"},
+		{"/v1/series?cursor=garbage", "cursor"},
+		{"/v1/series?cursor=s", "cursor"}, // an id is not a listing cursor
+		{"/v1/series?cursor=" + url.QueryEscape(listCursor[:6]+"\r\n"+listCursor[6:]), "cursor"},
 	}
 	for _, c := range cases {
 		status, ct, body := s.Do("GET", c.path, "", "")
@@ -211,6 +222,13 @@ func pagingOverHTTP(t *testing.T, s *Server) {
 	status, _, body := s.Do("GET", "/v1/series/p/points?"+Query("from", "now-3h", "resolution", "raw", "limit", "40", "order", "desc", "cursor", a.NextCursor), "", "")
 	if status != 400 || !strings.Contains(string(body), "cursor") {
 		t.Fatalf("mismatched cursor: %d %s", status, body)
+	}
+	// Only the cursor exactly as issued is accepted: the same token with
+	// line breaks inside decodes to the same bytes but is not a cursor.
+	crlf := a.NextCursor[:20] + "\r\n\n\r" + a.NextCursor[20:]
+	status, _, body = s.Do("GET", base+"&cursor="+url.QueryEscape(crlf), "", "")
+	if status != 400 || !strings.Contains(string(body), `"cursor"`) {
+		t.Fatalf("cursor with line breaks: %d %s", status, body)
 	}
 }
 

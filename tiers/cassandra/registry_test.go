@@ -2,7 +2,9 @@ package cassandra
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestPrefixEnd(t *testing.T) {
@@ -50,4 +52,36 @@ func TestPrefixEnd(t *testing.T) {
 			t.Fatalf("%q lies between prefix %q and its end %q", other, prefix, end)
 		}
 	}
+}
+
+// FuzzPrefixEnd: for a UTF-8 prefix the bound is valid UTF-8, above every
+// string with the prefix, and not above any larger string without it.
+func FuzzPrefixEnd(f *testing.F) {
+	for _, c := range [][2]string{{"abc", "x"}, {"a\U0010FFFF", "b"}, {"x\uD7FF", ""}, {"\U0010FFFF", "a"}, {"", "a"}, {"s-", "s."}} {
+		f.Add(c[0], c[1])
+	}
+	f.Fuzz(func(t *testing.T, prefix, other string) {
+		end, ok := prefixEnd(prefix)
+		if !ok {
+			if end != "" {
+				t.Fatalf("prefixEnd(%q) = %q, false", prefix, end)
+			}
+			if strings.TrimRight(prefix, "\U0010FFFF") != "" && utf8.ValidString(prefix) {
+				t.Fatalf("prefixEnd(%q) found no bound", prefix)
+			}
+			return
+		}
+		if !(prefix+other < end) {
+			t.Fatalf("prefixEnd(%q) = %q is not above %q", prefix, end, prefix+other)
+		}
+		if !utf8.ValidString(prefix) || !utf8.ValidString(other) {
+			return
+		}
+		if !utf8.ValidString(end) {
+			t.Fatalf("prefixEnd(%q) = %q is not UTF-8", prefix, end)
+		}
+		if !strings.HasPrefix(other, prefix) && other > prefix && other < end {
+			t.Fatalf("%q lies between prefix %q and its end %q", other, prefix, end)
+		}
+	})
 }

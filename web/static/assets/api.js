@@ -11,30 +11,97 @@ export class ProblemError extends Error {
   }
 }
 
-/** GETs url and returns its JSON body; throws ProblemError for any failure but an abort. */
-export async function getJSON(url, signal) {
-  let res;
+// The bearer token lives in the tab's session storage: it survives reloads
+// and is gone when the tab closes. Every API call sends it once it is set.
+const TOKEN_KEY = "tsgate.token";
+
+const storage = () => globalThis.sessionStorage;
+// Where storage is disabled, the token lasts as long as the page.
+let pageToken = "";
+
+/** The stored bearer token, or "". */
+export function token() {
   try {
-    res = await fetch(url, { signal, headers: { Accept: "application/json" } });
-  } catch (err) {
-    if (err.name === "AbortError") throw err;
-    throw new ProblemError({
-      title: "Gateway unreachable", status: 0, errors: [],
-      detail: `The request did not reach the gateway (${err.message}). Is it running?`,
-    });
-  }
-  const text = await res.text();
-  let body = null;
-  try {
-    body = JSON.parse(text);
+    return storage()?.getItem(TOKEN_KEY) || pageToken;
   } catch {
-    // not JSON: described below
+    return pageToken;
   }
-  if (!res.ok) throw new ProblemError(describeProblem(res.status, res.statusText, body));
-  if (body === null) {
-    throw new ProblemError({ title: "Unexpected answer", status: res.status, detail: "The gateway's answer was not JSON.", errors: [] });
+}
+
+/** Stores the bearer token for the API calls of this tab ("" forgets it). */
+export function setToken(t) {
+  pageToken = t || "";
+  try {
+    if (t) storage()?.setItem(TOKEN_KEY, t);
+    else storage()?.removeItem(TOKEN_KEY);
+  } catch {
+    // storage disabled: pageToken holds it
   }
-  return body;
+}
+
+let askToken = null;
+let asking = null;
+
+/**
+ * Sets ask(problem) → Promise<string|null>, called when the API answers
+ * 401: it returns a token to retry with, or null to give up. Concurrent
+ * 401s share one question.
+ */
+export function onUnauthorized(ask) {
+  askToken = ask;
+}
+
+function tokenAfter401(problem) {
+  if (!askToken) return Promise.resolve(null);
+  asking ??= Promise.resolve(askToken(problem)).finally(() => (asking = null));
+  return asking;
+}
+
+/**
+ * GETs url (or sends init) and returns its JSON body; throws ProblemError
+ * for any failure but an abort. A 401 asks for a token (onUnauthorized) and
+ * retries with it.
+ */
+export async function getJSON(url, signal, init = {}) {
+  for (let attempt = 0; ; attempt++) {
+    const sent = token();
+    const headers = { Accept: "application/json", ...init.headers };
+    if (sent) headers.Authorization = `Bearer ${sent}`;
+    let res;
+    try {
+      res = await fetch(url, { ...init, signal, headers });
+    } catch (err) {
+      if (err.name === "AbortError") throw err;
+      throw new ProblemError({
+        title: "Gateway unreachable", status: 0, type: "", errors: [], retryAfter: null,
+        detail: `The request did not reach the gateway (${err.message}). Is it running?`,
+      });
+    }
+    const text = await res.text();
+    let body = null;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // not JSON: described below
+    }
+    if (res.status === 401 && attempt < 3) {
+      const problem = describeProblem(res.status, res.statusText, body, res.headers.get("Retry-After"));
+      // Another call may have stored a fresh token meanwhile.
+      if (token() && token() !== sent) continue;
+      const t = await tokenAfter401(problem);
+      if (signal?.aborted) throw new DOMException("aborted", "AbortError");
+      if (t) {
+        setToken(t);
+        continue;
+      }
+      throw new ProblemError(problem);
+    }
+    if (!res.ok) throw new ProblemError(describeProblem(res.status, res.statusText, body, res.headers.get("Retry-After")));
+    if (body === null) {
+      throw new ProblemError({ title: "Unexpected answer", status: res.status, type: "", retryAfter: null, detail: "The gateway's answer was not JSON.", errors: [] });
+    }
+    return body;
+  }
 }
 
 export const seriesPath = (id) => "v1/series/" + encodeURIComponent(id);

@@ -1,15 +1,15 @@
 // The dashboard: the series list, the controls whose state lives in the URL
-// hash, the chart of the selected series and what the gateway did to
-// answer it.
+// hash, the chart of the selected series and those overlaid on it, and what
+// the gateway did to answer.
 
-import { ProblemError, getJSON, readPages, seriesPath } from "./api.js";
-import { Chart } from "./chart.js";
+import { ProblemError, getJSON, onUnauthorized, readPages, seriesPath, setToken, token } from "./api.js";
+import { Chart, seriesSlot } from "./chart.js";
 import {
-  annotateTimes, columnsOf, endsAtNow, formatAgo, formatCount, formatDuration, formatHash, formatOffset, formatShort,
-  formatTime, isResolution, localOffset, mergePages, parseHash, pointsQuery, rangeMs, uncovered,
+  annotateTimes, columnsOf, csvName, endsAtNow, explainProblem, formatAgo, formatCount, formatDuration, formatHash,
+  formatOffset, formatShort, formatTime, localOffset, mergePages, parseDuration, parseHash, partialWhy, pointsQuery,
+  rangeMs, rangeParams, resolutionError, seriesOf, tierSlots, timeOf, toCSV, uncovered, visibleSeries,
 } from "./lib.js";
 
-const REFRESH_MS = 10_000;
 const MAX_PAGES = 10; // pages followed for one chart
 const PAGE_LIMIT = 50_000; // points per page
 const SERIES_PAGE = 100;
@@ -30,10 +30,13 @@ const el = (tag, props = {}, ...children) => {
 let state = parseHash(location.hash).state;
 let load = { ctrl: null, gen: 0 };
 let planCtrl = null;
-let lastAnswer = null;
+let lastAnswers = null; // {answers: Map id → merged answer, view: {from, to}}
 let lastQuery = "";
+let lastWidth = 0;
+let zoomOrigin = null; // the range before zooming, for the reset
+const tiersOf = new Map(); // series id → its tiers, from GET /v1/series/{id}
 
-const chart = new Chart($("chart"), { onResize: onChartResize });
+const chart = new Chart($("chart"), { onResize: onChartResize, onView: onChartView, onReset: resetZoom });
 
 // ---------------------------------------------------------------- state
 
@@ -44,18 +47,21 @@ function setState(patch, { push = false } = {}) {
   applyState(next);
 }
 
-// The parts of the state that change what is read.
-const queryKey = (s) => [s.series, s.range, s.from, s.to, s.res, s.agg, s.band].join("\n");
+// The parts of the state that change what is read. Hiding a series in the
+// legend reads nothing: every series of the chart is read, shown or not.
+const queryKey = (s) => [seriesOf(s).join(","), s.range, s.from, s.to, s.res, s.agg, s.band].join("\n");
 
 function applyState(next) {
   const prev = state;
   state = next;
   renderControls();
-  if (prev.series !== state.series) {
+  if (seriesOf(prev).join() !== seriesOf(state).join()) {
     markSelected();
     loadSeriesMeta();
   }
   if (queryKey(prev) !== queryKey(state)) loadPoints();
+  else if (String(prev.hidden) !== String(state.hidden) && lastAnswers) show(lastAnswers);
+  if (prev.refresh !== state.refresh || endsAtNow(prev) !== endsAtNow(state)) scheduleRefresh();
 }
 
 function onLocationChange() {
@@ -87,7 +93,7 @@ function renderControls() {
     $("to").value = toLocalInput(timeOf(state.to || "now", now));
   }
   $("res").value = state.res;
-  $("res").classList.remove("invalid");
+  showResolutionError("");
   $("agg").value = state.agg;
   $("agg").disabled = state.res === "raw";
   const bandable = state.res !== "raw" && ["avg", "min", "max"].includes(state.agg);
@@ -95,11 +101,14 @@ function renderControls() {
   $("band").disabled = !bandable;
   const live = endsAtNow(state);
   $("refresh").disabled = !live;
-  $("refresh").checked = state.refresh && live;
-  $("refresh-label").title = live ? "Reload every 10 seconds" : "Only for ranges that end now";
+  $("refresh").value = live && state.refresh ? state.refresh : "off";
+  $("refresh-label").title = live ? "Read the range again at this interval" : "Only for ranges that end now";
   $("plan").open = state.plan;
-  document.title = (state.series ? state.series + " · " : "") + "tsgate";
-  $("series-title").textContent = state.series || "Series";
+  const ids = seriesOf(state);
+  document.title = (ids.length ? ids.join(", ") + " · " : "") + "tsgate";
+  $("series-title").textContent = state.series ? (ids.length > 1 ? `${state.series} + ${ids.length - 1}` : state.series) : "Series";
+  $("zoom-reset").hidden = !zoomOrigin;
+  $("signout").hidden = !token();
 }
 
 $("ranges").addEventListener("click", (e) => {
@@ -126,21 +135,41 @@ $("to-now").addEventListener("change", () => ($("to").disabled = $("to-now").che
 
 $("res").addEventListener("change", () => {
   const v = $("res").value.trim() || "auto";
-  if (!isResolution(v)) {
-    $("res").classList.add("invalid");
+  const why = resolutionError(v);
+  if (why) {
+    showResolutionError(why);
     return;
   }
+  showResolutionError("");
   setState({ res: v }, { push: true });
 });
+
+function showResolutionError(why) {
+  $("res").classList.toggle("invalid", !!why);
+  $("res").setAttribute("aria-invalid", String(!!why));
+  $("res-error").textContent = why;
+  $("res-error").hidden = !why;
+}
 $("res").addEventListener("keydown", (e) => e.key === "Enter" && (e.preventDefault(), $("res").dispatchEvent(new Event("change"))));
 $("agg").addEventListener("change", () => setState({ agg: $("agg").value }, { push: true }));
 $("band").addEventListener("change", () => setState({ band: $("band").checked }));
-$("refresh").addEventListener("change", () => setState({ refresh: $("refresh").checked }));
+$("refresh").addEventListener("change", () => setState({ refresh: $("refresh").value === "off" ? "" : $("refresh").value }));
 $("reload").addEventListener("click", () => loadPoints({ force: true }));
+$("export").addEventListener("click", exportCSV);
+$("zoom-reset").addEventListener("click", resetZoom);
+$("signout").addEventListener("click", () => {
+  setToken("");
+  renderControls();
+});
 
 /** RFC 3339 in UTC to the second: 2026-01-15T14:37:22Z. */
 function isoSeconds(t) {
   return new Date(Math.floor(t / 1000) * 1000).toISOString().replace(".000Z", "Z");
+}
+
+/** RFC 3339 in UTC to the millisecond, for zoomed ranges: 2026-01-15T14:37:22.123Z. */
+function isoMillis(t) {
+  return new Date(Math.round(t)).toISOString().replace(".000Z", "Z");
 }
 
 function toLocalInput(t) {
@@ -155,13 +184,18 @@ function localInputTime(v) {
   return Number.isFinite(t) ? t : null;
 }
 
-/** The instant an API time names, with now for relative ones. */
-function timeOf(s, now) {
-  if (!s || s === "now") return now;
-  const rel = /^now-(\d+)(ms|s|m|h|d|w)$/.exec(s);
-  if (rel) return now - Number(rel[1]) * { ms: 1, s: 1e3, m: 6e4, h: 36e5, d: 864e5, w: 6048e5 }[rel[2]];
-  if (/^\d+$/.test(s)) return Number(s);
-  return Date.parse(s);
+// ---------------------------------------------------------------- zoom
+
+function onChartView({ from, to }) {
+  zoomOrigin ??= { range: state.range, from: state.from, to: state.to };
+  setState({ range: "custom", from: isoMillis(from), to: isoMillis(to), refresh: "" }, { push: true });
+}
+
+function resetZoom() {
+  if (!zoomOrigin) return;
+  const origin = zoomOrigin;
+  zoomOrigin = null;
+  setState(origin, { push: true });
 }
 
 // ---------------------------------------------------------------- series list
@@ -184,12 +218,15 @@ async function loadSeries(append = false) {
     }
     const now = Date.now();
     for (const s of page.series) {
-      const button = el("button", { type: "button", title: s.id },
+      const button = el("button", { type: "button", title: `${s.id} (ctrl+click: overlay it on the chart)` },
         el("span", { class: "id", text: s.id }),
         el("span", { class: "span", text: `${formatShort(s.first, now)} → ${formatAgo(s.last, now)}` }));
       button.dataset.id = s.id;
-      button.addEventListener("click", () => setState({ series: s.id }, { push: true }));
-      ul.append(el("li", {}, button));
+      button.addEventListener("click", (e) => (e.ctrlKey || e.metaKey ? toggleOverlay(s.id) : selectSeries(s.id)));
+      const add = el("button", { type: "button", class: "overlay-toggle", title: `Overlay ${s.id} on the chart`, "aria-label": `Overlay ${s.id}` }, "+");
+      add.dataset.id = s.id;
+      add.addEventListener("click", () => toggleOverlay(s.id));
+      ul.append(el("li", {}, button, add));
     }
     list.count += page.series.length;
     list.cursor = page.next_cursor || "";
@@ -207,12 +244,42 @@ async function loadSeries(append = false) {
   }
 }
 
+function selectSeries(id) {
+  setState({ series: id, overlay: [], hidden: [] }, { push: true });
+}
+
+/** Adds id to the chart, or takes it off when it is on it already. */
+function toggleOverlay(id) {
+  if (!state.series) return selectSeries(id);
+  const ids = seriesOf(state);
+  if (ids.includes(id)) {
+    const rest = ids.filter((x) => x !== id);
+    if (!rest.length) return;
+    setState({ series: rest[0], overlay: rest.slice(1), hidden: state.hidden.filter((x) => x !== id) }, { push: true });
+    return;
+  }
+  setState({ overlay: [...state.overlay, id] }, { push: true });
+}
+
+function toggleHidden(id) {
+  const hidden = state.hidden.includes(id) ? state.hidden.filter((x) => x !== id) : [...state.hidden, id];
+  setState({ hidden }, { push: true });
+}
+
 function markSelected() {
-  for (const b of $("series-list").querySelectorAll("button")) {
+  const ids = seriesOf(state);
+  for (const b of $("series-list").querySelectorAll("li > button:first-child")) {
     const on = b.dataset.id === state.series;
     b.classList.toggle("selected", on);
+    b.classList.toggle("overlaid", !on && ids.includes(b.dataset.id));
     if (on) b.setAttribute("aria-current", "true");
     else b.removeAttribute("aria-current");
+  }
+  for (const b of $("series-list").querySelectorAll(".overlay-toggle")) {
+    const on = ids.includes(b.dataset.id);
+    b.textContent = on ? "−" : "+";
+    b.title = on ? `Take ${b.dataset.id} off the chart` : `Overlay ${b.dataset.id} on the chart`;
+    b.setAttribute("aria-pressed", String(on));
   }
 }
 
@@ -230,9 +297,19 @@ $("series-more").addEventListener("click", () => loadSeries(true));
 async function loadSeriesMeta() {
   const id = state.series;
   $("series-meta").textContent = "";
+  for (const other of seriesOf(state).slice(1)) {
+    if (!tiersOf.has(other)) {
+      getJSON(seriesPath(other)).then((info) => {
+        tiersOf.set(other, info.tiers);
+        if (lastAnswers) show(lastAnswers);
+      }, () => {});
+    }
+  }
   if (!id) return;
   try {
     const info = await getJSON(seriesPath(id));
+    tiersOf.set(id, info.tiers);
+    if (lastAnswers) show(lastAnswers);
     if (id !== state.series) return;
     const now = Date.now();
     const kept = info.tiers.map((t) => `${t.name} ${t.retention_s ? formatDuration(t.retention_s * 1000) : "forever"}`).join(", ");
@@ -250,41 +327,64 @@ async function loadPoints({ quiet = false, force = false } = {}) {
   const gen = ++load.gen;
   const ctrl = (load.ctrl = new AbortController());
   $("problem").hidden = true;
-  if (!state.series) {
+  const ids = seriesOf(state);
+  if (!ids.length) {
     chart.set(null, "Select a series");
+    lastAnswers = null;
     clearFacts();
     return;
   }
-  const query = pointsQuery(state, chart.plotWidth);
+  const now = Date.now();
+  lastWidth = chart.plotWidth;
+  const query = pointsQuery(state, lastWidth, now);
+  const range = rangeParams(state);
+  const view = { from: timeOf(range.from, now), to: timeOf(range.to, now) };
   lastQuery = query.toString();
   if ($("plan").open) loadPlan(force);
   $("chart").classList.add("loading");
   const started = performance.now();
-  try {
-    const { pages, capped, stuck, url } = await readPages(state.series, query, {
-      signal: ctrl.signal, maxPages: MAX_PAGES, pageLimit: PAGE_LIMIT,
-      onPage: (n) => n > 1 && !quiet && ($("tz").textContent = `reading page ${n + 1}…`),
-    });
-    if (gen !== load.gen) return;
+  const results = await Promise.allSettled(ids.map((id) => readPages(id, query, {
+    signal: ctrl.signal, maxPages: MAX_PAGES, pageLimit: PAGE_LIMIT,
+    onPage: (n) => n > 1 && !quiet && ($("tz").textContent = `reading page ${n + 1}…`),
+  })));
+  if (gen !== load.gen) return;
+  $("chart").classList.remove("loading");
+  // Counts finished reads, for whoever waits for the page to settle (the browser tests).
+  document.documentElement.dataset.loads = String(Number(document.documentElement.dataset.loads || 0) + 1);
+  const answers = new Map();
+  const failures = [];
+  results.forEach((r, i) => {
+    if (r.status === "rejected") {
+      if (r.reason?.name !== "AbortError") failures.push([ids[i], r.reason]);
+      return;
+    }
+    const { pages, capped, stuck, url } = r.value;
     const answer = mergePages(pages);
-    answer.capped = capped;
-    answer.stuck = stuck;
-    answer.url = url;
-    answer.roundTripMs = performance.now() - started;
-    lastAnswer = answer;
-    show(answer);
-  } catch (err) {
-    if (err.name === "AbortError" || gen !== load.gen) return;
-    lastAnswer = null;
-    showProblem($("problem"), err);
-    chart.set(null, "No chart: the request failed");
+    Object.assign(answer, { capped, stuck, url, roundTripMs: performance.now() - started });
+    answers.set(ids[i], answer);
+  });
+  if (failures.length) showProblems(failures, ids.length > 1);
+  if (!answers.size) {
+    lastAnswers = null;
+    chart.set(null, failures.length ? "No chart: the request failed" : "");
     clearFacts();
-  } finally {
-    if (gen === load.gen) $("chart").classList.remove("loading");
+    return;
   }
+  if (!(view.to > view.from)) {
+    const first = answers.values().next().value;
+    Object.assign(view, { from: first.from, to: first.to });
+  }
+  // An explicit resolution asks for the range as it is: show what came.
+  if (state.res !== "auto") {
+    const first = answers.values().next().value;
+    Object.assign(view, { from: first.from, to: first.to });
+  }
+  lastAnswers = { answers, view };
+  show(lastAnswers);
 }
 
-function show(a) {
+/** The chart data of one answer. */
+function seriesData(id, a, slot) {
   const { t, cols } = columnsOf(a);
   const aggregated = a.resolution_ms > 0;
   const lineName = aggregated ? state.agg : "v";
@@ -292,29 +392,72 @@ function show(a) {
   // The tooltip lists the chosen aggregate first.
   const columns = {};
   for (const name of [lineName, ...Object.keys(cols)]) if (cols[name]) columns[name] = cols[name];
-  chart.set({
-    from: a.from, to: a.to, t, line: { name: lineName, values: cols[lineName] ?? new Float64Array(t.length) },
-    band, columns, resolutionMs: a.resolution_ms, segments: a.segments, covered: a.covered, partialReason: a.partial_reason,
-  });
-  renderLegend(a);
-  renderFacts(a, t.length);
+  return {
+    id, slot, t, line: { name: lineName, values: cols[lineName] ?? new Float64Array(t.length) }, band, columns,
+    resolutionMs: a.resolution_ms, segments: a.segments, covered: a.covered, from: a.from, to: a.to, partialReason: a.partial_reason,
+  };
 }
 
-function renderLegend(a) {
+function show({ answers, view }) {
+  const ids = seriesOf(state);
+  const visible = visibleSeries(state).filter((id) => answers.has(id));
+  const series = visible.map((id) => seriesData(id, answers.get(id), seriesSlot(ids.indexOf(id))));
+  const primary = visible[0] ?? [...answers.keys()][0];
+  chart.set({ from: view.from, to: view.to, series, tierSlots: tierSlots(tiersOf.get(primary) ?? tiersOf.get(state.series)) });
+  renderLegend(answers, ids);
+  const a = answers.get(primary);
+  renderFacts(a, a.points.length, primary, answers.size > 1);
+  $("export").disabled = !visible.length;
+}
+
+function exportCSV() {
+  if (!lastAnswers) return;
+  const visible = visibleSeries(state).filter((id) => lastAnswers.answers.has(id));
+  if (!visible.length) return;
+  const answers = visible.map((id) => lastAnswers.answers.get(id));
+  const blob = new Blob([toCSV(answers)], { type: "text/csv" });
+  const a = el("a", { href: URL.createObjectURL(blob), download: csvName(visible, answers[0].from, answers[0].to) });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+}
+
+function tierSwatch(tier, slots) {
+  const slot = slots[tier];
+  return el("i", { class: "sw strip " + (slot === undefined ? "tier-unknown" : "tier-" + (slot % 6)) });
+}
+
+function renderLegend(answers, ids) {
   const legend = $("legend");
   legend.replaceChildren();
-  const aggregated = a.resolution_ms > 0;
-  legend.append(el("span", { class: "key" }, el("i", { class: "sw line" }), aggregated ? state.agg : "value"));
-  if (aggregated && state.band && a.columns.includes("min")) {
+  const hidden = new Set(state.hidden);
+  for (const id of ids) {
+    const a = answers.get(id);
+    const off = hidden.has(id);
+    const b = el("button", {
+      type: "button", class: "key series-key" + (off ? " off" : "") + (a ? "" : " failed"), "aria-pressed": String(!off),
+      title: a ? (off ? `Show ${id}` : `Hide ${id}`) : `${id}: the read failed`,
+    }, el("i", { class: `sw line series-${seriesSlot(ids.indexOf(id))}` }), ids.length > 1 ? id : a && a.resolution_ms > 0 ? `${id} · ${state.agg}` : id);
+    b.dataset.id = id;
+    b.addEventListener("click", () => toggleHidden(id));
+    legend.append(b);
+  }
+  const shown = ids.filter((id) => !hidden.has(id) && answers.has(id)).map((id) => answers.get(id));
+  if (shown.some((a) => a.resolution_ms > 0) && state.band && shown.some((a) => a.columns.includes("min"))) {
     legend.append(el("span", { class: "key" }, el("i", { class: "sw band" }), "min–max"));
   }
-  if (uncovered(a.from, a.to, a.covered).length) {
+  if (shown.some((a) => uncovered(a.from, a.to, a.covered).length)) {
     legend.append(el("span", { class: "key" }, el("i", { class: "sw uncovered" }), "not covered"));
   }
-  legend.append(el("span", { class: "sep" }));
-  for (const seg of a.segments ?? []) {
-    legend.append(el("span", { class: "key", title: `${formatTime(seg.from, localOffset)} → ${formatTime(seg.to, localOffset)}` },
-      el("i", { class: "sw strip tier-" + seg.tier }), `${seg.tier} ${spanText(seg.from, seg.to)}`));
+  const first = shown[0];
+  if (first?.segments?.length) {
+    legend.append(el("span", { class: "sep" }));
+    const slots = tierSlots(tiersOf.get(first.series) ?? tiersOf.get(state.series));
+    for (const seg of first.segments) {
+      legend.append(el("span", { class: "key segment", title: `${formatTime(seg.from, localOffset)} → ${formatTime(seg.to, localOffset)}` },
+        tierSwatch(seg.tier, slots), `${seg.tier} ${spanText(seg.from, seg.to)}`));
+    }
   }
   const off = localOffset(Date.now());
   $("tz").textContent = `Local time, ${formatOffset(off)}${off ? "; UTC on hover" : ""}`;
@@ -333,12 +476,13 @@ function clearFacts() {
   $("request").removeAttribute("href");
 }
 
-function renderFacts(a, n) {
+function renderFacts(a, n, id, several) {
   const aggregated = a.resolution_ms > 0;
   const facts = $("facts");
   facts.replaceChildren();
   const fact = (label, value, cls = "") => facts.append(el("div", { class: "fact " + cls }, el("dt", { text: label }), el("dd", {}, value)));
-  fact("Tier", el("span", {}, el("i", { class: "sw strip tier-" + a.tier }), a.tier));
+  if (several) fact("Series", id, "wide");
+  fact("Tier", el("span", {}, tierSwatch(a.tier, tierSlots(tiersOf.get(id))), a.tier));
   fact("Resolution", aggregated ? `${formatDuration(a.resolution_ms)} windows` : "raw points");
   fact(aggregated ? "Windows" : "Points", formatCount(n));
   fact("Pages", a.capped || a.stuck ? `${a.pages} (stopped)` : String(a.pages), a.capped || a.stuck ? "warn" : "");
@@ -356,15 +500,14 @@ function renderFacts(a, n) {
   msgs.replaceChildren();
   const msg = (cls, title, text) => msgs.append(el("div", { class: "message " + cls }, el("b", { text: title }), " ", text));
   if (a.partial) {
-    const why = a.partial_reason === "slo"
-      ? "the latency budget ran out before the whole range was read"
-      : a.partial_reason === "unavailable" ? "the store failed for some partitions" : "the gateway cut the answer short";
+    const why = partialWhy(a.partial_reason);
     const [c0, c1] = a.covered;
     const covered = c1 > c0 ? `only ${spanText(c0, c1)} is covered` : "no part of the range is covered";
     msg("warn", "Partial answer:", `${why}; ${covered}. The hatched part of the chart has no points from this answer.`);
   }
   if (a.stuck) {
-    msg("warn", "Stopped paging:", "the next page brought nothing new (the store failed at the same place again), so its cursor was not followed further. Refresh to retry.");
+    const again = a.partial_reason === "slo" ? "the latency budget ran out at the same place again" : "the store failed at the same place again";
+    msg("warn", "Stopped paging:", `the next page brought nothing new (${again}), so its cursor was not followed further. Refresh to retry.`);
   } else if (a.capped) {
     msg("warn", "Incomplete chart:", `stopped after ${a.pages} pages (${formatCount(n)} points). Pick a coarser resolution or a shorter range to see the rest.`);
   } else if (a.pagesCutShort) {
@@ -425,7 +568,8 @@ function renderPlan(p, url) {
   frag.append(el("p", { class: "reason" }, el("b", { text: "Why: " }), p.reason || "—"));
   const dl = el("dl", { class: "facts" });
   const fact = (label, value, cls = "") => dl.append(el("div", { class: "fact " + cls }, el("dt", { text: label }), el("dd", {}, value)));
-  fact("Tier", el("span", {}, el("i", { class: "sw strip tier-" + p.tier }), p.tier));
+  const slots = tierSlots(tiersOf.get(state.series));
+  fact("Tier", el("span", {}, tierSwatch(p.tier, slots), p.tier));
   fact("Resolution", p.resolution_ms ? `${formatDuration(p.resolution_ms)} windows` : "raw points");
   if (p.read) fact("Reads", spanText(p.read[0], p.read[1]), "wide");
   fact("Buckets", formatCount(p.bucket_count ?? p.buckets?.length ?? 0));
@@ -434,7 +578,7 @@ function renderPlan(p, url) {
   if (p.segments?.length) {
     const ul = el("ul", { class: "segments" });
     for (const s of p.segments) {
-      ul.append(el("li", {}, el("i", { class: "sw strip tier-" + s.tier }), `${s.tier}: ${formatTime(s.from, localOffset)} → ${formatTime(s.to, localOffset)}`));
+      ul.append(el("li", {}, tierSwatch(s.tier, slots), `${s.tier}: ${formatTime(s.from, localOffset)} → ${formatTime(s.to, localOffset)}`));
     }
     frag.append(el("h3", { text: "Segments" }), ul);
   }
@@ -461,37 +605,117 @@ function renderPlan(p, url) {
 
 // ---------------------------------------------------------------- errors
 
-function showProblem(box, err) {
-  const p = err instanceof ProblemError ? err.problem : { title: "Error", status: 0, detail: String(err?.message || err), errors: [] };
-  box.replaceChildren();
-  box.append(el("div", { class: "problem-title" }, el("b", { text: p.title }), p.status ? el("span", { class: "status", text: String(p.status) }) : ""));
+function problemOf(err) {
+  return err instanceof ProblemError
+    ? err.problem
+    : { title: "Error", status: 0, type: "", detail: String(err?.message || err), errors: [], retryAfter: null };
+}
+
+/** Fills box with a problem, in words that say what happened and what to do. */
+function renderProblem(box, err, prefix = "") {
+  const p = problemOf(err);
+  const x = explainProblem(p);
+  box.append(el("div", { class: "problem-title" }, el("b", { text: prefix + x.title }), p.status ? el("span", { class: "status", text: String(p.status) }) : ""));
   // A detail that only repeats a listed parameter error is left out.
-  const repeats = p.errors.some((e) => p.detail === `${e.param}: ${e.message}`);
-  if (p.detail && !repeats) box.append(el("p", { text: p.detail }));
+  const repeats = p.errors.some((e) => x.detail === `${e.param}: ${e.message}`);
+  if (x.detail && !repeats) box.append(el("p", { text: x.detail }));
   if (p.errors.length) {
     const ul = el("ul");
     for (const e of p.errors) ul.append(el("li", {}, el("code", { text: e.param }), " ", e.message));
     box.append(ul);
   }
+  if (x.hint) box.append(el("p", { class: "hint", text: x.hint }));
+  if (p.status === 401) {
+    const again = el("button", { type: "button", class: "button", text: "Enter a token" });
+    again.addEventListener("click", async () => {
+      const t = await askForToken(p);
+      if (t) {
+        setToken(t);
+        renderControls();
+        loadSeries();
+        loadSeriesMeta();
+        loadPoints();
+      }
+    });
+    box.append(again);
+  }
+}
+
+function showProblem(box, err) {
+  box.replaceChildren();
+  renderProblem(box, err);
   box.hidden = false;
 }
 
+/** Shows the failed reads of the chart; with several series, each names its series. */
+function showProblems(failures, several) {
+  const box = $("problem");
+  box.replaceChildren();
+  for (const [id, err] of failures) {
+    const part = el("div", { class: "problem-part" });
+    renderProblem(part, err, several ? `${id}: ` : "");
+    box.append(part);
+  }
+  box.hidden = false;
+}
+
+// ---------------------------------------------------------------- token
+
+/** Asks for a bearer token in the sign-in dialog: the token, or null when cancelled. */
+function askForToken(problem) {
+  const dialog = $("auth");
+  const input = $("auth-token");
+  $("auth-why").textContent = token()
+    ? "The gateway did not accept the token of this tab. Enter another bearer token."
+    : "The gateway asks for a bearer token. It is kept in this tab's session storage and sent with every API call.";
+  $("auth-detail").textContent = problem?.detail || "";
+  input.value = "";
+  return new Promise((resolve) => {
+    const done = (value) => {
+      dialog.removeEventListener("close", onClose);
+      $("auth-form").removeEventListener("submit", onSubmit);
+      if (dialog.open) dialog.close();
+      if (value) setToken(value);
+      resolve(value);
+      renderControls();
+    };
+    const onSubmit = (e) => {
+      e.preventDefault();
+      const t = input.value.trim();
+      if (t) done(t);
+    };
+    const onClose = () => done(null);
+    dialog.addEventListener("close", onClose);
+    $("auth-form").addEventListener("submit", onSubmit);
+    dialog.showModal();
+    input.focus();
+  });
+}
+onUnauthorized(askForToken);
+$("auth-cancel").addEventListener("click", () => $("auth").close());
+
 // ---------------------------------------------------------------- refresh and resize
 
-setInterval(() => {
-  if (state.refresh && endsAtNow(state) && !document.hidden && !$("chart").classList.contains("loading")) {
-    loadPoints({ quiet: true });
-  }
-}, REFRESH_MS);
+let refreshTimer = 0;
+
+/** Reads the range again after the chosen interval, for ranges that end now. */
+function scheduleRefresh() {
+  clearTimeout(refreshTimer);
+  const every = parseDuration(state.refresh);
+  if (!(every > 0) || !endsAtNow(state)) return;
+  refreshTimer = setTimeout(() => {
+    if (!document.hidden && !$("chart").classList.contains("loading") && !chart.drag) loadPoints({ quiet: true });
+    scheduleRefresh();
+  }, every);
+}
 
 let resizeTimer = 0;
 function onChartResize(width) {
   // max_points follows the plot's width: reload once resizing settles.
-  if (!lastAnswer || state.res !== "auto") return;
+  if (!lastAnswers || state.res !== "auto") return;
   clearTimeout(resizeTimer);
   resizeTimer = setTimeout(() => {
-    const q = new URLSearchParams(lastQuery);
-    if (q.get("max_points") !== String(width)) loadPoints();
+    if (width !== lastWidth) loadPoints();
   }, 300);
 }
 
@@ -501,6 +725,7 @@ showInvalid(parseHash(location.hash).invalid);
 renderControls();
 chart.set(null, state.series ? "" : "Select a series");
 loadSeries();
+scheduleRefresh();
 if (state.series) {
   markSelected();
   loadSeriesMeta();

@@ -400,8 +400,10 @@ export function uncovered(from, to, covered) {
 
 export const RANGES = ["15m", "1h", "6h", "24h", "7d", "30d", "90d", "1y"];
 export const AGGS = ["avg", "min", "max", "sum", "count"];
+export const REFRESH_INTERVALS = ["5s", "10s", "30s", "1m", "5m"];
 export const DEFAULT_STATE = Object.freeze({
-  series: "", range: "1h", from: "", to: "", res: "auto", agg: "avg", band: true, refresh: false, plan: false,
+  series: "", overlay: [], hidden: [], range: "1h", from: "", to: "", res: "auto", agg: "avg", band: true, refresh: "",
+  plan: false,
 });
 
 const SERIES_ID = /^[A-Za-z0-9_.:-]{1,200}$/;
@@ -427,7 +429,9 @@ export function rangeMs(range) {
  * "#series=demo.cpu.host1&range=24h&res=5m&agg=max". Unknown keys are
  * ignored; a value that is not valid falls back to its default and is
  * named in the returned invalid list. A custom range has from (and
- * optionally to) instead of range.
+ * optionally to) instead of range. overlay lists the series drawn over
+ * series (comma-separated), hide the ones toggled off in the legend;
+ * refresh is an interval of REFRESH_INTERVALS ("1" of older links is 10s).
  */
 export function parseHash(hash) {
   const q = new URLSearchParams(String(hash ?? "").replace(/^#/, ""));
@@ -440,13 +444,17 @@ export function parseHash(hash) {
     else invalid.push(key);
   };
   take("series", (v) => SERIES_ID.test(v), (v) => (s.series = v));
+  const ids = (v) => v.split(",").every((id) => SERIES_ID.test(id));
+  take("overlay", ids, (v) => (s.overlay = [...new Set(v.split(","))].filter((id) => id !== s.series)));
+  take("hide", ids, (v) => (s.hidden = [...new Set(v.split(","))]));
   take("range", (v) => RANGES.includes(v), (v) => (s.range = v));
   take("from", isTime, (v) => (s.from = v));
   take("to", isTime, (v) => (s.to = v));
   take("res", isResolution, (v) => (s.res = v));
   take("agg", (v) => AGGS.includes(v), (v) => (s.agg = v));
   take("band", (v) => v === "0" || v === "1", (v) => (s.band = v === "1"));
-  take("refresh", (v) => v === "0" || v === "1", (v) => (s.refresh = v === "1"));
+  take("refresh", (v) => v === "0" || v === "1" || v === "off" || REFRESH_INTERVALS.includes(v),
+    (v) => (s.refresh = v === "1" ? "10s" : REFRESH_INTERVALS.includes(v) ? v : ""));
   take("plan", (v) => v === "0" || v === "1", (v) => (s.plan = v === "1"));
   if (s.from) s.range = "custom";
   else s.to = "";
@@ -457,6 +465,10 @@ export function parseHash(hash) {
 export function formatHash(state) {
   const q = new URLSearchParams();
   if (state.series) q.set("series", state.series);
+  const overlay = (state.overlay ?? []).filter((id) => id !== state.series);
+  if (state.series && overlay.length) q.set("overlay", overlay.join(","));
+  const hidden = (state.hidden ?? []).filter((id) => id === state.series || overlay.includes(id));
+  if (hidden.length) q.set("hide", hidden.join(","));
   if (state.range === "custom" && state.from) {
     q.set("from", state.from);
     if (state.to && state.to !== "now") q.set("to", state.to);
@@ -466,7 +478,7 @@ export function formatHash(state) {
   if (state.res && state.res !== "auto") q.set("res", state.res);
   if (state.agg && state.agg !== "avg") q.set("agg", state.agg);
   if (state.band === false) q.set("band", "0");
-  if (state.refresh && endsAtNow(state)) q.set("refresh", "1");
+  if (REFRESH_INTERVALS.includes(state.refresh) && endsAtNow(state)) q.set("refresh", state.refresh);
   if (state.plan) q.set("plan", "1");
   return "#" + q.toString();
 }
@@ -494,33 +506,262 @@ export function aggsFor(state) {
   return [state.agg];
 }
 
+/** The series of the state in drawing order: the selected one, then the overlays. */
+export function seriesOf(state) {
+  return [state.series, ...(state.overlay ?? [])].filter((id, i, all) => id && all.indexOf(id) === i);
+}
+
+/** The series of the state that the legend has not toggled off. */
+export function visibleSeries(state) {
+  const hidden = new Set(state.hidden ?? []);
+  return seriesOf(state).filter((id) => !hidden.has(id));
+}
+
 /**
- * The query of /points and /plan for the state: maxPoints applies only to
- * resolution=auto (the API refuses it otherwise).
+ * The instant an API time names, resolving now and now-6h against the
+ * given clock: "now", "now-15m", Unix ms or RFC 3339. NaN when s is none.
  */
-export function pointsQuery(state, maxPoints) {
-  const q = new URLSearchParams(rangeParams(state));
-  q.set("resolution", state.res || "auto");
-  if ((state.res || "auto") === "auto" && maxPoints > 0) q.set("max_points", String(Math.round(maxPoints)));
-  if (state.res !== "raw") q.set("agg", aggsFor(state).join(","));
+export function timeOf(s, now) {
+  if (!s || s === "now") return now;
+  const rel = /^now-(\d+)(ms|s|m|h|d|w)$/.exec(s);
+  if (rel) return now - Number(rel[1]) * UNITS[rel[2]];
+  if (/^\d+$/.test(s)) return Number(s);
+  return isTime(s) ? Date.parse(s) : NaN;
+}
+
+/**
+ * The round window steps of the API's max_points rule, finest first; past
+ * the last one the ladder goes on in whole multiples of 7d.
+ */
+export const ROUND_STEPS = [
+  1, 2, 5, 10, 15, 30].map((n) => n * SECOND).concat(
+  [1, 2, 5, 10, 15, 30].map((n) => n * MINUTE),
+  [1, 2, 3, 6, 12].map((n) => n * HOUR),
+  [1, 2, 7].map((n) => n * DAY));
+
+/** The smallest round step of the ladder that is at least needMs. */
+export function roundStep(needMs) {
+  if (!(needMs > 0)) return SECOND;
+  const s = ROUND_STEPS.find((step) => step >= needMs);
+  return s ?? Math.ceil(needMs / WEEK) * WEEK;
+}
+
+/**
+ * The window the gateway picks for max_points over [from, to) — before any
+ * retention moves the read to a coarser tier — and the request that asks
+ * for whole windows: the window holding from starts before from and would
+ * not be returned, so from is aligned down to it (windows are aligned to the
+ * epoch), and max_points is raised so the same step still fits. Returns
+ * {from, to, step, maxPoints}.
+ */
+export function alignedWindows(from, to, maxPoints) {
+  const step = roundStep((to - from) / Math.max(1, Math.floor(maxPoints)));
+  const start = Math.floor(from / step) * step;
+  // One spare window keeps the step when the span is an exact multiple,
+  // where need would equal the step and any rounding could tip it over.
+  return { from: start, to, step, maxPoints: Math.floor((to - start) / step) + 1 };
+}
+
+/**
+ * The query of /points and /plan for the state. With resolution auto and
+ * maxPoints the dashboard picks the window itself (alignedWindows) and
+ * asks with absolute times resolved against now; maxPoints applies only to
+ * auto (the API refuses it otherwise).
+ */
+export function pointsQuery(state, maxPoints, now = Date.now()) {
+  const res = state.res || "auto";
+  const range = rangeParams(state);
+  const q = new URLSearchParams(range);
+  if (res === "auto" && maxPoints > 0) {
+    const from = timeOf(range.from, now);
+    const to = timeOf(range.to, now);
+    if (to > from) {
+      const w = alignedWindows(from, to, Math.round(maxPoints));
+      q.set("from", String(w.from));
+      q.set("to", String(w.to));
+      q.set("resolution", "auto");
+      q.set("max_points", String(w.maxPoints));
+    } else {
+      q.set("resolution", "auto");
+      q.set("max_points", String(Math.round(maxPoints)));
+    }
+  } else {
+    q.set("resolution", res);
+  }
+  if (res !== "raw") q.set("agg", aggsFor(state).join(","));
   return q;
 }
 
 /**
- * Turns an error answer into something to show: {title, status, detail,
- * errors: [{param, message}]}. body is the parsed problem+json, or null
- * when the answer was not one.
+ * Why a resolution the user typed is refused, in words ("" when it is
+ * one the API accepts).
  */
-export function describeProblem(status, statusText, body) {
+export function resolutionError(v) {
+  if (isResolution(v)) return "";
+  const ms = parseDuration(v);
+  if (ms >= 0 && ms < SECOND) return `“${v}” is shorter than a second: windows are at least 1s.`;
+  return `“${v}” is not a resolution: use auto, raw, or a window such as 90s, 5m, 1h, 1d.`;
+}
+
+// ---------------------------------------------------------------- zoom and pan
+
+/** The shortest range zooming in reaches. */
+export const MIN_SPAN = SECOND;
+
+/**
+ * The range [from, to) scaled by factor around the instant at (factor < 1
+ * zooms in), keeping at the same fraction of the range, never shorter
+ * than MIN_SPAN. Times are whole milliseconds.
+ */
+export function zoomRange(from, to, at, factor) {
+  const span = Math.max(MIN_SPAN, Math.round((to - from) * factor));
+  const frac = to > from ? Math.min(1, Math.max(0, (at - from) / (to - from))) : 0.5;
+  const start = Math.round(at - frac * span);
+  return { from: start, to: start + span };
+}
+
+/** The range [from, to) moved by deltaMs (later when positive). */
+export function panRange(from, to, deltaMs) {
+  const d = Math.round(deltaMs);
+  return { from: from + d, to: to + d };
+}
+
+/** The range of a dragged selection between two instants, or null when it is too short to zoom into. */
+export function selectionRange(a, b) {
+  const from = Math.round(Math.min(a, b));
+  const to = Math.round(Math.max(a, b));
+  return to - from >= MIN_SPAN ? { from, to } : null;
+}
+
+// ---------------------------------------------------------------- export
+
+const csvField = (s) => (/[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s);
+
+/**
+ * The CSV of answers (one per series, in the API's shape): a header
+ * "series,t,time,<columns>", then one line per point of each answer in
+ * order, t in Unix ms as the API gives it, time in RFC 3339 UTC, values as
+ * JavaScript writes numbers (the shortest text that reads back the same).
+ * Answers with other columns than the first one's keep their own values
+ * under the shared header; missing ones are empty.
+ */
+export function toCSV(answers) {
+  const cols = [];
+  for (const a of answers) for (const c of a.columns.slice(1)) if (!cols.includes(c)) cols.push(c);
+  const lines = [["series", "t", "time", ...cols].join(",")];
+  for (const a of answers) {
+    const idx = cols.map((c) => a.columns.indexOf(c));
+    const id = csvField(a.series);
+    for (const row of a.points) {
+      const fields = [id, String(row[0]), new Date(row[0]).toISOString()];
+      for (const j of idx) fields.push(j > 0 && row[j] !== null && row[j] !== undefined ? String(row[j]) : "");
+      lines.push(fields.join(","));
+    }
+  }
+  return lines.join("\n") + "\n";
+}
+
+/** A file name for the CSV of a range: "tsgate-<series>-<from>-<to>.csv". */
+export function csvName(ids, from, to) {
+  const stamp = (t) => new Date(t).toISOString().replace(/\.000Z$/, "Z").replaceAll(":", "");
+  const first = ids[0].replace(/[^A-Za-z0-9_.-]/g, "_");
+  const who = ids.length === 1 ? first : `${first}+${ids.length - 1}`;
+  return `tsgate-${who}-${stamp(from)}-${stamp(to)}.csv`;
+}
+
+// ---------------------------------------------------------------- tiers
+
+/**
+ * The colour slot of each tier of a series, finest first as GET
+ * /v1/series/{id} lists them: {name: index}. The names are the server's
+ * (an operator may configure the pyramid), so colours go by position.
+ */
+export function tierSlots(tiers) {
+  const out = {};
+  (tiers ?? []).forEach((t, i) => {
+    if (!(t.name in out)) out[t.name] = i;
+  });
+  return out;
+}
+
+/**
+ * Turns an error answer into something to show: {title, status, type,
+ * detail, errors: [{param, message}], retryAfter}. body is the parsed
+ * problem+json, or null when the answer was not one; retryAfter the
+ * Retry-After header (seconds), if any.
+ */
+export function describeProblem(status, statusText, body, retryAfter = null) {
+  const wait = parseRetryAfter(retryAfter);
   if (body && typeof body === "object" && (body.title || body.detail)) {
     return {
       title: String(body.title || statusText || "Error"),
       status: Number(body.status) || status,
+      type: String(body.type || ""),
       detail: String(body.detail || ""),
       errors: Array.isArray(body.errors)
         ? body.errors.map((e) => ({ param: String(e?.param ?? ""), message: String(e?.message ?? "") }))
         : [],
+      retryAfter: wait,
     };
   }
-  return { title: statusText || "Error", status, detail: `The gateway answered ${status} without a problem description.`, errors: [] };
+  return {
+    title: statusText || "Error", status, type: "", retryAfter: wait,
+    detail: `The gateway answered ${status} without a problem description.`, errors: [],
+  };
+}
+
+/** Seconds of a Retry-After header (delta-seconds or an HTTP date), or null. */
+export function parseRetryAfter(v, now = Date.now()) {
+  if (v === null || v === undefined || v === "") return null;
+  if (/^\d+$/.test(String(v).trim())) return Number(v);
+  const at = Date.parse(v);
+  return Number.isFinite(at) ? Math.max(0, Math.ceil((at - now) / 1000)) : null;
+}
+
+/**
+ * What a problem means for the person at the dashboard: {title, detail,
+ * hint}. The answers that are not about the request's parameters (auth,
+ * overload, budget, store) are put in words that say what happened and
+ * what to do; the others keep the gateway's title and detail.
+ */
+export function explainProblem(p) {
+  const typed = (slug) => String(p.type || "").endsWith(slug);
+  if (p.status === 401) {
+    return { title: "Token needed", detail: "The gateway asks for a bearer token for this request.", hint: "Enter a token to sign in; it is kept for this browser tab only." };
+  }
+  if (p.status === 403) {
+    if (typed("blocked") || /blocked/i.test(p.title)) return { title: p.title, detail: p.detail, hint: "" };
+    return {
+      title: "Role too low",
+      detail: "The token is known, but its role does not allow this request: reading needs the read role, writing the write role, administration the admin role.",
+      hint: "Use a token with a higher role (Sign out, then enter another token).",
+    };
+  }
+  // The contract names the type by its ending (".../overloaded"); this
+  // gateway's types are "/docs#problem-<name>".
+  if (p.status === 503 && (typed("/overloaded") || typed("-overloaded"))) {
+    const when = p.retryAfter === null ? "in a moment" : p.retryAfter <= 1 ? "in a second" : `in ${p.retryAfter} seconds`;
+    return { title: "Gateway busy", detail: `The gateway is busy: it is serving as many requests as it can and turned this one away before reading anything. Retry ${when}.`, hint: "" };
+  }
+  if (p.status === 504 || typed("budget-exceeded")) {
+    return {
+      title: "Latency budget ran out",
+      detail: "The read did not complete within its latency budget (slo), so the gateway answered without points.",
+      hint: "Pick a shorter range or a coarser resolution, or retry when the store is less busy.",
+    };
+  }
+  if (p.status === 503) {
+    return { title: p.title || "Store unavailable", detail: p.detail || "The store did not answer.", hint: p.retryAfter ? `Retry in ${p.retryAfter} seconds.` : "Retry later." };
+  }
+  if (p.status === 404 && typed("series-not-found")) {
+    return { title: "Unknown series", detail: "No series has this id. Pick one from the list, or write points to it with POST /v1/points.", hint: "" };
+  }
+  return { title: p.title, detail: p.detail, hint: "" };
+}
+
+/** Why an answer is partial, in words, for its partial_reason. */
+export function partialWhy(reason) {
+  if (reason === "slo") return "the latency budget ran out before the whole range was read";
+  if (reason === "unavailable") return "the store failed for some partitions";
+  return "the gateway cut the answer short";
 }

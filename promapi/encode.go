@@ -1,0 +1,184 @@
+package promapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+
+	"github.com/tsgate/tsgate/params"
+	"github.com/tsgate/tsgate/query"
+)
+
+// errorType is the errorType member of a Prometheus error answer.
+type errorType string
+
+// The error types and, in status, the statuses Prometheus answers them
+// with.
+const (
+	errBadData     errorType = "bad_data"
+	errExec        errorType = "execution"
+	errUnavailable errorType = "unavailable"
+	errTimeout     errorType = "timeout"
+	errCanceled    errorType = "canceled"
+	errInternal    errorType = "internal"
+	errNotFound    errorType = "not_found"
+	errMethod      errorType = "method_not_allowed"
+)
+
+func (t errorType) status() int {
+	switch t {
+	case errBadData:
+		return http.StatusBadRequest
+	case errExec:
+		return http.StatusUnprocessableEntity
+	case errUnavailable:
+		return http.StatusServiceUnavailable
+	case errTimeout:
+		return http.StatusGatewayTimeout
+	case errCanceled:
+		// What Prometheus answers when the client went away.
+		return 499
+	case errNotFound:
+		return http.StatusNotFound
+	case errMethod:
+		return http.StatusMethodNotAllowed
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// apiError is every failure of the API. limit names the configured bound
+// a refusal ran into, for the metrics.
+type apiError struct {
+	typ   errorType
+	msg   string
+	limit string
+}
+
+func (e *apiError) Error() string { return string(e.typ) + ": " + e.msg }
+
+func badData(format string, args ...any) *apiError {
+	return &apiError{typ: errBadData, msg: fmt.Sprintf(format, args...)}
+}
+
+func overLimit(limit, format string, args ...any) *apiError {
+	return &apiError{typ: errBadData, msg: fmt.Sprintf(format, args...), limit: limit}
+}
+
+// engineError maps what the query engine or the registry returned.
+func engineError(err error) *apiError {
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case len(params.List(err)) > 0:
+		return &apiError{typ: errBadData, msg: params.List(err).Error()}
+	case errors.Is(err, query.ErrBudget), errors.Is(err, context.DeadlineExceeded):
+		return &apiError{typ: errTimeout, msg: "query timed out: " + err.Error()}
+	case errors.Is(err, context.Canceled):
+		return &apiError{typ: errCanceled, msg: "query was canceled"}
+	default:
+		return &apiError{typ: errUnavailable, msg: "the store did not answer: " + err.Error()}
+	}
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		ae = &apiError{typ: errInternal, msg: err.Error()}
+	}
+	b, _ := json.Marshal(struct {
+		Status    string `json:"status"`
+		ErrorType string `json:"errorType"`
+		Error     string `json:"error"`
+	}{"error", string(ae.typ), ae.msg})
+	write(w, ae.typ.status(), append(b, '\n'))
+}
+
+// writeSuccess writes data, which is either raw JSON already encoded or a
+// value to marshal.
+func writeSuccess(w http.ResponseWriter, data any, warnings []string) {
+	b := append(make([]byte, 0, 4096), `{"status":"success","data":`...)
+	switch d := data.(type) {
+	case json.RawMessage:
+		b = append(b, d...)
+	default:
+		enc, err := json.Marshal(d)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		b = append(b, enc...)
+	}
+	if len(warnings) > 0 {
+		enc, _ := json.Marshal(warnings)
+		b = append(b, `,"warnings":`...)
+		b = append(b, enc...)
+	}
+	write(w, http.StatusOK, append(b, '}', '\n'))
+}
+
+func write(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// appendTime writes a timestamp as Prometheus does: Unix seconds with the
+// milliseconds as a fraction, trailing zeros dropped.
+func appendTime(b []byte, ms int64) []byte {
+	if ms < 0 {
+		b = append(b, '-')
+		ms = -ms
+	}
+	sec, frac := ms/1000, ms%1000
+	b = strconv.AppendInt(b, sec, 10)
+	if frac == 0 {
+		return b
+	}
+	b = append(b, '.', byte('0'+frac/100))
+	if frac%100 != 0 {
+		b = append(b, byte('0'+frac/10%10))
+		if frac%10 != 0 {
+			b = append(b, byte('0'+frac%10))
+		}
+	}
+	return b
+}
+
+// appendValue writes a sample value as Prometheus does: a JSON string of
+// the shortest decimal, or +Inf, -Inf, NaN.
+func appendValue(b []byte, v float64) []byte {
+	b = append(b, '"')
+	switch {
+	case math.IsInf(v, 1):
+		b = append(b, "+Inf"...)
+	case math.IsInf(v, -1):
+		b = append(b, "-Inf"...)
+	case math.IsNaN(v):
+		b = append(b, "NaN"...)
+	default:
+		b = strconv.AppendFloat(b, v, 'f', -1, 64)
+	}
+	return append(b, '"')
+}
+
+// appendLabels writes a label set as a JSON object.
+func appendLabels(b []byte, ls labelSet) []byte {
+	b = append(b, '{')
+	for i, l := range ls {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, l.name)
+		b = append(b, ':')
+		b = strconv.AppendQuote(b, l.value)
+	}
+	return append(b, '}')
+}

@@ -3,9 +3,13 @@
 #   make build           bin/gateway
 #   make generate        regenerate the Go client from api/openapi.yaml
 #   make run             the gateway on the embedded store (./data) with demo series
-#   make test            vet, unit tests, browser tests of the dashboard, then
+#   make test            vet, lint the contract, unit tests, the generated clients
+#                        against a gateway, browser tests of the dashboard, then
 #                        integration tests against Cassandra: a single node, then
 #                        a three-node cluster (cluster-test)
+#   make lint            Redocly's and Spectral's rulesets on api/openapi.yaml
+#   make client-test     TypeScript and Python clients generated from the contract,
+#                        against a gateway on the embedded store
 #   make browser-test    the dashboard in Debian's Chromium against a real gateway
 #                        (UPDATE_SCREENSHOTS=1 refreshes the screenshot baselines)
 #   make cluster-test    the fault tests on a three-node cluster started for them
@@ -15,6 +19,9 @@
 #                        flags such as -bench.rounds=9 to the latter)
 #   make fuzz            every fuzz target for FUZZTIME each (default 60s; FUZZ=regexp
 #                        picks targets by name); not part of make test
+#   make loadtest        reads and writes at 4× --max-inflight for 30 s, on the
+#                        embedded store and on a Cassandra node on port 9142
+#                        (docs/benchmarks.md); never part of make test
 #   make cassandra-up    start the local single-node Cassandra (scripts/cassandra.sh)
 #   make cassandra-down  stop it
 #
@@ -36,7 +43,7 @@ BENCH_ARGS ?=
 FUZZTIME ?= 60s
 FUZZ ?= .
 
-.PHONY: build generate run test vet unit-test browser-test integration-test cluster-test bench fuzz cassandra-up cassandra-down
+.PHONY: build generate run test vet lint unit-test client-test browser-test integration-test cluster-test bench fuzz loadtest cassandra-up cassandra-down
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/gateway ./cmd/gateway
@@ -49,17 +56,30 @@ generate:
 run:
 	$(GO) run -ldflags "-X main.version=$(VERSION)" ./cmd/gateway serve --demo --data-dir data
 
-test: vet unit-test browser-test integration-test cluster-test
+test: vet lint unit-test client-test browser-test integration-test cluster-test
 
 vet:
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./integration/...
 	$(GO) vet -tags cluster ./integration/cluster/
 
+# The linters and their exceptions (each with its reason) are in api/lint.
+# Redocly exits 0 on warnings; the contract must have none.
+lint:
+	@scripts/install-test-tools.sh
+	cd api/lint && REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true \
+	  node_modules/.bin/redocly lint --config redocly.yaml ../openapi.yaml 2>&1 | tee /dev/stderr | \
+	  { ! grep -Eq 'You have [0-9]+ warnings?|[0-9]+ warnings? and'; }
+	cd api/lint && node_modules/.bin/spectral lint --fail-severity=hint --ruleset .spectral.yaml ../openapi.yaml
+
 unit-test:
 	@scripts/install-test-tools.sh
 	$(GO) test ./...
 	node --test web/
+
+client-test:
+	@scripts/install-test-tools.sh
+	GO=$(GO) scripts/client-tests.sh
 
 # playwright-core drives /usr/bin/chromium (Debian's package; it downloads
 # no browser), at the versions pinned by web/e2e/package-lock.json.
@@ -77,10 +97,20 @@ integration-test:
 cluster-test:
 	scripts/cassandra.sh cluster run $(GO) test -tags cluster -count=1 -timeout 15m ./integration/cluster/
 
+# The load test runs the gateway binary as a separate process, so that its
+# memory is measured alone; the Cassandra node it starts listens on
+# non-default ports and is stopped again.
+LOADTEST_ARGS ?=
+loadtest: build
+	$(GO) run ./cmd/loadtest -gateway bin/gateway $(LOADTEST_ARGS)
+	$(GO) run ./cmd/loadtest -gateway bin/gateway -mode bigquery
+	CASSANDRA_NATIVE_PORT=9142 CASSANDRA_STORAGE_PORT=7100 scripts/cassandra.sh run \
+	  $(GO) run ./cmd/loadtest -gateway bin/gateway -store cassandra -cassandra-hosts 127.0.0.1:9142 $(LOADTEST_ARGS)
+
 # Benchmarks never run in make test. The ones against Cassandra run once
 # (-benchtime 1x): each runs its own interleaved rounds and reports medians.
 bench:
-	$(GO) test -run '^$$' -bench 'EncodePoints|ReadMemory|DecodeJSON|Merge|Write|ReadPartition' -benchmem \
+	$(GO) test -run '^$$' -bench 'EncodePoints|ReadMemory|CompressedPage|DecodeJSON|Merge|Write|ReadPartition' -benchmem \
 	  ./httpapi/ ./ingest/ ./merge/ ./tiers/embedded/
 	scripts/cassandra.sh run $(GO) test -tags integration -run '^$$' -bench . -benchtime 1x -timeout 60m \
 	  ./integration/ $(if $(BENCH_ARGS),-args $(BENCH_ARGS))

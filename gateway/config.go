@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tsgate/tsgate/auth"
 	"github.com/tsgate/tsgate/httpapi"
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/params"
@@ -36,6 +37,7 @@ type Config struct {
 	HTTP       httpapi.Config
 	Prometheus promapi.Config
 	Cassandra  cassandra.Config
+	Auth       auth.Config
 
 	tierFlags *pyramidFlags
 }
@@ -83,6 +85,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.HTTP.MaxBodyBytes, "max-body-bytes", c.HTTP.MaxBodyBytes, "largest write body accepted (larger: 413)")
 	fs.IntVar(&c.HTTP.MaxQueries, "max-queries", c.HTTP.MaxQueries, "most queries in one POST /v1/query, and series in one Grafana query")
 	c.Prometheus.RegisterFlags(fs)
+	c.HTTP.Limits.RegisterFlags(fs) // limits, timeouts, CORS and hosts
+	c.Auth.RegisterFlags(fs)        // bearer tokens
 }
 
 // Finish completes the configuration once the flags are parsed: it builds
@@ -101,7 +105,7 @@ func (c *Config) Finish() error {
 
 // Validate reports every setting that cannot work.
 func (c Config) Validate() error {
-	errs := []error{c.Pyramid.Validate(), c.Query.Validate(), c.Ingest.Validate(), c.Rollup.Validate(), c.HTTP.Validate(), c.Prometheus.Validate()}
+	errs := []error{c.Pyramid.Validate(), c.Query.Validate(), c.Ingest.Validate(), c.Rollup.Validate(), c.HTTP.Validate(), c.Prometheus.Validate(), c.Auth.Validate()}
 	switch c.Store {
 	case "embedded":
 		if c.DataDir == "" {

@@ -24,11 +24,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/tsgate/tsgate/auth"
 	"github.com/tsgate/tsgate/cache"
 	"github.com/tsgate/tsgate/grafana"
 	"github.com/tsgate/tsgate/httpapi"
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/partial"
+	"github.com/tsgate/tsgate/problem"
 	"github.com/tsgate/tsgate/promapi"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/rollup"
@@ -51,6 +53,9 @@ type Options struct {
 	WrapReader func(tiers.PartitionReader) tiers.PartitionReader
 	// Home serves GET /; the dashboard when nil.
 	Home http.Handler
+	// Tokens turn authentication on (Config.Auth says where they come
+	// from); nil leaves every route open.
+	Tokens *auth.Tokens
 	// Version is the gateway's version, for tsgate_build_info.
 	Version string
 }
@@ -205,7 +210,8 @@ func (g *Gateway) Handler() http.Handler {
 	gf := grafana.New(grafana.Deps{
 		Engine: g.Engine, Series: registry, MaxLimit: g.Config.Query.MaxLimit,
 		MaxSeries: g.Config.HTTP.MaxQueries, Logger: g.Logger, Now: g.Now,
-		ForEach: httpapi.ForEachParallel,
+		ForEach: httpapi.ForEachParallel, CORSOrigins: g.Config.HTTP.Limits.CORSOrigins,
+		MaxResponsePoints: g.Config.HTTP.Limits.MaxResponsePoints,
 	})
 	prom := promapi.New(promapi.Deps{
 		Engine: g.Engine, Registry: registry, Pyramid: g.Config.Pyramid, MaxLimit: g.Config.Query.MaxLimit,
@@ -216,7 +222,10 @@ func (g *Gateway) Handler() http.Handler {
 		Writer: g.Writer, Registry: registry, Rollups: g.Rollups,
 		Ready: g.Store.Ping, Logger: g.Logger, Now: g.Now,
 		Metrics: g.Metrics, Gatherer: g.Registry, Home: g.opts.Home,
-		Mounts: map[string]http.Handler{"/grafana": gf.Handler(), "/prometheus": prom.Handler()},
+		Mounts:      map[string]http.Handler{"/grafana": gf.Handler(), "/prometheus": prom.Handler()},
+		MountBodies: map[string][]string{"/prometheus": {"application/x-www-form-urlencoded"}},
+		MountErrors: map[string]func(http.ResponseWriter, *problem.Problem){"/prometheus": promapi.WriteRefusal},
+		Tokens:      g.opts.Tokens, AuthMetrics: g.Config.Auth.Metrics,
 	}, g.Config.HTTP)
 	return srv.Handler()
 }

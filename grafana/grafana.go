@@ -51,6 +51,12 @@ type Deps struct {
 	// ForEach runs the reads of one query side by side (the batch's
 	// runner); sequentially when nil.
 	ForEach func(n int, fn func(i int))
+	// CORSOrigins are the origins a browser may call the datasource from
+	// (the plugin's browser access mode); none when empty, "*" for any.
+	CORSOrigins []string
+	// MaxResponsePoints bounds the points of one answer across its
+	// series (0: unbounded).
+	MaxResponsePoints int
 }
 
 // maxListed bounds a series listing for the query builder.
@@ -96,7 +102,7 @@ const grafanaMaxBody = 4 << 20
 const grafanaContentType = "application/json; charset=utf-8"
 
 func (s *Server) routes(r chi.Router) {
-	r.Use(grafanaHeaders)
+	r.Use(s.grafanaHeaders)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.writeGrafanaError(w, r, problem.New(http.StatusNotFound, "not-found", "Not found", "no Grafana datasource endpoint "+r.URL.Path))
 	})
@@ -119,27 +125,46 @@ func (s *Server) routes(r chi.Router) {
 // grafanaHeaders answers CORS preflights and marks every answer as JSON.
 // The plugin's "Browser" access mode calls the gateway from the page's
 // origin, so the browser asks first; the default "Server" mode goes through
-// Grafana's proxy and never needs these headers. Credentials are not
-// allowed, which the wildcard origin requires.
-func grafanaHeaders(next http.Handler) http.Handler {
+// Grafana's proxy and never needs these headers. Only the origins of
+// Deps.CORSOrigins are allowed: with a wildcard any page a user visits
+// could read the series through the user's browser.
+func (s *Server) grafanaHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Access-Control-Allow-Origin", "*")
 		h.Set("Content-Type", grafanaContentType)
+		h.Add("Vary", "Origin")
+		origin := s.corsOrigin(r.Header.Get("Origin"))
+		if origin != "" {
+			h.Set("Access-Control-Allow-Origin", origin)
+		}
 		if r.Method == http.MethodOptions {
-			h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
-			allow := r.Header.Get("Access-Control-Request-Headers")
-			if allow == "" {
-				allow = "Accept, Content-Type, Authorization"
+			if origin != "" {
+				h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+				h.Set("Access-Control-Allow-Headers", "Accept, Content-Type, Authorization")
+				h.Set("Access-Control-Max-Age", "600")
 			}
-			h.Set("Access-Control-Allow-Headers", allow)
-			h.Set("Access-Control-Max-Age", "600")
-			h.Add("Vary", "Access-Control-Request-Headers")
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// corsOrigin is the Access-Control-Allow-Origin for a request from origin:
+// the origin itself when listed, "*" when the list holds "*", else none.
+func (s *Server) corsOrigin(origin string) string {
+	if origin == "" {
+		return ""
+	}
+	for _, o := range s.deps.CORSOrigins {
+		if o == "*" {
+			return "*"
+		}
+		if strings.EqualFold(o, origin) {
+			return origin
+		}
+	}
+	return ""
 }
 
 func writeGrafana(w http.ResponseWriter, status int, body []byte) {

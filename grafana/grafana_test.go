@@ -9,7 +9,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/tsgate/tsgate/gateway"
+	"github.com/tsgate/tsgate/httpapi/apitest"
+	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -144,11 +148,17 @@ func TestGrafanaPostsTakeAnyEnvelope(t *testing.T) {
 	bodies := []string{"", "{}", "null", `{"unknown":{"deep":[1,"x",null]},"panelId":"Q-1","scopedVars":{"v":{"text":"a","value":["a","b"]}}}`}
 	for _, path := range paths {
 		for _, body := range bodies {
-			for _, ct := range []string{"application/json", ""} {
+			for _, ct := range []string{"application/json", "application/json; charset=utf-8", "", "text/plain", "application/x-www-form-urlencoded", "application/jsonx"} {
 				status, gotCT, b := s.Do("POST", "/grafana/"+path, ct, body)
+				// A body must be declared JSON: the types a browser sends
+				// cross-origin without a preflight are refused.
+				wantOK := strings.HasPrefix(ct, "application/json;") || ct == "application/json" || (ct == "" && body == "")
 				var arr []json.RawMessage
-				if status != 200 || gotCT != grafanaCT || json.Unmarshal(b, &arr) != nil {
+				switch {
+				case wantOK && (status != 200 || gotCT != grafanaCT || json.Unmarshal(b, &arr) != nil):
 					t.Errorf("POST /grafana/%s %q (Content-Type %q): %d %s %s, want 200 and a JSON array", path, body, ct, status, gotCT, b)
+				case !wantOK && (status != 415 || gotCT != grafanaCT):
+					t.Errorf("POST /grafana/%s %q (Content-Type %q): %d %s %s, want 415", path, body, ct, status, gotCT, b)
 				}
 			}
 		}
@@ -290,12 +300,16 @@ func TestGrafanaTagsAndLegacyEndpoints(t *testing.T) {
 }
 
 // §6.13: the browser access mode's preflight succeeds on every Grafana
-// path, and only there.
+// path for the origins of --cors-origins, and only for them and there.
 func TestGrafanaCORS(t *testing.T) {
-	s := newTestServer(t)
-	for _, path := range []string{"/grafana", "/grafana/", "/grafana/query", "/grafana/metrics", "/grafana/tag-keys"} {
-		req, _ := http.NewRequest("OPTIONS", s.URL+path, nil)
-		req.Header.Set("Origin", "http://grafana.example:3000")
+	const grafanaOrigin = "http://grafana.example:3000"
+	s := &testServer{Server: apitest.NewMemServerWith(t, querytest.Options{Configure: func(c *gateway.Config) {
+		c.HTTP.Limits.CORSOrigins = []string{grafanaOrigin}
+	}}), t: t}
+	closed := newTestServer(t) // the default: no origin allowed
+	preflight := func(url, origin string) http.Header {
+		req, _ := http.NewRequest("OPTIONS", url, nil)
+		req.Header.Set("Origin", origin)
 		req.Header.Set("Access-Control-Request-Method", "POST")
 		req.Header.Set("Access-Control-Request-Headers", "content-type,authorization")
 		resp, err := http.DefaultClient.Do(req)
@@ -303,23 +317,41 @@ func TestGrafanaCORS(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		h := resp.Header
-		if resp.StatusCode/100 != 2 || h.Get("Access-Control-Allow-Origin") != "*" ||
+		if resp.StatusCode/100 != 2 {
+			t.Errorf("OPTIONS %s: %d", url, resp.StatusCode)
+		}
+		return resp.Header
+	}
+	for _, path := range []string{"/grafana", "/grafana/", "/grafana/query", "/grafana/metrics", "/grafana/tag-keys"} {
+		h := preflight(s.URL+path, grafanaOrigin)
+		if h.Get("Access-Control-Allow-Origin") != grafanaOrigin ||
 			!strings.Contains(h.Get("Access-Control-Allow-Methods"), "POST") ||
-			!strings.Contains(h.Get("Access-Control-Allow-Headers"), "content-type") {
-			t.Errorf("OPTIONS %s: %d %v", path, resp.StatusCode, h)
+			!strings.Contains(strings.ToLower(h.Get("Access-Control-Allow-Headers")), "authorization") {
+			t.Errorf("OPTIONS %s from %s: %v", path, grafanaOrigin, h)
+		}
+		for _, h := range []http.Header{preflight(s.URL+path, "http://evil.example"), preflight(closed.URL+path, grafanaOrigin)} {
+			if h.Get("Access-Control-Allow-Origin") != "" || h.Get("Access-Control-Allow-Methods") != "" {
+				t.Errorf("OPTIONS %s allows an origin not listed: %v", path, h)
+			}
 		}
 	}
-	resp, err := http.Get(s.URL + "/grafana")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.Header.Get("Access-Control-Allow-Origin") != "*" {
-		t.Errorf("GET /grafana does not allow other origins: %v", resp.Header)
+	for _, c := range []struct {
+		url, origin, want string
+	}{{s.URL, grafanaOrigin, grafanaOrigin}, {s.URL, "http://evil.example", ""}, {closed.URL, grafanaOrigin, ""}} {
+		req, _ := http.NewRequest("GET", c.url+"/grafana", nil)
+		req.Header.Set("Origin", c.origin)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get("Access-Control-Allow-Origin"); got != c.want {
+			t.Errorf("GET /grafana from %s: Access-Control-Allow-Origin %q, want %q", c.origin, got, c.want)
+		}
 	}
 	req, _ := http.NewRequest("OPTIONS", s.URL+"/v1/query", nil)
-	resp, err = http.DefaultClient.Do(req)
+	req.Header.Set("Origin", grafanaOrigin)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,5 +373,39 @@ func TestGrafanaErrorShape(t *testing.T) {
 	var e grafanaError
 	if status != 405 || ct != grafanaCT || json.Unmarshal(body, &e) != nil || e.Message == "" {
 		t.Errorf("DELETE /grafana/metrics: %d %s %s", status, ct, body)
+	}
+}
+
+// One Grafana answer holds at most --max-response-points points across
+// its series: each series' page is cut to an equal share.
+func TestGrafanaAnswerPointsAreBounded(t *testing.T) {
+	s := &testServer{Server: apitest.NewMemServerWith(t, querytest.Options{Configure: func(c *gateway.Config) {
+		c.HTTP.Limits.MaxResponsePoints = 30
+	}}), t: t}
+	now := s.Now()
+	var pts []string
+	for _, id := range []string{"b0", "b1", "b2"} {
+		for i := range 50 {
+			pts = append(pts, fmt.Sprintf(`{"series":%q,"t":%d,"v":%d}`, id, now-100_000+int64(i)*1000, i))
+		}
+	}
+	if st, _, b := s.Do("POST", "/v1/points", "application/json", `{"points":[`+strings.Join(pts, ",")+`]}`); st != 200 {
+		t.Fatalf("write: %d %s", st, b)
+	}
+	var targets []string
+	for _, id := range []string{"b0", "b1", "b2"} {
+		targets = append(targets, fmt.Sprintf(`{"refId":%q,"target":%q,"payload":{"resolution":"raw"}}`, id, id))
+	}
+	out := s.grafanaQuery(fmt.Sprintf(`{"range":{"from":%q,"to":%q},"maxDataPoints":1000,"targets":[%s]}`,
+		time.UnixMilli(now-200_000).UTC().Format(time.RFC3339Nano), time.UnixMilli(now).UTC().Format(time.RFC3339Nano), strings.Join(targets, ",")))
+	total := 0
+	for _, e := range out {
+		if len(e.Datapoints) != 10 {
+			t.Errorf("%s: %d points, want its share of 10", e.Target, len(e.Datapoints))
+		}
+		total += len(e.Datapoints)
+	}
+	if len(out) != 3 || total > 30 {
+		t.Errorf("%d series, %d points", len(out), total)
 	}
 }

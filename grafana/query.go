@@ -86,8 +86,20 @@ func (s *Server) grafanaQuery(w http.ResponseWriter, r *http.Request) {
 	// The reads run side by side like a batch's, under one budget: the
 	// server's default SLO, in wall-clock time from the request's arrival
 	// (whatever the clock that decides which data is current says).
+	reads := 0
 	for _, j := range jobs {
 		j.req.Start = arrival
+		if j.out == nil {
+			reads++
+		}
+	}
+	// One answer holds at most MaxResponsePoints points: each read's page
+	// is cut to an equal share (its meta says it was cut).
+	if s.deps.MaxResponsePoints > 0 && reads > 0 {
+		share := max(1, s.deps.MaxResponsePoints/reads)
+		for _, j := range jobs {
+			j.req.Limit = min(j.req.Limit, share)
+		}
 	}
 	s.deps.ForEach(len(jobs), func(i int) {
 		if jobs[i].out == nil {

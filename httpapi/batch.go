@@ -78,6 +78,7 @@ func aggText(raw json.RawMessage, param string) ([]string, *params.Error) {
 
 func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
 	if !hasMediaType(r, "application/json") {
+		s.deps.Metrics.refuse(refusedMediaType)
 		s.writeProblem(w, r, unsupportedMedia("send the batch as application/json", r.Header.Get("Content-Type")))
 		return
 	}
@@ -108,7 +109,8 @@ func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if max := s.maxQueries(); len(body.Queries) > max {
-		s.writeProblem(w, r, params.Bad("queries", "at most %d queries per batch", max))
+		s.deps.Metrics.refuse(refusedTooMany)
+		s.writeProblem(w, r, params.Bad("queries", "at most %d queries per batch (--max-queries); this one has %d", max, len(body.Queries)))
 		return
 	}
 	arrival := time.Now()
@@ -178,6 +180,7 @@ func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, errs)
 		return
 	}
+	s.shareResponsePoints(reqs)
 	// Every query shares the budget, which runs from the request's arrival.
 	results := make([][]byte, len(reqs))
 	forEachParallel(len(reqs), func(i int) { results[i] = s.answerOne(r, reqs[i]) })

@@ -53,7 +53,8 @@ func newContract(maxLimit int) (*contract, error) {
 			c.ops[method+" "+path] = &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: op}
 		}
 	}
-	c.all = openapi3filter.Options{MultiError: true, SkipSettingDefaults: true}
+	// Tokens are checked by the route guards, before validation.
+	c.all = openapi3filter.Options{MultiError: true, SkipSettingDefaults: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
 	c.params = c.all
 	c.params.ExcludeRequestBody = true
 	return c, nil
@@ -73,6 +74,11 @@ func (s *Server) validateRequests(c *contract) func(http.Handler) http.Handler {
 			route := c.ops[key]
 			if route == nil {
 				next.ServeHTTP(w, r)
+				return
+			}
+			splitListParams(r, route.Operation)
+			if errs := repeatedParams(r.URL.Query(), route.Operation); len(errs) > 0 {
+				s.writeProblem(w, r, errs)
 				return
 			}
 			opts := &c.all
@@ -302,12 +308,15 @@ func expected(s *openapi3.Schema) string {
 		what = "a number"
 	case s.Type.Is("string"):
 		what = "a string"
+		if s.Pattern != "" {
+			what += " matching " + s.Pattern
+		}
 	case s.Type.Is("boolean"):
 		what = "true or false"
 	case s.Type.Is("array"):
 		what = "a list"
 		if s.Items != nil && s.Items.Value != nil && len(s.Items.Value.Enum) > 0 {
-			what = "a comma list of " + enumList(s.Items.Value.Enum)
+			what = "a list of " + enumList(s.Items.Value.Enum)
 		}
 	case s.Type.Is("object"):
 		what = "an object"

@@ -22,6 +22,7 @@ type Metrics struct {
 	storeErrs  prometheus.Counter
 	points     prometheus.Counter
 	late       prometheus.Counter
+	guard      *guardMetrics
 }
 
 // NewMetrics registers the HTTP metrics on reg.
@@ -60,6 +61,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, reason := range []string{"slo", "unavailable"} {
 		m.partials.WithLabelValues(reason)
 	}
+	m.guard = newGuardMetrics(reg)
 	reg.MustRegister(m.requests, m.latency, m.partitions, m.rowsRead, m.pages, m.partials, m.storeErrs, m.points, m.late)
 	return m
 }

@@ -17,6 +17,9 @@ func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 		err = contractParamErrors(ce)
 	}
 	p := problem.From(err)
+	if p.Status == http.StatusRequestEntityTooLarge {
+		s.deps.Metrics.refuse(refusedBodyTooLarge)
+	}
 	if p.Status >= 500 {
 		level := slog.LevelWarn
 		if p.Status == http.StatusInternalServerError {

@@ -9,9 +9,7 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -23,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tsgate/tsgate/api"
+	"github.com/tsgate/tsgate/auth"
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/problem"
 	"github.com/tsgate/tsgate/query"
@@ -47,11 +46,13 @@ type Config struct {
 	// sent: an answer that fails before that point can still become a
 	// problem instead of a truncated 200.
 	SpoolBytes int
+	// Limits bound requests, answers and connections (limits.go).
+	Limits Limits
 }
 
 // DefaultConfig returns the HTTP defaults.
 func DefaultConfig() Config {
-	return Config{MaxBodyBytes: 16 << 20, MaxQueries: DefaultMaxQueries, SpoolBytes: 64 << 10}
+	return Config{MaxBodyBytes: 16 << 20, MaxQueries: DefaultMaxQueries, SpoolBytes: 64 << 10, Limits: DefaultLimits()}
 }
 
 // Validate checks the configuration.
@@ -65,7 +66,7 @@ func (c Config) Validate() error {
 	if c.SpoolBytes < 512 {
 		return errors.New("the spool must be at least 512 bytes")
 	}
-	return nil
+	return c.Limits.Validate()
 }
 
 // Deps are the parts the HTTP layer serves.
@@ -92,12 +93,26 @@ type Deps struct {
 	// Mounts are other front ends, by path prefix (/grafana), served
 	// behind the same middlewares.
 	Mounts map[string]http.Handler
+	// MountBodies are the media types a mount's POST bodies may have
+	// besides application/json (the Prometheus API takes HTML forms: its
+	// read-only answers carry no CORS header, so a page of another origin
+	// that posts a form learns nothing).
+	MountBodies map[string][]string
+	// MountErrors write the guards' refusals of a mount in its own error
+	// envelope; the Grafana plugin's shape when a mount has none.
+	MountErrors map[string]func(http.ResponseWriter, *problem.Problem)
+	// Tokens, when set, turn authentication on; AuthMetrics makes
+	// /metrics need the read role.
+	Tokens      *auth.Tokens
+	AuthMetrics bool
 }
 
 // Server serves the API.
 type Server struct {
-	deps Deps
-	cfg  Config
+	deps  Deps
+	cfg   Config
+	rolls *rollupRuns
+	fresh *newSeries
 }
 
 // New returns a server.
@@ -108,7 +123,7 @@ func New(deps Deps, cfg Config) *Server {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
-	return &Server{deps: deps, cfg: cfg}
+	return &Server{deps: deps, cfg: cfg, rolls: newRollupRuns(), fresh: newNewSeries(cfg.Limits)}
 }
 
 // Handler returns the routed handler.
@@ -128,7 +143,8 @@ func (s *Server) Handler() http.Handler {
 	if s.deps.Metrics != nil {
 		r.Use(s.deps.Metrics.instrument)
 	}
-	r.Use(s.recoverer)
+	r.Use(s.compress)
+	r.Use(s.recoverer, s.checkHost, s.limit(newLimiter(s.cfg.Limits)))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, problem.New(http.StatusNotFound, "not-found", "Not found", "no route "+r.URL.Path+"; the API is described at /docs"))
 	})
@@ -137,37 +153,63 @@ func (s *Server) Handler() http.Handler {
 	})
 	// Every route is an operation of api/openapi.yaml (TestRoutesMatchSpec
 	// keeps the two equal). Middlewares of a group run once chi has matched
-	// the route, so each request is validated against its own operation.
+	// the route, so each request is validated against its own operation;
+	// the role a group's routes need is checked first, so that a refused
+	// request has nothing of it read (TestEveryRouteDeclaresARole keeps
+	// every route in such a group).
+	validate := s.validateRequests(c)
 	r.Group(func(r chi.Router) {
-		r.Use(s.validateRequests(c))
-
-		r.Post("/v1/points", s.writePoints)
+		r.Use(s.need(auth.Read), validate)
 		r.Get("/v1/series/{id}/points", s.readPoints)
 		r.Get("/v1/series/{id}/plan", s.plan)
 		r.Post("/v1/query", s.batchQuery)
 		r.Get("/v1/series", s.listSeries)
 		r.Get("/v1/series/{id}", s.getSeries)
+	})
+	r.Group(func(r chi.Router) {
+		r.Use(s.need(auth.Write), validate)
+		r.Post("/v1/points", s.writePoints)
+	})
+	r.Group(func(r chi.Router) {
+		r.Use(s.need(auth.Admin), validate, jsonBodyOnly(s.refuseProblem))
 		r.Post("/v1/admin/rollups/run", s.runRollups)
-
-		r.Get("/healthz", s.healthz)
-		r.Get("/readyz", s.readyz)
+		r.Get("/v1/admin/rollups/runs/{run}", s.rollupRun)
+	})
+	r.Group(func(r chi.Router) {
+		r.Use(s.need(s.metricsRole()), validate)
 		if s.deps.Gatherer != nil {
 			r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.deps.Gatherer, promhttp.HandlerOpts{}))
 		}
+	})
+	r.Group(func(r chi.Router) {
+		r.Use(s.need(auth.Open), validate)
+		r.Get("/healthz", s.healthz)
+		r.Get("/readyz", s.readyz)
 		r.Get("/openapi.yaml", serveSpec)
 		r.Get("/docs", serveDocs(docs))
 		r.Get("/", s.home)
 	})
 	// Outside the contract's validation: the dashboard's static files, and
-	// the Grafana datasource protocol, whose envelopes carry whatever
-	// members Grafana adds (its handlers accept any and use what they know).
-	r.Method(http.MethodGet, "/assets/*", web.Handler())
-	r.Method(http.MethodHead, "/assets/*", web.Handler())
-	r.Head("/", s.home)
+	// the other front ends (the Grafana datasource protocol, whose
+	// envelopes carry whatever members Grafana adds), which need read.
+	r.Group(func(r chi.Router) {
+		r.Use(s.need(auth.Open))
+		r.Method(http.MethodGet, "/assets/*", web.Handler())
+		r.Method(http.MethodHead, "/assets/*", web.Handler())
+		r.Head("/", s.home)
+	})
 	for prefix, h := range s.deps.Mounts {
-		r.Mount(prefix, h)
+		r.Mount(prefix, s.guardMount(auth.Read, h, s.deps.MountBodies[prefix], s.deps.MountErrors[prefix]))
 	}
 	return r
+}
+
+// metricsRole is what /metrics needs: nothing, unless --auth-metrics.
+func (s *Server) metricsRole() auth.Role {
+	if s.deps.AuthMetrics {
+		return auth.Read
+	}
+	return auth.Open
 }
 
 // maxQueries is the most queries one batch may hold.
@@ -206,7 +248,11 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 
 // logger returns the request's logger, carrying its id.
 func (s *Server) logger(r *http.Request) *slog.Logger {
-	return s.deps.Logger.With("request_id", middleware.GetReqID(r.Context()), "path", r.URL.Path)
+	l := s.deps.Logger.With("request_id", middleware.GetReqID(r.Context()), "path", r.URL.Path)
+	if name := tokenName(r.Context()); name != "" {
+		l = l.With("token", name)
+	}
+	return l
 }
 
 // recoverer turns a panic into a logged 500 problem: a crash of one request
@@ -266,29 +312,4 @@ func Starting(ready func(context.Context) error) http.Handler {
 		}
 		problem.Write(w, notReady(err))
 	})
-}
-
-func (s *Server) runRollups(w http.ResponseWriter, r *http.Request) {
-	// The run takes no body: an empty one is allowed, with no Content-Type
-	// or application/json, since clients differ in what they send with an
-	// empty POST; anything else is a request for something this is not.
-	if n, _ := io.ReadFull(r.Body, make([]byte, 1)); n > 0 || (r.Header.Get("Content-Type") != "" && !hasMediaType(r, "application/json")) {
-		s.writeProblem(w, r, unsupportedMedia("a rollup run takes no body; send none", r.Header.Get("Content-Type")))
-		return
-	}
-	rep, err := s.deps.Rollups.RunOnce(r.Context(), true)
-	if err != nil {
-		s.writeProblem(w, r, problem.Unavailable(err))
-		return
-	}
-	b, _ := json.Marshal(struct {
-		Slots      int              `json:"slots"`
-		From       int64            `json:"from"`
-		To         int64            `json:"to"`
-		Windows    map[string]int64 `json:"windows"`
-		RowsRead   int64            `json:"rows_read"`
-		Checkpoint int64            `json:"checkpoint"`
-		ElapsedMs  float64          `json:"elapsed_ms"`
-	}{rep.Slots, rep.From, rep.To, rep.Windows, rep.RowsRead, rep.Checkpoint, float64(rep.Elapsed.Microseconds()) / 1000})
-	writeJSON(w, http.StatusOK, append(b, '\n'))
 }

@@ -18,6 +18,7 @@ func (s *Server) writePoints(w http.ResponseWriter, r *http.Request) {
 	case "application/x-ndjson":
 		decode = ingest.DecodeNDJSON
 	default:
+		s.deps.Metrics.refuse(refusedMediaType)
 		s.writeProblem(w, r, unsupportedMedia("send points as application/json or application/x-ndjson", r.Header.Get("Content-Type")))
 		return
 	}
@@ -29,6 +30,9 @@ func (s *Server) writePoints(w http.ResponseWriter, r *http.Request) {
 			s.deps.Writer.Check(ve)
 		}
 		s.writeProblem(w, r, err)
+		return
+	}
+	if !s.checkNewSeries(w, r, points) {
 		return
 	}
 	res, err := s.deps.Writer.Write(r.Context(), points)

@@ -20,7 +20,7 @@ var layers = [][]string{
 	// Foundation: the storage model, generic merging, JSON writing,
 	// configuration syntax, and embedded assets (the contract, the
 	// dashboard) with the client generated from the contract.
-	{"tiers", "merge", "jsonenc", "flagconf", "api", "api/client", "web"},
+	{"tiers", "merge", "jsonenc", "flagconf", "api", "api/client", "web", "auth"},
 	// The syntaxes of the API and the one error type for bad input.
 	{"params"},
 	// Pure domain logic, and the store adapters.
@@ -36,7 +36,7 @@ var layers = [][]string{
 	// Assembly.
 	{"gateway"},
 	// Commands.
-	{"cmd/gateway", "cmd/preview"},
+	{"cmd/gateway", "cmd/preview", "cmd/loadtest"},
 }
 
 // support are test suites, test helpers and tools: they may import any

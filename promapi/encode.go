@@ -8,8 +8,10 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/tsgate/tsgate/params"
+	"github.com/tsgate/tsgate/problem"
 	"github.com/tsgate/tsgate/query"
 )
 
@@ -181,4 +183,22 @@ func appendLabels(b []byte, ls labelSet) []byte {
 		b = strconv.AppendQuote(b, l.value)
 	}
 	return append(b, '}')
+}
+
+// WriteRefusal answers a refusal of the gateway's guards in front of this
+// API (authentication, roles, media types, hosts, overload) in the API's
+// error envelope, with the refusal's own status. Prometheus has no error
+// types for these; the type is the problem's, so that a client tells them
+// apart.
+func WriteRefusal(w http.ResponseWriter, p *problem.Problem) {
+	typ := strings.TrimPrefix(p.Type, "/docs#problem-")
+	b, _ := json.Marshal(struct {
+		Status    string `json:"status"`
+		ErrorType string `json:"errorType"`
+		Error     string `json:"error"`
+	}{"error", strings.ReplaceAll(typ, "-", "_"), p.Detail})
+	for k, v := range p.Header {
+		w.Header()[k] = v
+	}
+	write(w, p.Status, append(b, '\n'))
 }

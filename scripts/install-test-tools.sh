@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Installs, from Debian's packages, the tools the tests use besides Go when
-# they are missing: Node.js for the dashboard's JavaScript tests
-# (node --test web/), npm and Chromium for its browser tests (make
-# browser-test: npm ci in web/e2e, /usr/bin/chromium driven by
-# playwright-core, which downloads no browser of its own, and the DejaVu
-# fonts its screenshots are drawn with) and curl for the runnable API
-# examples.
+# Installs what the tests use besides Go, when it is missing or stale:
+# from Debian's packages, Node.js and npm (the dashboard's JavaScript tests,
+# the contract's linters, the TypeScript client), Chromium and the DejaVu
+# fonts (the dashboard's browser tests, make browser-test: npm ci in
+# web/e2e, /usr/bin/chromium driven by playwright-core, which downloads no
+# browser of its own), curl (the runnable API examples, the client tests)
+# and Python with venv (the Python client);
+# then the npm projects api/lint and api/clients/typescript (npm ci, from
+# their committed package-lock.json) and the Python client generator in a
+# venv under api/clients/python/.venv (git-ignored). npm runs no install
+# scripts: none of these packages needs one, and some would call home.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 missing=()
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
@@ -14,9 +19,30 @@ command -v npm >/dev/null || missing+=(npm)
 # The browser tests pin the page's font to DejaVu Sans for their screenshots.
 [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
 command -v curl >/dev/null || missing+=(curl)
-[ ${#missing[@]} -eq 0 ] && exit 0
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-echo "installing ${missing[*]} for the tests (apt-get install)" >&2
-$sudo apt-get update -qq
-$sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+command -v python3 >/dev/null || missing+=(python3)
+python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  echo "installing ${missing[*]} for the tests (apt-get install)" >&2
+  $sudo apt-get update -qq
+  $sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# An npm project is installed again when its lock file changed since.
+for dir in api/lint api/clients/typescript; do
+  if [ ! -f "$dir/node_modules/.package-lock.json" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+    echo "installing the npm packages of $dir (npm ci)" >&2
+    (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+  fi
+done
+
+venv=api/clients/python/.venv
+req=api/clients/python/requirements.txt
+if [ ! -x "$venv/bin/openapi-python-client" ] || [ "$req" -nt "$venv/.installed" ]; then
+  echo "installing the Python client generator into $venv (pip)" >&2
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q -r "$req"
+  touch "$venv/.installed"
+fi

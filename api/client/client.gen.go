@@ -13,6 +13,8 @@ import (
 	"net/url"
 	"strings"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/oapi-codegen/runtime"
 )
 
@@ -70,6 +72,129 @@ func (e Column) Valid() bool {
 	case ColumnT:
 		return true
 	case ColumnV:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GrafanaHealthStatus.
+const (
+	GrafanaHealthStatusOk GrafanaHealthStatus = "ok"
+)
+
+// Valid indicates whether the value is a known member of the GrafanaHealthStatus enum.
+func (e GrafanaHealthStatus) Valid() bool {
+	switch e {
+	case GrafanaHealthStatusOk:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GrafanaMetaCustomPartialReason.
+const (
+	GrafanaMetaCustomPartialReasonSLO         GrafanaMetaCustomPartialReason = "slo"
+	GrafanaMetaCustomPartialReasonUnavailable GrafanaMetaCustomPartialReason = "unavailable"
+)
+
+// Valid indicates whether the value is a known member of the GrafanaMetaCustomPartialReason enum.
+func (e GrafanaMetaCustomPartialReason) Valid() bool {
+	switch e {
+	case GrafanaMetaCustomPartialReasonSLO:
+		return true
+	case GrafanaMetaCustomPartialReasonUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GrafanaMetaNoticesSeverity.
+const (
+	GrafanaMetaNoticesSeverityError   GrafanaMetaNoticesSeverity = "error"
+	GrafanaMetaNoticesSeverityInfo    GrafanaMetaNoticesSeverity = "info"
+	GrafanaMetaNoticesSeverityWarning GrafanaMetaNoticesSeverity = "warning"
+)
+
+// Valid indicates whether the value is a known member of the GrafanaMetaNoticesSeverity enum.
+func (e GrafanaMetaNoticesSeverity) Valid() bool {
+	switch e {
+	case GrafanaMetaNoticesSeverityError:
+		return true
+	case GrafanaMetaNoticesSeverityInfo:
+		return true
+	case GrafanaMetaNoticesSeverityWarning:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GrafanaPayloadConfigName.
+const (
+	GrafanaPayloadConfigNameAgg        GrafanaPayloadConfigName = "agg"
+	GrafanaPayloadConfigNameResolution GrafanaPayloadConfigName = "resolution"
+)
+
+// Valid indicates whether the value is a known member of the GrafanaPayloadConfigName enum.
+func (e GrafanaPayloadConfigName) Valid() bool {
+	switch e {
+	case GrafanaPayloadConfigNameAgg:
+		return true
+	case GrafanaPayloadConfigNameResolution:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GrafanaPayloadConfigType.
+const (
+	GrafanaPayloadConfigTypeSelect GrafanaPayloadConfigType = "select"
+)
+
+// Valid indicates whether the value is a known member of the GrafanaPayloadConfigType enum.
+func (e GrafanaPayloadConfigType) Valid() bool {
+	switch e {
+	case GrafanaPayloadConfigTypeSelect:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GrafanaTableColumnsType.
+const (
+	GrafanaTableColumnsTypeNumber GrafanaTableColumnsType = "number"
+	GrafanaTableColumnsTypeString GrafanaTableColumnsType = "string"
+	GrafanaTableColumnsTypeTime   GrafanaTableColumnsType = "time"
+)
+
+// Valid indicates whether the value is a known member of the GrafanaTableColumnsType enum.
+func (e GrafanaTableColumnsType) Valid() bool {
+	switch e {
+	case GrafanaTableColumnsTypeNumber:
+		return true
+	case GrafanaTableColumnsTypeString:
+		return true
+	case GrafanaTableColumnsTypeTime:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GrafanaTableType.
+const (
+	GrafanaTableTypeTable GrafanaTableType = "table"
+)
+
+// Valid indicates whether the value is a known member of the GrafanaTableType enum.
+func (e GrafanaTableType) Valid() bool {
+	switch e {
+	case GrafanaTableTypeTable:
 		return true
 	default:
 		return false
@@ -134,13 +259,19 @@ func (e PointsAnswerPartialReason) Valid() bool {
 const (
 	ProblemTypeBodyTooLarge         ProblemType = "/docs#problem-body-too-large"
 	ProblemTypeBudgetExceeded       ProblemType = "/docs#problem-budget-exceeded"
+	ProblemTypeForbidden            ProblemType = "/docs#problem-forbidden"
+	ProblemTypeHostNotAllowed       ProblemType = "/docs#problem-host-not-allowed"
 	ProblemTypeInternal             ProblemType = "/docs#problem-internal"
 	ProblemTypeInvalidParameter     ProblemType = "/docs#problem-invalid-parameter"
 	ProblemTypeInvalidPoints        ProblemType = "/docs#problem-invalid-points"
 	ProblemTypeMethodNotAllowed     ProblemType = "/docs#problem-method-not-allowed"
+	ProblemTypeNewSeriesRate        ProblemType = "/docs#problem-new-series-rate"
 	ProblemTypeNotFound             ProblemType = "/docs#problem-not-found"
+	ProblemTypeOverloaded           ProblemType = "/docs#problem-overloaded"
 	ProblemTypeSeriesNotFound       ProblemType = "/docs#problem-series-not-found"
 	ProblemTypeStoreUnavailable     ProblemType = "/docs#problem-store-unavailable"
+	ProblemTypeTooManyNewSeries     ProblemType = "/docs#problem-too-many-new-series"
+	ProblemTypeUnauthorized         ProblemType = "/docs#problem-unauthorized"
 	ProblemTypeUnsupportedMediaType ProblemType = "/docs#problem-unsupported-media-type"
 )
 
@@ -151,6 +282,10 @@ func (e ProblemType) Valid() bool {
 		return true
 	case ProblemTypeBudgetExceeded:
 		return true
+	case ProblemTypeForbidden:
+		return true
+	case ProblemTypeHostNotAllowed:
+		return true
 	case ProblemTypeInternal:
 		return true
 	case ProblemTypeInvalidParameter:
@@ -159,13 +294,42 @@ func (e ProblemType) Valid() bool {
 		return true
 	case ProblemTypeMethodNotAllowed:
 		return true
+	case ProblemTypeNewSeriesRate:
+		return true
 	case ProblemTypeNotFound:
+		return true
+	case ProblemTypeOverloaded:
 		return true
 	case ProblemTypeSeriesNotFound:
 		return true
 	case ProblemTypeStoreUnavailable:
 		return true
+	case ProblemTypeTooManyNewSeries:
+		return true
+	case ProblemTypeUnauthorized:
+		return true
 	case ProblemTypeUnsupportedMediaType:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RollupRunState.
+const (
+	RollupRunStateDone    RollupRunState = "done"
+	RollupRunStateFailed  RollupRunState = "failed"
+	RollupRunStateRunning RollupRunState = "running"
+)
+
+// Valid indicates whether the value is a known member of the RollupRunState enum.
+func (e RollupRunState) Valid() bool {
+	switch e {
+	case RollupRunStateDone:
+		return true
+	case RollupRunStateFailed:
+		return true
+	case RollupRunStateRunning:
 		return true
 	default:
 		return false
@@ -193,8 +357,13 @@ func (e StatusStatus) Valid() bool {
 // Agg An aggregate of a window; `avg` is `sum / count`.
 type Agg string
 
-// AggList Comma list of `min`, `max`, `sum`, `count`, `avg`.
-type AggList = string
+// AggArray Aggregates, each at most once.
+type AggArray = []Agg
+
+// AggList The aggregates of an aggregated answer, in column order, each at
+// most once: an array (`["min", "max"]`) or a comma list in a string
+// (`"min,max"`).
+type AggList = []Agg
 
 // BatchAnswer defines model for BatchAnswer.
 type BatchAnswer struct {
@@ -211,7 +380,9 @@ type BatchError struct {
 
 // BatchQuery One query of a batch; its members override the shared ones.
 type BatchQuery struct {
-	// Agg Comma list of `min`, `max`, `sum`, `count`, `avg`.
+	// Agg The aggregates of an aggregated answer, in column order, each at
+	// most once: an array (`["min", "max"]`) or a comma list in a string
+	// (`"min,max"`).
 	Agg *AggList `json:"agg,omitempty"`
 
 	// Cursor The `next_cursor` of this query's previous page.
@@ -250,7 +421,9 @@ type BatchQuery struct {
 // `GET /v1/series/{id}/points`, as JSON members), the budget of the
 // whole request, and the queries.
 type BatchRequest struct {
-	// Agg Comma list of `min`, `max`, `sum`, `count`, `avg`.
+	// Agg The aggregates of an aggregated answer, in column order, each at
+	// most once: an array (`["min", "max"]`) or a comma list in a string
+	// (`"min,max"`).
 	Agg *AggList `json:"agg,omitempty"`
 
 	// From A time: integer Unix milliseconds, or a string holding RFC 3339,
@@ -287,6 +460,14 @@ type BatchResult = BatchItem
 // Column `t`, then `v` for raw points or the requested aggregates.
 type Column string
 
+// GrafanaElement The answer for one series, a time series or a table.
+type GrafanaElement struct {
+	union json.RawMessage
+}
+
+// GrafanaEmptyList Always empty.
+type GrafanaEmptyList = []map[string]interface{}
+
 // GrafanaEnvelope The plugin's request envelope, as Grafana sends it; unknown members are
 // ignored and every member is optional.
 type GrafanaEnvelope map[string]interface{}
@@ -295,6 +476,127 @@ type GrafanaEnvelope map[string]interface{}
 type GrafanaError struct {
 	Error   *string `json:"error,omitempty"`
 	Message string  `json:"message"`
+}
+
+// GrafanaHealth defines model for GrafanaHealth.
+type GrafanaHealth struct {
+	Status GrafanaHealthStatus `json:"status"`
+}
+
+// GrafanaHealthStatus defines model for GrafanaHealth.Status.
+type GrafanaHealthStatus string
+
+// GrafanaMeta Frame meta that Grafana shows with the data.
+type GrafanaMeta struct {
+	// Custom How the answer was read.
+	Custom *struct {
+		// Agg An aggregate of a window; `avg` is `sum / count`.
+		Agg *Agg `json:"agg,omitempty"`
+
+		// Covered `[from, to)` in Unix milliseconds.
+		//
+		// Example: [1768435200000,1768478400000]
+		Covered       Span                            `json:"covered"`
+		Partial       bool                            `json:"partial"`
+		PartialReason *GrafanaMetaCustomPartialReason `json:"partialReason,omitempty"`
+		StepMs        int64                           `json:"stepMs"`
+
+		// Tier A tier of the aggregation pyramid, by name: `raw`, `minute`,
+		// `hour` and `day` with the default pyramid. An operator may
+		// configure another pyramid (`--tiers`), whose tiers have names of
+		// their own (for example `10s`); `raw` is always the raw points.
+		//
+		//
+		// Example: minute
+		Tier Tier `json:"tier"`
+	} `json:"custom,omitempty"`
+
+	// Notices A partial or cut answer (warning), or a failed read (error).
+	Notices *[]struct {
+		Severity GrafanaMetaNoticesSeverity `json:"severity"`
+		Text     string                     `json:"text"`
+	} `json:"notices,omitempty"`
+}
+
+// GrafanaMetaCustomPartialReason defines model for GrafanaMeta.Custom.PartialReason.
+type GrafanaMetaCustomPartialReason string
+
+// GrafanaMetaNoticesSeverity defines model for GrafanaMeta.Notices.Severity.
+type GrafanaMetaNoticesSeverity string
+
+// GrafanaMetric A series as a metric of the query builder.
+type GrafanaMetric struct {
+	// Payloads The payload options the builder offers for it.
+	Payloads []GrafanaPayloadConfig `json:"payloads"`
+
+	// Value 1 to 200 characters of letters, digits and `_ . : -`.
+	//
+	// Example: sensor-1
+	Value SeriesID `json:"value"`
+}
+
+// GrafanaOption A choice of a builder's select.
+type GrafanaOption struct {
+	Label string `json:"label"`
+	Value string `json:"value"`
+}
+
+// GrafanaPayloadConfig defines model for GrafanaPayloadConfig.
+type GrafanaPayloadConfig struct {
+	Label       string                   `json:"label"`
+	Name        GrafanaPayloadConfigName `json:"name"`
+	Placeholder *string                  `json:"placeholder,omitempty"`
+	Type        GrafanaPayloadConfigType `json:"type"`
+}
+
+// GrafanaPayloadConfigName defines model for GrafanaPayloadConfig.Name.
+type GrafanaPayloadConfigName string
+
+// GrafanaPayloadConfigType defines model for GrafanaPayloadConfig.Type.
+type GrafanaPayloadConfigType string
+
+// GrafanaTable A table target of the older plugin (`name` is the series id), or the
+// frame of an annotation query (fields time, timeEnd, title, text,
+// tags and no rows).
+type GrafanaTable struct {
+	Columns []struct {
+		Text string                  `json:"text"`
+		Type GrafanaTableColumnsType `json:"type"`
+	} `json:"columns"`
+
+	// Meta Frame meta that Grafana shows with the data.
+	Meta  *GrafanaMeta `json:"meta,omitempty"`
+	Name  *string      `json:"name,omitempty"`
+	RefID string       `json:"refId"`
+
+	// Rows `[t, value]` rows, ascending.
+	Rows [][]*float64     `json:"rows"`
+	Type GrafanaTableType `json:"type"`
+}
+
+// GrafanaTableColumnsType defines model for GrafanaTable.Columns.Type.
+type GrafanaTableColumnsType string
+
+// GrafanaTableType defines model for GrafanaTable.Type.
+type GrafanaTableType string
+
+// GrafanaTimeSeries defines model for GrafanaTimeSeries.
+type GrafanaTimeSeries struct {
+	// Datapoints `[value, t]` pairs, ascending; `value` is `null` for an aggregate that overflows.
+	Datapoints [][]*float64 `json:"datapoints"`
+
+	// Meta Frame meta that Grafana shows with the data.
+	Meta  *GrafanaMeta `json:"meta,omitempty"`
+	RefID string       `json:"refId"`
+
+	// Target The series id.
+	Target string `json:"target"`
+}
+
+// GrafanaVariableOption A value of a template variable.
+type GrafanaVariableOption struct {
+	UnderscoreUnderscoreText  string `json:"__text"`
+	UnderscoreUnderscoreValue string `json:"__value"`
 }
 
 // LimitValue `limit`: an integer, or a string holding one.
@@ -517,6 +819,23 @@ type RollupReport struct {
 	Windows map[string]int64 `json:"windows"`
 }
 
+// RollupRun defines model for RollupRun.
+type RollupRun struct {
+	// Error An RFC 9457 problem detail; every error the API returns is one.
+	Error *Problem `json:"error,omitempty"`
+
+	// ID The run's id; `GET /v1/admin/rollups/runs/{id}` reads its state.
+	ID     string        `json:"id"`
+	Report *RollupReport `json:"report,omitempty"`
+
+	// Started When the run started (Unix ms).
+	Started int64          `json:"started"`
+	State   RollupRunState `json:"state"`
+}
+
+// RollupRunState defines model for RollupRun.State.
+type RollupRunState string
+
 // Row One point `[t, v]` or one window `[t, agg…]`, in the order of
 // `columns`. `t` is Unix milliseconds (a window's start). An aggregate
 // that overflows (a `sum` beyond ±1.8e308) is `null`.
@@ -711,8 +1030,17 @@ type BodyTooLarge = Problem
 // BudgetExceeded An RFC 9457 problem detail; every error the API returns is one.
 type BudgetExceeded = Problem
 
+// Forbidden An RFC 9457 problem detail; every error the API returns is one.
+type Forbidden = Problem
+
+// HostNotAllowed An RFC 9457 problem detail; every error the API returns is one.
+type HostNotAllowed = Problem
+
 // Internal An RFC 9457 problem detail; every error the API returns is one.
 type Internal = Problem
+
+// Overloaded An RFC 9457 problem detail; every error the API returns is one.
+type Overloaded = Problem
 
 // SeriesNotFound An RFC 9457 problem detail; every error the API returns is one.
 type SeriesNotFound = Problem
@@ -720,8 +1048,17 @@ type SeriesNotFound = Problem
 // StoreUnavailable An RFC 9457 problem detail; every error the API returns is one.
 type StoreUnavailable = Problem
 
+// Unauthorized An RFC 9457 problem detail; every error the API returns is one.
+type Unauthorized = Problem
+
 // UnsupportedMediaType An RFC 9457 problem detail; every error the API returns is one.
 type UnsupportedMediaType = Problem
+
+// RunRollupsParams defines parameters for RunRollups.
+type RunRollupsParams struct {
+	// Wait `false`: answer 202 at once instead of waiting for the report.
+	Wait *bool `form:"wait,omitempty" json:"wait,omitempty"`
+}
 
 // ListSeriesParams defines parameters for ListSeries.
 type ListSeriesParams struct {
@@ -756,8 +1093,9 @@ type ExplainReadParams struct {
 	// operation's description). Without it, `auto` follows the range.
 	MaxPoints *QueryMaxPoints `form:"max_points,omitempty" json:"max_points,omitempty"`
 
-	// Agg Comma list of the aggregates of an aggregated answer, in column
-	// order, each at most once (validated but unused for raw points).
+	// Agg The aggregates of an aggregated answer, in column order, each at
+	// most once (validated but unused for raw points): repeated
+	// (`agg=min&agg=max`), as a comma list (`agg=min,max`), or both.
 	Agg *QueryAgg `form:"agg,omitempty" json:"agg,omitempty"`
 
 	// Order Time order of the answer; `desc` reads newest first.
@@ -804,8 +1142,9 @@ type ReadPointsParams struct {
 	// operation's description). Without it, `auto` follows the range.
 	MaxPoints *QueryMaxPoints `form:"max_points,omitempty" json:"max_points,omitempty"`
 
-	// Agg Comma list of the aggregates of an aggregated answer, in column
-	// order, each at most once (validated but unused for raw points).
+	// Agg The aggregates of an aggregated answer, in column order, each at
+	// most once (validated but unused for raw points): repeated
+	// (`agg=min&agg=max`), as a comma list (`agg=min,max`), or both.
 	Agg *QueryAgg `form:"agg,omitempty" json:"agg,omitempty"`
 
 	// Order Time order of the answer; `desc` reads newest first.
@@ -861,6 +1200,68 @@ type WritePointsJSONRequestBody = WriteRequest
 
 // QueryBatchJSONRequestBody defines body for QueryBatch for application/json ContentType.
 type QueryBatchJSONRequestBody = BatchRequest
+
+// AsGrafanaTimeSeries returns the union data inside the GrafanaElement as a GrafanaTimeSeries
+func (t GrafanaElement) AsGrafanaTimeSeries() (GrafanaTimeSeries, error) {
+	var body GrafanaTimeSeries
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromGrafanaTimeSeries overwrites any union data inside the GrafanaElement as the provided GrafanaTimeSeries
+func (t *GrafanaElement) FromGrafanaTimeSeries(v GrafanaTimeSeries) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeGrafanaTimeSeries performs a merge with any union data inside the GrafanaElement, using the provided GrafanaTimeSeries
+func (t *GrafanaElement) MergeGrafanaTimeSeries(v GrafanaTimeSeries) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsGrafanaTable returns the union data inside the GrafanaElement as a GrafanaTable
+func (t GrafanaElement) AsGrafanaTable() (GrafanaTable, error) {
+	var body GrafanaTable
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromGrafanaTable overwrites any union data inside the GrafanaElement as the provided GrafanaTable
+func (t *GrafanaElement) FromGrafanaTable(v GrafanaTable) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeGrafanaTable performs a merge with any union data inside the GrafanaElement, using the provided GrafanaTable
+func (t *GrafanaElement) MergeGrafanaTable(v GrafanaTable) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t GrafanaElement) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *GrafanaElement) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -954,17 +1355,16 @@ type ClientInterface interface {
 
 	// GrafanaHealth Datasource health check ("Save & test")
 	//
-	// Answers 200 with or without a trailing slash.
+	// Answers 200 when the datasource is reachable. Grafana calls the
+	// datasource URL as configured, so `/grafana/` (with a trailing slash)
+	// answers the same.
 	//
 	// Corresponds with GET /grafana (the `GrafanaHealth` operationId).
 	GrafanaHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GrafanaHealthSlash Datasource health check, with the trailing slash
-	//
-	// Corresponds with GET /grafana/ (the `GrafanaHealthSlash` operationId).
-	GrafanaHealthSlash(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
-
 	// GrafanaAnnotationsWithBody Annotations (the older simple-json plugin; always empty)
+	//
+	// The gateway keeps no events, so there are no annotations.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -973,6 +1373,8 @@ type ClientInterface interface {
 
 	// GrafanaAnnotations Annotations (the older simple-json plugin; always empty)
 	//
+	// The gateway keeps no events, so there are no annotations.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /grafana/annotations (the `GrafanaAnnotations` operationId).
@@ -980,12 +1382,20 @@ type ClientInterface interface {
 
 	// GrafanaPayloadOptionsWithBody The values a payload option can take
 	//
+	// The choices of the query builder's select named by the body's
+	// `name`: the aggregates for `agg`, common windows for `resolution`,
+	// none for any other name.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /grafana/metric-payload-options (the `GrafanaPayloadOptions` operationId).
 	GrafanaPayloadOptionsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GrafanaPayloadOptions The values a payload option can take
+	//
+	// The choices of the query builder's select named by the body's
+	// `name`: the aggregates for `agg`, common windows for `resolution`,
+	// none for any other name.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1046,12 +1456,16 @@ type ClientInterface interface {
 
 	// GrafanaSearchWithBody Series ids by prefix (the older simple-json plugin)
 	//
+	// The series ids starting with the body's `target`.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /grafana/search (the `GrafanaSearch` operationId).
 	GrafanaSearchWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GrafanaSearch Series ids by prefix (the older simple-json plugin)
+	//
+	// The series ids starting with the body's `target`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1060,12 +1474,16 @@ type ClientInterface interface {
 
 	// GrafanaTagKeysWithBody Ad hoc filter keys (series have no tags; always empty)
 	//
+	// Series carry no tags, so ad hoc filters have no keys.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /grafana/tag-keys (the `GrafanaTagKeys` operationId).
 	GrafanaTagKeysWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GrafanaTagKeys Ad hoc filter keys (series have no tags; always empty)
+	//
+	// Series carry no tags, so ad hoc filters have no keys.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1074,12 +1492,16 @@ type ClientInterface interface {
 
 	// GrafanaTagValuesWithBody Ad hoc filter values (always empty)
 	//
+	// Series carry no tags, so ad hoc filters have no values.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /grafana/tag-values (the `GrafanaTagValues` operationId).
 	GrafanaTagValuesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GrafanaTagValues Ad hoc filter values (always empty)
+	//
+	// Series carry no tags, so ad hoc filters have no values.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1088,12 +1510,20 @@ type ClientInterface interface {
 
 	// GrafanaVariableWithBody Values of a template variable (series ids)
 	//
+	// The series ids a dashboard variable of type Query offers: those
+	// starting with the variable's query (`payload.target`, or
+	// `payload.prefix` in raw JSON mode).
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /grafana/variable (the `GrafanaVariable` operationId).
 	GrafanaVariableWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GrafanaVariable Values of a template variable (series ids)
+	//
+	// The series ids a dashboard variable of type Query offers: those
+	// starting with the variable's query (`payload.target`, or
+	// `payload.prefix` in raw JSON mode).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1138,8 +1568,23 @@ type ClientInterface interface {
 	// tests; admin-only when authentication is on. Takes no body: a
 	// body, or a `Content-Type` other than `application/json`, is a 415.
 	//
+	// The run is detached from the request: it finishes whatever the
+	// client does. The answer waits for it and is its report (200); with
+	// `wait=false` it is 202 at once, with the run's id and `Location`,
+	// and `GET /v1/admin/rollups/runs/{run}` tells how it ended. A client
+	// that leaves before the end does not stop the run either.
+	//
 	// Corresponds with POST /v1/admin/rollups/run (the `RunRollups` operationId).
-	RunRollups(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RunRollups(ctx context.Context, params *RunRollupsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRollupRun State of an on-demand rollup run
+	//
+	// The state of a run started by `POST /v1/admin/rollups/run`: running,
+	// done (with its report) or failed (with the problem). The latest 32
+	// runs are kept.
+	//
+	// Corresponds with GET /v1/admin/rollups/runs/{run} (the `GetRollupRun` operationId).
+	GetRollupRun(ctx context.Context, run string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// WritePointsWithBody Write points
 	//
@@ -1189,7 +1634,7 @@ type ClientInterface interface {
 
 	// QueryBatchWithBody Read many series
 	//
-	// Reads up to 100 series in one request. The members next to `queries`
+	// Reads up to 100 series (`--max-queries`) in one request. The members next to `queries`
 	// apply to every query; a query's own members override them (`slo`
 	// only applies to the whole request: the budget covers all queries).
 	// The results come in the order of `queries`, each shaped like the
@@ -1200,6 +1645,17 @@ type ClientInterface interface {
 	// Invalid parameters fail the whole request with a 400 naming each
 	// one: `from` for a shared member, `queries[2].agg` for a query's own.
 	// The body is at most 1 MiB.
+	//
+	// **Bounded answers.** One answer holds at most
+	// `--max-response-points` points (default 1,000,000) across all its
+	// results, so that a batch of raw reads cannot hold unbounded memory:
+	// each query's page limit is cut to an equal share of the bound
+	// (`max-response-points / number of queries`) when its own `limit`
+	// (or the default) is larger. A result cut so ends like any page that
+	// reaches its limit: with a `next_cursor` that continues exactly where
+	// it stopped. Cursors do not depend on `limit`, so the next request
+	// may repeat the same queries with their cursors. The Grafana query
+	// endpoint applies the same bound over its targets' series.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1208,7 +1664,7 @@ type ClientInterface interface {
 
 	// QueryBatch Read many series
 	//
-	// Reads up to 100 series in one request. The members next to `queries`
+	// Reads up to 100 series (`--max-queries`) in one request. The members next to `queries`
 	// apply to every query; a query's own members override them (`slo`
 	// only applies to the whole request: the budget covers all queries).
 	// The results come in the order of `queries`, each shaped like the
@@ -1219,6 +1675,17 @@ type ClientInterface interface {
 	// Invalid parameters fail the whole request with a 400 naming each
 	// one: `from` for a shared member, `queries[2].agg` for a query's own.
 	// The body is at most 1 MiB.
+	//
+	// **Bounded answers.** One answer holds at most
+	// `--max-response-points` points (default 1,000,000) across all its
+	// results, so that a batch of raw reads cannot hold unbounded memory:
+	// each query's page limit is cut to an equal share of the bound
+	// (`max-response-points / number of queries`) when its own `limit`
+	// (or the default) is larger. A result cut so ends like any page that
+	// reaches its limit: with a `next_cursor` that continues exactly where
+	// it stopped. Cursors do not depend on `limit`, so the next request
+	// may repeat the same queries with their cursors. The Grafana query
+	// endpoint applies the same bound over its targets' series.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1327,7 +1794,9 @@ func (c *Client) GetDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 
 // GrafanaHealth Datasource health check ("Save & test")
 //
-// Answers 200 with or without a trailing slash.
+// Answers 200 when the datasource is reachable. Grafana calls the
+// datasource URL as configured, so `/grafana/` (with a trailing slash)
+// answers the same.
 //
 // Corresponds with GET /grafana (the `GrafanaHealth` operationId).
 func (c *Client) GrafanaHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1342,22 +1811,9 @@ func (c *Client) GrafanaHealth(ctx context.Context, reqEditors ...RequestEditorF
 	return c.Client.Do(req)
 }
 
-// GrafanaHealthSlash Datasource health check, with the trailing slash
-//
-// Corresponds with GET /grafana/ (the `GrafanaHealthSlash` operationId).
-func (c *Client) GrafanaHealthSlash(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGrafanaHealthSlashRequest(c.Server)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
 // GrafanaAnnotationsWithBody Annotations (the older simple-json plugin; always empty)
+//
+// The gateway keeps no events, so there are no annotations.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1376,6 +1832,8 @@ func (c *Client) GrafanaAnnotationsWithBody(ctx context.Context, contentType str
 
 // GrafanaAnnotations Annotations (the older simple-json plugin; always empty)
 //
+// The gateway keeps no events, so there are no annotations.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /grafana/annotations (the `GrafanaAnnotations` operationId).
@@ -1393,6 +1851,10 @@ func (c *Client) GrafanaAnnotations(ctx context.Context, body GrafanaAnnotations
 
 // GrafanaPayloadOptionsWithBody The values a payload option can take
 //
+// The choices of the query builder's select named by the body's
+// `name`: the aggregates for `agg`, common windows for `resolution`,
+// none for any other name.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /grafana/metric-payload-options (the `GrafanaPayloadOptions` operationId).
@@ -1409,6 +1871,10 @@ func (c *Client) GrafanaPayloadOptionsWithBody(ctx context.Context, contentType 
 }
 
 // GrafanaPayloadOptions The values a payload option can take
+//
+// The choices of the query builder's select named by the body's
+// `name`: the aggregates for `agg`, common windows for `resolution`,
+// none for any other name.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1519,6 +1985,8 @@ func (c *Client) GrafanaQuery(ctx context.Context, body GrafanaQueryJSONRequestB
 
 // GrafanaSearchWithBody Series ids by prefix (the older simple-json plugin)
 //
+// The series ids starting with the body's `target`.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /grafana/search (the `GrafanaSearch` operationId).
@@ -1535,6 +2003,8 @@ func (c *Client) GrafanaSearchWithBody(ctx context.Context, contentType string, 
 }
 
 // GrafanaSearch Series ids by prefix (the older simple-json plugin)
+//
+// The series ids starting with the body's `target`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1553,6 +2023,8 @@ func (c *Client) GrafanaSearch(ctx context.Context, body GrafanaSearchJSONReques
 
 // GrafanaTagKeysWithBody Ad hoc filter keys (series have no tags; always empty)
 //
+// Series carry no tags, so ad hoc filters have no keys.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /grafana/tag-keys (the `GrafanaTagKeys` operationId).
@@ -1569,6 +2041,8 @@ func (c *Client) GrafanaTagKeysWithBody(ctx context.Context, contentType string,
 }
 
 // GrafanaTagKeys Ad hoc filter keys (series have no tags; always empty)
+//
+// Series carry no tags, so ad hoc filters have no keys.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1587,6 +2061,8 @@ func (c *Client) GrafanaTagKeys(ctx context.Context, body GrafanaTagKeysJSONRequ
 
 // GrafanaTagValuesWithBody Ad hoc filter values (always empty)
 //
+// Series carry no tags, so ad hoc filters have no values.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /grafana/tag-values (the `GrafanaTagValues` operationId).
@@ -1603,6 +2079,8 @@ func (c *Client) GrafanaTagValuesWithBody(ctx context.Context, contentType strin
 }
 
 // GrafanaTagValues Ad hoc filter values (always empty)
+//
+// Series carry no tags, so ad hoc filters have no values.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1621,6 +2099,10 @@ func (c *Client) GrafanaTagValues(ctx context.Context, body GrafanaTagValuesJSON
 
 // GrafanaVariableWithBody Values of a template variable (series ids)
 //
+// The series ids a dashboard variable of type Query offers: those
+// starting with the variable's query (`payload.target`, or
+// `payload.prefix` in raw JSON mode).
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /grafana/variable (the `GrafanaVariable` operationId).
@@ -1637,6 +2119,10 @@ func (c *Client) GrafanaVariableWithBody(ctx context.Context, contentType string
 }
 
 // GrafanaVariable Values of a template variable (series ids)
+//
+// The series ids a dashboard variable of type Query offers: those
+// starting with the variable's query (`payload.target`, or
+// `payload.prefix` in raw JSON mode).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1731,9 +2217,34 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 // tests; admin-only when authentication is on. Takes no body: a
 // body, or a `Content-Type` other than `application/json`, is a 415.
 //
+// The run is detached from the request: it finishes whatever the
+// client does. The answer waits for it and is its report (200); with
+// `wait=false` it is 202 at once, with the run's id and `Location`,
+// and `GET /v1/admin/rollups/runs/{run}` tells how it ended. A client
+// that leaves before the end does not stop the run either.
+//
 // Corresponds with POST /v1/admin/rollups/run (the `RunRollups` operationId).
-func (c *Client) RunRollups(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRunRollupsRequest(c.Server)
+func (c *Client) RunRollups(ctx context.Context, params *RunRollupsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunRollupsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRollupRun State of an on-demand rollup run
+//
+// The state of a run started by `POST /v1/admin/rollups/run`: running,
+// done (with its report) or failed (with the problem). The latest 32
+// runs are kept.
+//
+// Corresponds with GET /v1/admin/rollups/runs/{run} (the `GetRollupRun` operationId).
+func (c *Client) GetRollupRun(ctx context.Context, run string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRollupRunRequest(c.Server, run)
 	if err != nil {
 		return nil, err
 	}
@@ -1812,7 +2323,7 @@ func (c *Client) WritePoints(ctx context.Context, body WritePointsJSONRequestBod
 
 // QueryBatchWithBody Read many series
 //
-// Reads up to 100 series in one request. The members next to `queries`
+// Reads up to 100 series (`--max-queries`) in one request. The members next to `queries`
 // apply to every query; a query's own members override them (`slo`
 // only applies to the whole request: the budget covers all queries).
 // The results come in the order of `queries`, each shaped like the
@@ -1823,6 +2334,17 @@ func (c *Client) WritePoints(ctx context.Context, body WritePointsJSONRequestBod
 // Invalid parameters fail the whole request with a 400 naming each
 // one: `from` for a shared member, `queries[2].agg` for a query's own.
 // The body is at most 1 MiB.
+//
+// **Bounded answers.** One answer holds at most
+// `--max-response-points` points (default 1,000,000) across all its
+// results, so that a batch of raw reads cannot hold unbounded memory:
+// each query's page limit is cut to an equal share of the bound
+// (`max-response-points / number of queries`) when its own `limit`
+// (or the default) is larger. A result cut so ends like any page that
+// reaches its limit: with a `next_cursor` that continues exactly where
+// it stopped. Cursors do not depend on `limit`, so the next request
+// may repeat the same queries with their cursors. The Grafana query
+// endpoint applies the same bound over its targets' series.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1841,7 +2363,7 @@ func (c *Client) QueryBatchWithBody(ctx context.Context, contentType string, bod
 
 // QueryBatch Read many series
 //
-// Reads up to 100 series in one request. The members next to `queries`
+// Reads up to 100 series (`--max-queries`) in one request. The members next to `queries`
 // apply to every query; a query's own members override them (`slo`
 // only applies to the whole request: the budget covers all queries).
 // The results come in the order of `queries`, each shaped like the
@@ -1852,6 +2374,17 @@ func (c *Client) QueryBatchWithBody(ctx context.Context, contentType string, bod
 // Invalid parameters fail the whole request with a 400 naming each
 // one: `from` for a shared member, `queries[2].agg` for a query's own.
 // The body is at most 1 MiB.
+//
+// **Bounded answers.** One answer holds at most
+// `--max-response-points` points (default 1,000,000) across all its
+// results, so that a batch of raw reads cannot hold unbounded memory:
+// each query's page limit is cut to an equal share of the bound
+// (`max-response-points / number of queries`) when its own `limit`
+// (or the default) is larger. A result cut so ends like any page that
+// reaches its limit: with a `next_cursor` that continues exactly where
+// it stopped. Cursors do not depend on `limit`, so the next request
+// may repeat the same queries with their cursors. The Grafana query
+// endpoint applies the same bound over its targets' series.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2035,33 +2568,6 @@ func NewGrafanaHealthRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/grafana")
-	if operationPath[0] == '/' {
-		operationPath = "." + operationPath
-	}
-
-	queryURL, err := serverURL.Parse(operationPath)
-	if err != nil {
-		return nil, err
-	}
-
-	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
-	if err != nil {
-		return nil, err
-	}
-
-	return req, nil
-}
-
-// NewGrafanaHealthSlashRequest constructs an http.Request for the GrafanaHealthSlash method
-func NewGrafanaHealthSlashRequest(server string) (*http.Request, error) {
-	var err error
-
-	serverURL, err := url.Parse(server)
-	if err != nil {
-		return nil, err
-	}
-
-	operationPath := fmt.Sprintf("/grafana/")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -2508,7 +3014,7 @@ func NewReadyzRequest(server string) (*http.Request, error) {
 }
 
 // NewRunRollupsRequest constructs an http.Request for the RunRollups method
-func NewRunRollupsRequest(server string) (*http.Request, error) {
+func NewRunRollupsRequest(server string, params *RunRollupsParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2526,7 +3032,68 @@ func NewRunRollupsRequest(server string) (*http.Request, error) {
 		return nil, err
 	}
 
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Wait != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "wait", *params.Wait, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetRollupRunRequest constructs an http.Request for the GetRollupRun method
+func NewGetRollupRunRequest(server string, run string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "run", run, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/rollups/runs/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -2807,7 +3374,7 @@ func NewExplainReadRequest(server string, id PathSeriesID, params *ExplainReadPa
 
 		if params.Agg != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "agg", *params.Agg, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "agg", *params.Agg, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -2972,7 +3539,7 @@ func NewReadPointsRequest(server string, id PathSeriesID, params *ReadPointsPara
 
 		if params.Agg != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "agg", *params.Agg, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "agg", *params.Agg, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -3122,21 +3689,18 @@ type ClientWithResponsesInterface interface {
 
 	// GrafanaHealthWithResponse Datasource health check ("Save & test")
 	//
-	// Answers 200 with or without a trailing slash.
+	// Answers 200 when the datasource is reachable. Grafana calls the
+	// datasource URL as configured, so `/grafana/` (with a trailing slash)
+	// answers the same.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /grafana (the `GrafanaHealth` operationId).
 	GrafanaHealthWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GrafanaHealthResponse, error)
 
-	// GrafanaHealthSlashWithResponse Datasource health check, with the trailing slash
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /grafana/ (the `GrafanaHealthSlash` operationId).
-	GrafanaHealthSlashWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GrafanaHealthSlashResponse, error)
-
 	// GrafanaAnnotationsWithBodyWithResponse Annotations (the older simple-json plugin; always empty)
+	//
+	// The gateway keeps no events, so there are no annotations.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3145,6 +3709,8 @@ type ClientWithResponsesInterface interface {
 
 	// GrafanaAnnotationsWithResponse Annotations (the older simple-json plugin; always empty)
 	//
+	// The gateway keeps no events, so there are no annotations.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /grafana/annotations (the `GrafanaAnnotations` operationId).
@@ -3152,12 +3718,20 @@ type ClientWithResponsesInterface interface {
 
 	// GrafanaPayloadOptionsWithBodyWithResponse The values a payload option can take
 	//
+	// The choices of the query builder's select named by the body's
+	// `name`: the aggregates for `agg`, common windows for `resolution`,
+	// none for any other name.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /grafana/metric-payload-options (the `GrafanaPayloadOptions` operationId).
 	GrafanaPayloadOptionsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GrafanaPayloadOptionsResponse, error)
 
 	// GrafanaPayloadOptionsWithResponse The values a payload option can take
+	//
+	// The choices of the query builder's select named by the body's
+	// `name`: the aggregates for `agg`, common windows for `resolution`,
+	// none for any other name.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3218,12 +3792,16 @@ type ClientWithResponsesInterface interface {
 
 	// GrafanaSearchWithBodyWithResponse Series ids by prefix (the older simple-json plugin)
 	//
+	// The series ids starting with the body's `target`.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /grafana/search (the `GrafanaSearch` operationId).
 	GrafanaSearchWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GrafanaSearchResponse, error)
 
 	// GrafanaSearchWithResponse Series ids by prefix (the older simple-json plugin)
+	//
+	// The series ids starting with the body's `target`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3232,12 +3810,16 @@ type ClientWithResponsesInterface interface {
 
 	// GrafanaTagKeysWithBodyWithResponse Ad hoc filter keys (series have no tags; always empty)
 	//
+	// Series carry no tags, so ad hoc filters have no keys.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /grafana/tag-keys (the `GrafanaTagKeys` operationId).
 	GrafanaTagKeysWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GrafanaTagKeysResponse, error)
 
 	// GrafanaTagKeysWithResponse Ad hoc filter keys (series have no tags; always empty)
+	//
+	// Series carry no tags, so ad hoc filters have no keys.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3246,12 +3828,16 @@ type ClientWithResponsesInterface interface {
 
 	// GrafanaTagValuesWithBodyWithResponse Ad hoc filter values (always empty)
 	//
+	// Series carry no tags, so ad hoc filters have no values.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /grafana/tag-values (the `GrafanaTagValues` operationId).
 	GrafanaTagValuesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GrafanaTagValuesResponse, error)
 
 	// GrafanaTagValuesWithResponse Ad hoc filter values (always empty)
+	//
+	// Series carry no tags, so ad hoc filters have no values.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3260,12 +3846,20 @@ type ClientWithResponsesInterface interface {
 
 	// GrafanaVariableWithBodyWithResponse Values of a template variable (series ids)
 	//
+	// The series ids a dashboard variable of type Query offers: those
+	// starting with the variable's query (`payload.target`, or
+	// `payload.prefix` in raw JSON mode).
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /grafana/variable (the `GrafanaVariable` operationId).
 	GrafanaVariableWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GrafanaVariableResponse, error)
 
 	// GrafanaVariableWithResponse Values of a template variable (series ids)
+	//
+	// The series ids a dashboard variable of type Query offers: those
+	// starting with the variable's query (`payload.target`, or
+	// `payload.prefix` in raw JSON mode).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3318,10 +3912,27 @@ type ClientWithResponsesInterface interface {
 	// tests; admin-only when authentication is on. Takes no body: a
 	// body, or a `Content-Type` other than `application/json`, is a 415.
 	//
+	// The run is detached from the request: it finishes whatever the
+	// client does. The answer waits for it and is its report (200); with
+	// `wait=false` it is 202 at once, with the run's id and `Location`,
+	// and `GET /v1/admin/rollups/runs/{run}` tells how it ended. A client
+	// that leaves before the end does not stop the run either.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/admin/rollups/run (the `RunRollups` operationId).
-	RunRollupsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*RunRollupsResponse, error)
+	RunRollupsWithResponse(ctx context.Context, params *RunRollupsParams, reqEditors ...RequestEditorFn) (*RunRollupsResponse, error)
+
+	// GetRollupRunWithResponse State of an on-demand rollup run
+	//
+	// The state of a run started by `POST /v1/admin/rollups/run`: running,
+	// done (with its report) or failed (with the problem). The latest 32
+	// runs are kept.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/admin/rollups/runs/{run} (the `GetRollupRun` operationId).
+	GetRollupRunWithResponse(ctx context.Context, run string, reqEditors ...RequestEditorFn) (*GetRollupRunResponse, error)
 
 	// WritePointsWithBodyWithResponse Write points
 	//
@@ -3371,7 +3982,7 @@ type ClientWithResponsesInterface interface {
 
 	// QueryBatchWithBodyWithResponse Read many series
 	//
-	// Reads up to 100 series in one request. The members next to `queries`
+	// Reads up to 100 series (`--max-queries`) in one request. The members next to `queries`
 	// apply to every query; a query's own members override them (`slo`
 	// only applies to the whole request: the budget covers all queries).
 	// The results come in the order of `queries`, each shaped like the
@@ -3382,6 +3993,17 @@ type ClientWithResponsesInterface interface {
 	// Invalid parameters fail the whole request with a 400 naming each
 	// one: `from` for a shared member, `queries[2].agg` for a query's own.
 	// The body is at most 1 MiB.
+	//
+	// **Bounded answers.** One answer holds at most
+	// `--max-response-points` points (default 1,000,000) across all its
+	// results, so that a batch of raw reads cannot hold unbounded memory:
+	// each query's page limit is cut to an equal share of the bound
+	// (`max-response-points / number of queries`) when its own `limit`
+	// (or the default) is larger. A result cut so ends like any page that
+	// reaches its limit: with a `next_cursor` that continues exactly where
+	// it stopped. Cursors do not depend on `limit`, so the next request
+	// may repeat the same queries with their cursors. The Grafana query
+	// endpoint applies the same bound over its targets' series.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3390,7 +4012,7 @@ type ClientWithResponsesInterface interface {
 
 	// QueryBatchWithResponse Read many series
 	//
-	// Reads up to 100 series in one request. The members next to `queries`
+	// Reads up to 100 series (`--max-queries`) in one request. The members next to `queries`
 	// apply to every query; a query's own members override them (`slo`
 	// only applies to the whole request: the budget covers all queries).
 	// The results come in the order of `queries`, each shaped like the
@@ -3401,6 +4023,17 @@ type ClientWithResponsesInterface interface {
 	// Invalid parameters fail the whole request with a 400 naming each
 	// one: `from` for a shared member, `queries[2].agg` for a query's own.
 	// The body is at most 1 MiB.
+	//
+	// **Bounded answers.** One answer holds at most
+	// `--max-response-points` points (default 1,000,000) across all its
+	// results, so that a batch of raw reads cannot hold unbounded memory:
+	// each query's page limit is cut to an equal share of the bound
+	// (`max-response-points / number of queries`) when its own `limit`
+	// (or the default) is larger. A result cut so ends like any page that
+	// reaches its limit: with a `next_cursor` that continues exactly where
+	// it stopped. Cursors do not depend on `limit`, so the next request
+	// may repeat the same queries with their cursors. The Grafana query
+	// endpoint applies the same bound over its targets' series.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3479,9 +4112,30 @@ type ClientWithResponsesInterface interface {
 	ReadPointsWithResponse(ctx context.Context, id PathSeriesID, params *ReadPointsParams, reqEditors ...RequestEditorFn) (*ReadPointsResponse, error)
 }
 
+// GetHomeResponse503Headers the declared response headers of an HTTP 503 response for GetHome
+type GetHomeResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetHomeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Overloaded
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetHomeResponse503Headers
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GetHomeResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetHomeResponse) GetApplicationProblemJSON503() *Overloaded {
+	return r.ApplicationProblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3513,9 +4167,30 @@ func (r GetHomeResponse) ContentType() string {
 	return ""
 }
 
+// GetDocsResponse503Headers the declared response headers of an HTTP 503 response for GetDocs
+type GetDocsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetDocsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Overloaded
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetDocsResponse503Headers
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GetDocsResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetDocsResponse) GetApplicationProblemJSON503() *Overloaded {
+	return r.ApplicationProblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3551,12 +4226,40 @@ type GrafanaHealthResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *map[string]interface{}
+	JSON200 *GrafanaHealth
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *GrafanaError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *GrafanaError
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *GrafanaError
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GrafanaHealthResponse) GetJSON200() *map[string]interface{} {
+func (r GrafanaHealthResponse) GetJSON200() *GrafanaHealth {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GrafanaHealthResponse) GetJSON401() *GrafanaError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GrafanaHealthResponse) GetJSON403() *GrafanaError {
+	return r.JSON403
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GrafanaHealthResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GrafanaHealthResponse) GetJSON503() *GrafanaError {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3588,64 +4291,37 @@ func (r GrafanaHealthResponse) ContentType() string {
 	return ""
 }
 
-type GrafanaHealthSlashResponse struct {
-	Body         []byte
-	HTTPResponse *http.Response
-	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *map[string]interface{}
-}
-
-// GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GrafanaHealthSlashResponse) GetJSON200() *map[string]interface{} {
-	return r.JSON200
-}
-
-// GetBody returns the raw response body bytes
-func (r GrafanaHealthSlashResponse) GetBody() []byte {
-	return r.Body
-}
-
-// Status returns HTTPResponse.Status
-func (r GrafanaHealthSlashResponse) Status() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Status
-	}
-	return http.StatusText(0)
-}
-
-// StatusCode returns HTTPResponse.StatusCode
-func (r GrafanaHealthSlashResponse) StatusCode() int {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.StatusCode
-	}
-	return 0
-}
-
-// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r GrafanaHealthSlashResponse) ContentType() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Header.Get("Content-Type")
-	}
-	return ""
-}
-
 type GrafanaAnnotationsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *[]map[string]interface{}
+	JSON200 *GrafanaEmptyList
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *GrafanaError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *GrafanaError
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GrafanaAnnotationsResponse) GetJSON200() *[]map[string]interface{} {
+func (r GrafanaAnnotationsResponse) GetJSON200() *GrafanaEmptyList {
 	return r.JSON200
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GrafanaAnnotationsResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
 }
 
 // GetJSON4XX returns the response for an HTTP 4XX `application/json` response
 func (r GrafanaAnnotationsResponse) GetJSON4XX() *GrafanaError {
 	return r.JSON4XX
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GrafanaAnnotationsResponse) GetJSON503() *GrafanaError {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3681,19 +4357,33 @@ type GrafanaPayloadOptionsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *[]map[string]interface{}
+	JSON200 *[]GrafanaOption
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *GrafanaError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *GrafanaError
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GrafanaPayloadOptionsResponse) GetJSON200() *[]map[string]interface{} {
+func (r GrafanaPayloadOptionsResponse) GetJSON200() *[]GrafanaOption {
 	return r.JSON200
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GrafanaPayloadOptionsResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
 }
 
 // GetJSON4XX returns the response for an HTTP 4XX `application/json` response
 func (r GrafanaPayloadOptionsResponse) GetJSON4XX() *GrafanaError {
 	return r.JSON4XX
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GrafanaPayloadOptionsResponse) GetJSON503() *GrafanaError {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3729,19 +4419,33 @@ type GrafanaMetricsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *[]map[string]interface{}
+	JSON200 *[]GrafanaMetric
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *GrafanaError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *GrafanaError
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GrafanaMetricsResponse) GetJSON200() *[]map[string]interface{} {
+func (r GrafanaMetricsResponse) GetJSON200() *[]GrafanaMetric {
 	return r.JSON200
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GrafanaMetricsResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
 }
 
 // GetJSON4XX returns the response for an HTTP 4XX `application/json` response
 func (r GrafanaMetricsResponse) GetJSON4XX() *GrafanaError {
 	return r.JSON4XX
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GrafanaMetricsResponse) GetJSON503() *GrafanaError {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3777,19 +4481,33 @@ type GrafanaQueryResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *[]map[string]interface{}
+	JSON200 *[]GrafanaElement
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *GrafanaError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *GrafanaError
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GrafanaQueryResponse) GetJSON200() *[]map[string]interface{} {
+func (r GrafanaQueryResponse) GetJSON200() *[]GrafanaElement {
 	return r.JSON200
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GrafanaQueryResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
 }
 
 // GetJSON4XX returns the response for an HTTP 4XX `application/json` response
 func (r GrafanaQueryResponse) GetJSON4XX() *GrafanaError {
 	return r.JSON4XX
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GrafanaQueryResponse) GetJSON503() *GrafanaError {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3826,8 +4544,12 @@ type GrafanaSearchResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *[]string
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *GrafanaError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *GrafanaError
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3835,9 +4557,19 @@ func (r GrafanaSearchResponse) GetJSON200() *[]string {
 	return r.JSON200
 }
 
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GrafanaSearchResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
 // GetJSON4XX returns the response for an HTTP 4XX `application/json` response
 func (r GrafanaSearchResponse) GetJSON4XX() *GrafanaError {
 	return r.JSON4XX
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GrafanaSearchResponse) GetJSON503() *GrafanaError {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3873,19 +4605,33 @@ type GrafanaTagKeysResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *[]map[string]interface{}
+	JSON200 *GrafanaEmptyList
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *GrafanaError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *GrafanaError
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GrafanaTagKeysResponse) GetJSON200() *[]map[string]interface{} {
+func (r GrafanaTagKeysResponse) GetJSON200() *GrafanaEmptyList {
 	return r.JSON200
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GrafanaTagKeysResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
 }
 
 // GetJSON4XX returns the response for an HTTP 4XX `application/json` response
 func (r GrafanaTagKeysResponse) GetJSON4XX() *GrafanaError {
 	return r.JSON4XX
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GrafanaTagKeysResponse) GetJSON503() *GrafanaError {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3921,19 +4667,33 @@ type GrafanaTagValuesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *[]map[string]interface{}
+	JSON200 *GrafanaEmptyList
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *GrafanaError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *GrafanaError
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GrafanaTagValuesResponse) GetJSON200() *[]map[string]interface{} {
+func (r GrafanaTagValuesResponse) GetJSON200() *GrafanaEmptyList {
 	return r.JSON200
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GrafanaTagValuesResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
 }
 
 // GetJSON4XX returns the response for an HTTP 4XX `application/json` response
 func (r GrafanaTagValuesResponse) GetJSON4XX() *GrafanaError {
 	return r.JSON4XX
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GrafanaTagValuesResponse) GetJSON503() *GrafanaError {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3969,19 +4729,33 @@ type GrafanaVariableResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *[]map[string]interface{}
+	JSON200 *[]GrafanaVariableOption
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *GrafanaError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *GrafanaError
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GrafanaVariableResponse) GetJSON200() *[]map[string]interface{} {
+func (r GrafanaVariableResponse) GetJSON200() *[]GrafanaVariableOption {
 	return r.JSON200
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GrafanaVariableResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
 }
 
 // GetJSON4XX returns the response for an HTTP 4XX `application/json` response
 func (r GrafanaVariableResponse) GetJSON4XX() *GrafanaError {
 	return r.JSON4XX
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GrafanaVariableResponse) GetJSON503() *GrafanaError {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4054,9 +4828,23 @@ func (r HealthzResponse) ContentType() string {
 	return ""
 }
 
+// MetricsResponse401Headers the declared response headers of an HTTP 401 response for Metrics
+type MetricsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type MetricsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *MetricsResponse401Headers
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r MetricsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
 // GetBody returns the raw response body bytes
@@ -4088,9 +4876,37 @@ func (r MetricsResponse) ContentType() string {
 	return ""
 }
 
+// GetOpenAPIResponse503Headers the declared response headers of an HTTP 503 response for GetOpenAPI
+type GetOpenAPIResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetOpenAPIResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// YAML200 the response for an HTTP 200 `application/yaml` response
+	YAML200 *string
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Overloaded
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetOpenAPIResponse503Headers
+}
+
+// GetYAML200 returns the response for an HTTP 200 `application/yaml` response
+func (r GetOpenAPIResponse) GetYAML200() *string {
+	return r.YAML200
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GetOpenAPIResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetOpenAPIResponse) GetApplicationProblemJSON503() *Overloaded {
+	return r.ApplicationProblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4170,17 +4986,39 @@ func (r ReadyzResponse) ContentType() string {
 	return ""
 }
 
+// RunRollupsResponse202Headers the declared response headers of an HTTP 202 response for RunRollups
+type RunRollupsResponse202Headers struct {
+	Location *string
+}
+
+// RunRollupsResponse401Headers the declared response headers of an HTTP 401 response for RunRollups
+type RunRollupsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type RunRollupsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *RollupReport
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *RollupRun
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationProblemJSON503 *StoreUnavailable
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *RunRollupsResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RunRollupsResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4188,9 +5026,29 @@ func (r RunRollupsResponse) GetJSON200() *RollupReport {
 	return r.JSON200
 }
 
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r RunRollupsResponse) GetJSON202() *RollupRun {
+	return r.JSON202
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RunRollupsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RunRollupsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
 // GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r RunRollupsResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r RunRollupsResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -4232,6 +5090,113 @@ func (r RunRollupsResponse) ContentType() string {
 	return ""
 }
 
+// GetRollupRunResponse401Headers the declared response headers of an HTTP 401 response for GetRollupRun
+type GetRollupRunResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetRollupRunResponse503Headers the declared response headers of an HTTP 503 response for GetRollupRun
+type GetRollupRunResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetRollupRunResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RollupRun
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *Problem
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Overloaded
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetRollupRunResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetRollupRunResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetRollupRunResponse) GetJSON200() *RollupRun {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetRollupRunResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetRollupRunResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetRollupRunResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetRollupRunResponse) GetApplicationProblemJSON404() *Problem {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GetRollupRunResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetRollupRunResponse) GetApplicationProblemJSON503() *Overloaded {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRollupRunResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRollupRunResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRollupRunResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRollupRunResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// WritePointsResponse401Headers the declared response headers of an HTTP 401 response for WritePoints
+type WritePointsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// WritePointsResponse429Headers the declared response headers of an HTTP 429 response for WritePoints
+type WritePointsResponse429Headers struct {
+	RetryAfter *int
+}
+
 type WritePointsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4239,14 +5204,26 @@ type WritePointsResponse struct {
 	JSON200 *WriteAnswer
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationProblemJSON400 *Problem
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationProblemJSON413 *BodyTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *Problem
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationProblemJSON503 *StoreUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WritePointsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WritePointsResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4259,6 +5236,16 @@ func (r WritePointsResponse) GetApplicationProblemJSON400() *Problem {
 	return r.ApplicationProblemJSON400
 }
 
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r WritePointsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r WritePointsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
 // GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r WritePointsResponse) GetApplicationProblemJSON413() *BodyTooLarge {
 	return r.ApplicationProblemJSON413
@@ -4267,6 +5254,16 @@ func (r WritePointsResponse) GetApplicationProblemJSON413() *BodyTooLarge {
 // GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r WritePointsResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r WritePointsResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r WritePointsResponse) GetApplicationProblemJSON429() *Problem {
+	return r.ApplicationProblemJSON429
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -4308,6 +5305,16 @@ func (r WritePointsResponse) ContentType() string {
 	return ""
 }
 
+// QueryBatchResponse401Headers the declared response headers of an HTTP 401 response for QueryBatch
+type QueryBatchResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// QueryBatchResponse503Headers the declared response headers of an HTTP 503 response for QueryBatch
+type QueryBatchResponse503Headers struct {
+	RetryAfter *int
+}
+
 type QueryBatchResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4315,12 +5322,24 @@ type QueryBatchResponse struct {
 	JSON200 *BatchAnswer
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationProblemJSON413 *BodyTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Overloaded
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *QueryBatchResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *QueryBatchResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4333,6 +5352,16 @@ func (r QueryBatchResponse) GetApplicationProblemJSON400() *BadRequest {
 	return r.ApplicationProblemJSON400
 }
 
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r QueryBatchResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r QueryBatchResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
 // GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r QueryBatchResponse) GetApplicationProblemJSON413() *BodyTooLarge {
 	return r.ApplicationProblemJSON413
@@ -4343,9 +5372,19 @@ func (r QueryBatchResponse) GetApplicationProblemJSON415() *UnsupportedMediaType
 	return r.ApplicationProblemJSON415
 }
 
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r QueryBatchResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r QueryBatchResponse) GetApplicationProblemJSON500() *Internal {
 	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r QueryBatchResponse) GetApplicationProblemJSON503() *Overloaded {
+	return r.ApplicationProblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4377,6 +5416,11 @@ func (r QueryBatchResponse) ContentType() string {
 	return ""
 }
 
+// ListSeriesResponse401Headers the declared response headers of an HTTP 401 response for ListSeries
+type ListSeriesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type ListSeriesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4384,10 +5428,18 @@ type ListSeriesResponse struct {
 	JSON200 *SeriesList
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationProblemJSON503 *StoreUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListSeriesResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4398,6 +5450,21 @@ func (r ListSeriesResponse) GetJSON200() *SeriesList {
 // GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
 func (r ListSeriesResponse) GetApplicationProblemJSON400() *BadRequest {
 	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListSeriesResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListSeriesResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ListSeriesResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -4439,6 +5506,11 @@ func (r ListSeriesResponse) ContentType() string {
 	return ""
 }
 
+// GetSeriesResponse401Headers the declared response headers of an HTTP 401 response for GetSeries
+type GetSeriesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type GetSeriesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4446,12 +5518,20 @@ type GetSeriesResponse struct {
 	JSON200 *SeriesDetail
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *SeriesNotFound
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationProblemJSON503 *StoreUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetSeriesResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4464,9 +5544,24 @@ func (r GetSeriesResponse) GetApplicationProblemJSON400() *BadRequest {
 	return r.ApplicationProblemJSON400
 }
 
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetSeriesResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetSeriesResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetSeriesResponse) GetApplicationProblemJSON404() *SeriesNotFound {
 	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GetSeriesResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -4508,6 +5603,11 @@ func (r GetSeriesResponse) ContentType() string {
 	return ""
 }
 
+// ExplainReadResponse401Headers the declared response headers of an HTTP 401 response for ExplainRead
+type ExplainReadResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type ExplainReadResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4515,12 +5615,20 @@ type ExplainReadResponse struct {
 	JSON200 *Plan
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *SeriesNotFound
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationProblemJSON503 *StoreUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ExplainReadResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4533,9 +5641,24 @@ func (r ExplainReadResponse) GetApplicationProblemJSON400() *BadRequest {
 	return r.ApplicationProblemJSON400
 }
 
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ExplainReadResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ExplainReadResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r ExplainReadResponse) GetApplicationProblemJSON404() *SeriesNotFound {
 	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ExplainReadResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -4577,6 +5700,11 @@ func (r ExplainReadResponse) ContentType() string {
 	return ""
 }
 
+// ReadPointsResponse401Headers the declared response headers of an HTTP 401 response for ReadPoints
+type ReadPointsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type ReadPointsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4584,14 +5712,22 @@ type ReadPointsResponse struct {
 	JSON200 *PointsAnswer
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *SeriesNotFound
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationProblemJSON503 *StoreUnavailable
 	// ApplicationProblemJSON504 the response for an HTTP 504 `application/problem+json` response
 	ApplicationProblemJSON504 *BudgetExceeded
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReadPointsResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4604,9 +5740,24 @@ func (r ReadPointsResponse) GetApplicationProblemJSON400() *BadRequest {
 	return r.ApplicationProblemJSON400
 }
 
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ReadPointsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ReadPointsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r ReadPointsResponse) GetApplicationProblemJSON404() *SeriesNotFound {
 	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ReadPointsResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -4687,7 +5838,9 @@ func (c *ClientWithResponses) GetDocsWithResponse(ctx context.Context, reqEditor
 
 // GrafanaHealthWithResponse Datasource health check ("Save & test")
 //
-// Answers 200 with or without a trailing slash.
+// Answers 200 when the datasource is reachable. Grafana calls the
+// datasource URL as configured, so `/grafana/` (with a trailing slash)
+// answers the same.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -4700,20 +5853,9 @@ func (c *ClientWithResponses) GrafanaHealthWithResponse(ctx context.Context, req
 	return ParseGrafanaHealthResponse(rsp)
 }
 
-// GrafanaHealthSlashWithResponse Datasource health check, with the trailing slash
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /grafana/ (the `GrafanaHealthSlash` operationId).
-func (c *ClientWithResponses) GrafanaHealthSlashWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GrafanaHealthSlashResponse, error) {
-	rsp, err := c.GrafanaHealthSlash(ctx, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseGrafanaHealthSlashResponse(rsp)
-}
-
 // GrafanaAnnotationsWithBodyWithResponse Annotations (the older simple-json plugin; always empty)
+//
+// The gateway keeps no events, so there are no annotations.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4728,6 +5870,8 @@ func (c *ClientWithResponses) GrafanaAnnotationsWithBodyWithResponse(ctx context
 
 // GrafanaAnnotationsWithResponse Annotations (the older simple-json plugin; always empty)
 //
+// The gateway keeps no events, so there are no annotations.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /grafana/annotations (the `GrafanaAnnotations` operationId).
@@ -4741,6 +5885,10 @@ func (c *ClientWithResponses) GrafanaAnnotationsWithResponse(ctx context.Context
 
 // GrafanaPayloadOptionsWithBodyWithResponse The values a payload option can take
 //
+// The choices of the query builder's select named by the body's
+// `name`: the aggregates for `agg`, common windows for `resolution`,
+// none for any other name.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /grafana/metric-payload-options (the `GrafanaPayloadOptions` operationId).
@@ -4753,6 +5901,10 @@ func (c *ClientWithResponses) GrafanaPayloadOptionsWithBodyWithResponse(ctx cont
 }
 
 // GrafanaPayloadOptionsWithResponse The values a payload option can take
+//
+// The choices of the query builder's select named by the body's
+// `name`: the aggregates for `agg`, common windows for `resolution`,
+// none for any other name.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4843,6 +5995,8 @@ func (c *ClientWithResponses) GrafanaQueryWithResponse(ctx context.Context, body
 
 // GrafanaSearchWithBodyWithResponse Series ids by prefix (the older simple-json plugin)
 //
+// The series ids starting with the body's `target`.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /grafana/search (the `GrafanaSearch` operationId).
@@ -4855,6 +6009,8 @@ func (c *ClientWithResponses) GrafanaSearchWithBodyWithResponse(ctx context.Cont
 }
 
 // GrafanaSearchWithResponse Series ids by prefix (the older simple-json plugin)
+//
+// The series ids starting with the body's `target`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4869,6 +6025,8 @@ func (c *ClientWithResponses) GrafanaSearchWithResponse(ctx context.Context, bod
 
 // GrafanaTagKeysWithBodyWithResponse Ad hoc filter keys (series have no tags; always empty)
 //
+// Series carry no tags, so ad hoc filters have no keys.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /grafana/tag-keys (the `GrafanaTagKeys` operationId).
@@ -4881,6 +6039,8 @@ func (c *ClientWithResponses) GrafanaTagKeysWithBodyWithResponse(ctx context.Con
 }
 
 // GrafanaTagKeysWithResponse Ad hoc filter keys (series have no tags; always empty)
+//
+// Series carry no tags, so ad hoc filters have no keys.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4895,6 +6055,8 @@ func (c *ClientWithResponses) GrafanaTagKeysWithResponse(ctx context.Context, bo
 
 // GrafanaTagValuesWithBodyWithResponse Ad hoc filter values (always empty)
 //
+// Series carry no tags, so ad hoc filters have no values.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /grafana/tag-values (the `GrafanaTagValues` operationId).
@@ -4907,6 +6069,8 @@ func (c *ClientWithResponses) GrafanaTagValuesWithBodyWithResponse(ctx context.C
 }
 
 // GrafanaTagValuesWithResponse Ad hoc filter values (always empty)
+//
+// Series carry no tags, so ad hoc filters have no values.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4921,6 +6085,10 @@ func (c *ClientWithResponses) GrafanaTagValuesWithResponse(ctx context.Context, 
 
 // GrafanaVariableWithBodyWithResponse Values of a template variable (series ids)
 //
+// The series ids a dashboard variable of type Query offers: those
+// starting with the variable's query (`payload.target`, or
+// `payload.prefix` in raw JSON mode).
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /grafana/variable (the `GrafanaVariable` operationId).
@@ -4933,6 +6101,10 @@ func (c *ClientWithResponses) GrafanaVariableWithBodyWithResponse(ctx context.Co
 }
 
 // GrafanaVariableWithResponse Values of a template variable (series ids)
+//
+// The series ids a dashboard variable of type Query offers: those
+// starting with the variable's query (`payload.target`, or
+// `payload.prefix` in raw JSON mode).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -5015,15 +6187,38 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 // tests; admin-only when authentication is on. Takes no body: a
 // body, or a `Content-Type` other than `application/json`, is a 415.
 //
+// The run is detached from the request: it finishes whatever the
+// client does. The answer waits for it and is its report (200); with
+// `wait=false` it is 202 at once, with the run's id and `Location`,
+// and `GET /v1/admin/rollups/runs/{run}` tells how it ended. A client
+// that leaves before the end does not stop the run either.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/admin/rollups/run (the `RunRollups` operationId).
-func (c *ClientWithResponses) RunRollupsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*RunRollupsResponse, error) {
-	rsp, err := c.RunRollups(ctx, reqEditors...)
+func (c *ClientWithResponses) RunRollupsWithResponse(ctx context.Context, params *RunRollupsParams, reqEditors ...RequestEditorFn) (*RunRollupsResponse, error) {
+	rsp, err := c.RunRollups(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseRunRollupsResponse(rsp)
+}
+
+// GetRollupRunWithResponse State of an on-demand rollup run
+//
+// The state of a run started by `POST /v1/admin/rollups/run`: running,
+// done (with its report) or failed (with the problem). The latest 32
+// runs are kept.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/admin/rollups/runs/{run} (the `GetRollupRun` operationId).
+func (c *ClientWithResponses) GetRollupRunWithResponse(ctx context.Context, run string, reqEditors ...RequestEditorFn) (*GetRollupRunResponse, error) {
+	rsp, err := c.GetRollupRun(ctx, run, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRollupRunResponse(rsp)
 }
 
 // WritePointsWithBodyWithResponse Write points
@@ -5086,7 +6281,7 @@ func (c *ClientWithResponses) WritePointsWithResponse(ctx context.Context, body 
 
 // QueryBatchWithBodyWithResponse Read many series
 //
-// Reads up to 100 series in one request. The members next to `queries`
+// Reads up to 100 series (`--max-queries`) in one request. The members next to `queries`
 // apply to every query; a query's own members override them (`slo`
 // only applies to the whole request: the budget covers all queries).
 // The results come in the order of `queries`, each shaped like the
@@ -5097,6 +6292,17 @@ func (c *ClientWithResponses) WritePointsWithResponse(ctx context.Context, body 
 // Invalid parameters fail the whole request with a 400 naming each
 // one: `from` for a shared member, `queries[2].agg` for a query's own.
 // The body is at most 1 MiB.
+//
+// **Bounded answers.** One answer holds at most
+// `--max-response-points` points (default 1,000,000) across all its
+// results, so that a batch of raw reads cannot hold unbounded memory:
+// each query's page limit is cut to an equal share of the bound
+// (`max-response-points / number of queries`) when its own `limit`
+// (or the default) is larger. A result cut so ends like any page that
+// reaches its limit: with a `next_cursor` that continues exactly where
+// it stopped. Cursors do not depend on `limit`, so the next request
+// may repeat the same queries with their cursors. The Grafana query
+// endpoint applies the same bound over its targets' series.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -5111,7 +6317,7 @@ func (c *ClientWithResponses) QueryBatchWithBodyWithResponse(ctx context.Context
 
 // QueryBatchWithResponse Read many series
 //
-// Reads up to 100 series in one request. The members next to `queries`
+// Reads up to 100 series (`--max-queries`) in one request. The members next to `queries`
 // apply to every query; a query's own members override them (`slo`
 // only applies to the whole request: the budget covers all queries).
 // The results come in the order of `queries`, each shaped like the
@@ -5122,6 +6328,17 @@ func (c *ClientWithResponses) QueryBatchWithBodyWithResponse(ctx context.Context
 // Invalid parameters fail the whole request with a 400 naming each
 // one: `from` for a shared member, `queries[2].agg` for a query's own.
 // The body is at most 1 MiB.
+//
+// **Bounded answers.** One answer holds at most
+// `--max-response-points` points (default 1,000,000) across all its
+// results, so that a batch of raw reads cannot hold unbounded memory:
+// each query's page limit is cut to an equal share of the bound
+// (`max-response-points / number of queries`) when its own `limit`
+// (or the default) is larger. A result cut so ends like any page that
+// reaches its limit: with a `next_cursor` that continues exactly where
+// it stopped. Cursors do not depend on `limit`, so the next request
+// may repeat the same queries with their cursors. The Grafana query
+// endpoint applies the same bound over its targets' series.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -5242,6 +6459,36 @@ func ParseGetHomeResponse(rsp *http.Response) (*GetHomeResponse, error) {
 		HTTPResponse: rsp,
 	}
 
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Overloaded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetHomeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
 	return response, nil
 }
 
@@ -5256,6 +6503,36 @@ func ParseGetDocsResponse(rsp *http.Response) (*GetDocsResponse, error) {
 	response := &GetDocsResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Overloaded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetDocsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5276,37 +6553,39 @@ func ParseGrafanaHealthResponse(rsp *http.Response) (*GrafanaHealthResponse, err
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest map[string]interface{}
+		var dest GrafanaHealth
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON200 = &dest
 
-	}
-
-	return response, nil
-}
-
-// ParseGrafanaHealthSlashResponse parses an HTTP response from a GrafanaHealthSlashWithResponse call
-func ParseGrafanaHealthSlashResponse(rsp *http.Response) (*GrafanaHealthSlashResponse, error) {
-	bodyBytes, err := io.ReadAll(rsp.Body)
-	defer func() { _ = rsp.Body.Close() }()
-	if err != nil {
-		return nil, err
-	}
-
-	response := &GrafanaHealthSlashResponse{
-		Body:         bodyBytes,
-		HTTPResponse: rsp,
-	}
-
-	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest map[string]interface{}
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest GrafanaError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON200 = &dest
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest GrafanaError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest GrafanaError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -5328,11 +6607,18 @@ func ParseGrafanaAnnotationsResponse(rsp *http.Response) (*GrafanaAnnotationsRes
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest []map[string]interface{}
+		var dest GrafanaEmptyList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
 		var dest GrafanaError
@@ -5340,6 +6626,13 @@ func ParseGrafanaAnnotationsResponse(rsp *http.Response) (*GrafanaAnnotationsRes
 			return nil, err
 		}
 		response.JSON4XX = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest GrafanaError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -5361,11 +6654,18 @@ func ParseGrafanaPayloadOptionsResponse(rsp *http.Response) (*GrafanaPayloadOpti
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest []map[string]interface{}
+		var dest []GrafanaOption
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
 		var dest GrafanaError
@@ -5373,6 +6673,13 @@ func ParseGrafanaPayloadOptionsResponse(rsp *http.Response) (*GrafanaPayloadOpti
 			return nil, err
 		}
 		response.JSON4XX = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest GrafanaError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -5394,11 +6701,18 @@ func ParseGrafanaMetricsResponse(rsp *http.Response) (*GrafanaMetricsResponse, e
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest []map[string]interface{}
+		var dest []GrafanaMetric
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
 		var dest GrafanaError
@@ -5406,6 +6720,13 @@ func ParseGrafanaMetricsResponse(rsp *http.Response) (*GrafanaMetricsResponse, e
 			return nil, err
 		}
 		response.JSON4XX = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest GrafanaError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -5427,11 +6748,18 @@ func ParseGrafanaQueryResponse(rsp *http.Response) (*GrafanaQueryResponse, error
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest []map[string]interface{}
+		var dest []GrafanaElement
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
 		var dest GrafanaError
@@ -5439,6 +6767,13 @@ func ParseGrafanaQueryResponse(rsp *http.Response) (*GrafanaQueryResponse, error
 			return nil, err
 		}
 		response.JSON4XX = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest GrafanaError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -5466,12 +6801,26 @@ func ParseGrafanaSearchResponse(rsp *http.Response) (*GrafanaSearchResponse, err
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
 		var dest GrafanaError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON4XX = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest GrafanaError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -5493,11 +6842,18 @@ func ParseGrafanaTagKeysResponse(rsp *http.Response) (*GrafanaTagKeysResponse, e
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest []map[string]interface{}
+		var dest GrafanaEmptyList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
 		var dest GrafanaError
@@ -5505,6 +6861,13 @@ func ParseGrafanaTagKeysResponse(rsp *http.Response) (*GrafanaTagKeysResponse, e
 			return nil, err
 		}
 		response.JSON4XX = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest GrafanaError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -5526,11 +6889,18 @@ func ParseGrafanaTagValuesResponse(rsp *http.Response) (*GrafanaTagValuesRespons
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest []map[string]interface{}
+		var dest GrafanaEmptyList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
 		var dest GrafanaError
@@ -5538,6 +6908,13 @@ func ParseGrafanaTagValuesResponse(rsp *http.Response) (*GrafanaTagValuesRespons
 			return nil, err
 		}
 		response.JSON4XX = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest GrafanaError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -5559,11 +6936,18 @@ func ParseGrafanaVariableResponse(rsp *http.Response) (*GrafanaVariableResponse,
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest []map[string]interface{}
+		var dest []GrafanaVariableOption
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
 		var dest GrafanaError
@@ -5571,6 +6955,13 @@ func ParseGrafanaVariableResponse(rsp *http.Response) (*GrafanaVariableResponse,
 			return nil, err
 		}
 		response.JSON4XX = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest GrafanaError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -5616,6 +7007,29 @@ func ParseMetricsResponse(rsp *http.Response) (*MetricsResponse, error) {
 		HTTPResponse: rsp,
 	}
 
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers MetricsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -5630,6 +7044,43 @@ func ParseGetOpenAPIResponse(rsp *http.Response) (*GetOpenAPIResponse, error) {
 	response := &GetOpenAPIResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "yaml") && rsp.StatusCode == 200:
+		var dest string
+		if err := yaml.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.YAML200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Overloaded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetOpenAPIResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5689,12 +7140,40 @@ func ParseRunRollupsResponse(rsp *http.Response) (*RunRollupsResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest RollupRun
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
 		var dest UnsupportedMediaType
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -5710,6 +7189,120 @@ func ParseRunRollupsResponse(rsp *http.Response) (*RunRollupsResponse, error) {
 		}
 		response.ApplicationProblemJSON503 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers RunRollupsResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers RunRollupsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetRollupRunResponse parses an HTTP response from a GetRollupRunWithResponse call
+func ParseGetRollupRunResponse(rsp *http.Response) (*GetRollupRunResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRollupRunResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RollupRun
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Overloaded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetRollupRunResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetRollupRunResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5743,6 +7336,20 @@ func ParseWritePointsResponse(rsp *http.Response) (*WritePointsResponse, error) 
 		}
 		response.ApplicationProblemJSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest BodyTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5756,6 +7363,20 @@ func ParseWritePointsResponse(rsp *http.Response) (*WritePointsResponse, error) 
 			return nil, err
 		}
 		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -5771,6 +7392,29 @@ func ParseWritePointsResponse(rsp *http.Response) (*WritePointsResponse, error) 
 		}
 		response.ApplicationProblemJSON503 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers WritePointsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers WritePointsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -5804,6 +7448,20 @@ func ParseQueryBatchResponse(rsp *http.Response) (*QueryBatchResponse, error) {
 		}
 		response.ApplicationProblemJSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest BodyTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5818,6 +7476,13 @@ func ParseQueryBatchResponse(rsp *http.Response) (*QueryBatchResponse, error) {
 		}
 		response.ApplicationProblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5825,6 +7490,36 @@ func ParseQueryBatchResponse(rsp *http.Response) (*QueryBatchResponse, error) {
 		}
 		response.ApplicationProblemJSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Overloaded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers QueryBatchResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers QueryBatchResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5858,6 +7553,27 @@ func ParseListSeriesResponse(rsp *http.Response) (*ListSeriesResponse, error) {
 		}
 		response.ApplicationProblemJSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5872,6 +7588,19 @@ func ParseListSeriesResponse(rsp *http.Response) (*ListSeriesResponse, error) {
 		}
 		response.ApplicationProblemJSON503 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListSeriesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -5905,12 +7634,33 @@ func ParseGetSeriesResponse(rsp *http.Response) (*GetSeriesResponse, error) {
 		}
 		response.ApplicationProblemJSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest SeriesNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -5926,6 +7676,19 @@ func ParseGetSeriesResponse(rsp *http.Response) (*GetSeriesResponse, error) {
 		}
 		response.ApplicationProblemJSON503 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetSeriesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -5959,12 +7722,33 @@ func ParseExplainReadResponse(rsp *http.Response) (*ExplainReadResponse, error) 
 		}
 		response.ApplicationProblemJSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest SeriesNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -5980,6 +7764,19 @@ func ParseExplainReadResponse(rsp *http.Response) (*ExplainReadResponse, error) 
 		}
 		response.ApplicationProblemJSON503 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ExplainReadResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -6013,12 +7810,33 @@ func ParseReadPointsResponse(rsp *http.Response) (*ReadPointsResponse, error) {
 		}
 		response.ApplicationProblemJSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest SeriesNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -6041,6 +7859,19 @@ func ParseReadPointsResponse(rsp *http.Response) (*ReadPointsResponse, error) {
 		}
 		response.ApplicationProblemJSON504 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ReadPointsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil

@@ -2,6 +2,7 @@
 //
 //	gateway serve    serve the HTTP API (see -help for flags)
 //	gateway schema   print the CQL of the configured tiers; --apply creates it
+//	gateway token    print a new bearer token and its token-file line
 //	gateway version  print the version
 //
 // Every flag can also be set as GATEWAY_<FLAG> in the environment or as a
@@ -48,6 +49,8 @@ func (m Main) Run(ctx context.Context, args []string) int {
 		err = m.serve(ctx, args[1:])
 	case "schema":
 		err = m.schema(ctx, args[1:])
+	case "token":
+		err = m.token(args[1:])
 	case "version", "--version", "-version":
 		fmt.Fprintf(m.Stdout, "gateway %s\n", version)
 		return 0
@@ -78,6 +81,7 @@ func (m Main) usage(w io.Writer) {
 commands:
   serve    serve the HTTP API (gateway serve -help lists the flags)
   schema   print the CQL for the configured tiers; --apply creates it
+  token    print a new bearer token and its line of the token file (--name, --role)
   version  print the version
 
 Every flag can also be set as GATEWAY_<FLAG> in the environment

@@ -15,6 +15,7 @@ import (
 	"github.com/tsgate/tsgate/demo"
 	"github.com/tsgate/tsgate/flagconf"
 	"github.com/tsgate/tsgate/gateway"
+	"github.com/tsgate/tsgate/httpapi"
 	"github.com/tsgate/tsgate/rollup"
 )
 
@@ -113,7 +114,11 @@ func (m Main) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := gateway.Options{Logger: log, Version: version}
+	tokens, err := loadTokens(ctx, c.Auth, c.addr, log)
+	if err != nil {
+		return err
+	}
+	opts := gateway.Options{Logger: log, Tokens: tokens, Version: version}
 	store, err := gateway.OpenStore(ctx, c.Config, opts)
 	if err != nil {
 		return fmt.Errorf("open %s store: %w", c.Store, err)
@@ -141,16 +146,11 @@ func (m Main) serve(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	return m.listenAndServe(ctx, c, ln, g.Handler(), g.Rollups, log)
+	return m.listenAndServe(ctx, c, ln, httpapi.NewHTTPServer(c.HTTP.Limits, g.Handler(), log, g.Metrics), g.Rollups, log)
 }
 
-func (m Main) listenAndServe(ctx context.Context, c serveConfig, ln net.Listener, h http.Handler, worker *rollup.Worker, log *slog.Logger) error {
-	server := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+func (m Main) listenAndServe(ctx context.Context, c serveConfig, ln net.Listener, server *http.Server, worker *rollup.Worker, log *slog.Logger) error {
+	ln = c.HTTP.Limits.Listener(ln)
 	workerCtx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
 	workerDone := make(chan struct{})
 	go func() {

@@ -95,7 +95,7 @@ func generatedClient(t *testing.T, s *Server) {
 		}
 	}
 	aggregated("before the rollups")
-	run, err := c.RunRollupsWithResponse(ctx)
+	run, err := c.RunRollupsWithResponse(ctx, nil)
 	if err != nil || run.JSON200 == nil {
 		t.Fatalf("rollups: %v %d %s", err, run.StatusCode(), run.Body)
 	}
@@ -120,14 +120,15 @@ func generatedClient(t *testing.T, s *Server) {
 
 	batch, err := c.QueryBatchWithResponse(ctx, client.BatchRequest{
 		From: ptr("now-3h"), Resolution: ptr("raw"),
-		Queries: []client.BatchQuery{{Series: "c-1"}, {Series: "nope"}, {Series: "c-2", Resolution: ptr("1m"), Agg: ptr("max")}},
+		Queries: []client.BatchQuery{{Series: "c-1"}, {Series: "nope"}, {Series: "c-2", Resolution: ptr("1m"), Agg: &client.AggList{client.AggMax, client.AggMin}}},
 	})
 	if err != nil || batch.JSON200 == nil || len(batch.JSON200.Results) != 3 {
 		t.Fatalf("batch: %v %s", err, batch.Body)
 	}
 	res := batch.JSON200.Results
 	if res[0].Error != nil || len(res[0].Points) != 2 || res[1].Error == nil || res[1].Error.Type != client.ProblemTypeSeriesNotFound ||
-		res[2].Error != nil || len(res[2].Points) != 1 || res[2].Points[0][1] != 7 {
+		res[2].Error != nil || len(res[2].Points) != 1 || !slices.Equal(res[2].Points[0][1:], []float64{7, 7}) ||
+		!slices.Equal(res[2].Columns, []client.Column{client.ColumnT, client.ColumnMax, client.ColumnMin}) {
 		t.Fatalf("batch answer %s", batch.Body)
 	}
 

@@ -2,11 +2,14 @@ package apitest
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +18,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/tsgate/tsgate/api"
 )
@@ -56,10 +60,14 @@ type contractChecker struct {
 var checkerSetup = sync.OnceValues(func() (*checkerContract, error) {
 	// Pages are text to the validator.
 	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
+	openapi3filter.RegisterBodyDecoder("application/yaml", openapi3filter.PlainBodyDecoder)
 	doc, err := api.Load()
 	if err != nil {
 		return nil, err
 	}
+	// The document's server is any gateway's address; the router matches
+	// paths on whatever address a test server has.
+	doc.Servers = openapi3.Servers{{URL: "/"}}
 	router, err := gorillamux.NewRouter(doc)
 	if err != nil {
 		return nil, err
@@ -139,6 +147,9 @@ func CheckAnswer(r *http.Request, status int, header http.Header, body []byte) e
 		return err
 	}
 	ctx := context.Background()
+	if body, err = decodeAnswer(r, header, body); err != nil {
+		return err
+	}
 	if strings.HasPrefix(header.Get("Content-Type"), "application/problem+json") {
 		var p struct {
 			Type   string `json:"type"`
@@ -150,6 +161,12 @@ func CheckAnswer(r *http.Request, status int, header http.Header, body []byte) e
 		if p.Status != status || cc.problemStatus[p.Type] != status {
 			return fmt.Errorf("problem %s with status %d in an answer of status %d (x-problem-types says %d)", p.Type, p.Status, status, cc.problemStatus[p.Type])
 		}
+	}
+	if r.URL.Path == "/grafana/" {
+		// The datasource URL as Grafana may call it: the document's
+		// /grafana, which says so.
+		r = r.Clone(ctx)
+		r.URL.Path = "/grafana"
 	}
 	route, params, err := cc.router.FindRoute(r)
 	if err != nil {
@@ -202,6 +219,44 @@ func CheckAnswer(r *http.Request, status int, header http.Header, body []byte) e
 		return errors.New("no Content-Type")
 	}
 	return nil
+}
+
+// decodeAnswer undoes the Content-Encoding of an answer, which must be one
+// the request accepted, announced by Vary.
+func decodeAnswer(r *http.Request, header http.Header, body []byte) ([]byte, error) {
+	ce := header.Get("Content-Encoding")
+	if ce == "" {
+		return body, nil
+	}
+	if !strings.Contains(r.Header.Get("Accept-Encoding"), ce) {
+		return nil, fmt.Errorf("answer in Content-Encoding %q to a request that accepts %q", ce, r.Header.Get("Accept-Encoding"))
+	}
+	if !slices.Contains(header.Values("Vary"), "Accept-Encoding") {
+		return nil, fmt.Errorf("compressed answer without Vary: Accept-Encoding (Vary %q)", header.Values("Vary"))
+	}
+	var rd io.Reader
+	switch ce {
+	case "gzip":
+		zr, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			return nil, fmt.Errorf("gzip answer: %w", err)
+		}
+		rd = zr
+	case "zstd":
+		zr, err := zstd.NewReader(bytes.NewReader(body))
+		if err != nil {
+			return nil, fmt.Errorf("zstd answer: %w", err)
+		}
+		defer zr.Close()
+		rd = zr
+	default:
+		return nil, fmt.Errorf("answer in unknown Content-Encoding %q", ce)
+	}
+	out, err := io.ReadAll(rd)
+	if err != nil {
+		return nil, fmt.Errorf("%s answer does not decode: %w", ce, err)
+	}
+	return out, nil
 }
 
 // recorder passes an answer on and keeps a copy.

@@ -172,6 +172,13 @@ func NewMemStore(t testing.TB, now func() time.Time) *embedded.Store {
 // time, in the past or not.
 func NewMemServer(t *testing.T) *Server {
 	t.Helper()
+	return NewMemServerWith(t, querytest.Options{})
+}
+
+// NewMemServerWith is NewMemServer with the gateway assembled with opts
+// (tokens, limits).
+func NewMemServerWith(t *testing.T, opts querytest.Options) *Server {
+	t.Helper()
 	var env *querytest.Env
 	store := NewMemStore(t, func() time.Time {
 		if env == nil {
@@ -179,7 +186,7 @@ func NewMemServer(t *testing.T) *Server {
 		}
 		return env.Clock.Now()
 	})
-	s := NewServer(t, store)
+	s := Serve(t, querytest.NewEnv(t, store, opts))
 	env = s.Env
 	return s
 }

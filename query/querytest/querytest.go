@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tsgate/tsgate/auth"
 	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/params"
@@ -77,6 +78,8 @@ type Options struct {
 	Clock *Clock
 	// Configure adjusts the gateway's configuration (budgets, limits).
 	Configure func(*gateway.Config)
+	// Tokens turn authentication on.
+	Tokens *auth.Tokens
 }
 
 // NewEnv assembles the gateway over store.
@@ -98,7 +101,7 @@ func NewEnv(t testing.TB, store tiers.Store, opts Options) *Env {
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
 	}
-	g, err := gateway.New(context.Background(), store, cfg, gateway.Options{Now: clock.Now, WrapReader: opts.Wrap})
+	g, err := gateway.New(context.Background(), store, cfg, gateway.Options{Now: clock.Now, WrapReader: opts.Wrap, Tokens: opts.Tokens})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,417 @@
+package httpapi
+
+// The guards in front of the handlers: who may call a route (bearer tokens
+// and roles), how many requests are served at once, which Host names and
+// browser origins are answered, and the counting of every refusal. Each
+// refusal is answered before anything is read from the body or the store.
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"mime"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tsgate/tsgate/auth"
+	"github.com/tsgate/tsgate/params"
+	"github.com/tsgate/tsgate/problem"
+)
+
+// Refusal reasons, the values of tsgate_requests_refused_total's label.
+const (
+	refusedOverloaded    = "overloaded"
+	refusedUnauthorized  = "unauthorized"
+	refusedForbidden     = "forbidden"
+	refusedTooMany       = "too_many_queries"
+	refusedBodyTooLarge  = "body_too_large"
+	refusedMediaType     = "unsupported_media_type"
+	refusedHost          = "host_not_allowed"
+	refusedNewSeries     = "too_many_new_series"
+	refusedBodyTimeout   = "body_timeout"
+	refusedWriteProgress = "write_timeout"
+)
+
+var refusalReasons = []string{refusedOverloaded, refusedUnauthorized, refusedForbidden, refusedTooMany,
+	refusedBodyTooLarge, refusedMediaType, refusedHost, refusedNewSeries, refusedBodyTimeout, refusedWriteProgress}
+
+// guardMetrics count refusals, requests per token and requests in flight.
+type guardMetrics struct {
+	refused  *prometheus.CounterVec
+	byToken  *prometheus.CounterVec
+	inflight prometheus.Gauge
+}
+
+func newGuardMetrics(reg prometheus.Registerer) *guardMetrics {
+	g := &guardMetrics{
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tsgate_requests_refused_total", Help: "Requests refused, or answers cut, by a limit or by authentication, by reason.",
+		}, []string{"reason"}),
+		byToken: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tsgate_requests_by_token_total", Help: "Authenticated requests by the name of their token (never the token).",
+		}, []string{"token"}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tsgate_http_inflight_requests", Help: "Requests holding a slot of --max-inflight.",
+		}),
+	}
+	for _, r := range refusalReasons {
+		g.refused.WithLabelValues(r)
+	}
+	reg.MustRegister(g.refused, g.byToken, g.inflight)
+	return g
+}
+
+// refuse counts a refusal; the metrics may be absent.
+func (m *Metrics) refuse(reason string) {
+	if m != nil && m.guard != nil {
+		m.guard.refused.WithLabelValues(reason).Inc()
+	}
+}
+
+type tokenKey struct{}
+
+// tokenName is the name of the token the request authenticated with, or "".
+func tokenName(ctx context.Context) string {
+	n, _ := ctx.Value(tokenKey{}).(string)
+	return n
+}
+
+// roleGuard is the handler need wraps around a route. It is a type of its
+// own so that a walk over the router can tell which role every route
+// declares (TestEveryRouteDeclaresARole).
+type roleGuard struct {
+	role    auth.Role
+	s       *Server
+	grafana bool
+	// shape writes a refusal in a mounted front end's own error envelope;
+	// the Grafana plugin's shape when nil and grafana is set.
+	shape func(http.ResponseWriter, *Problem)
+	next  http.Handler
+}
+
+// need declares the role a route requires; every route of Handler passes
+// through one. With no tokens configured every route is open.
+func (s *Server) need(role auth.Role) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler { return &roleGuard{role: role, s: s, next: next} }
+}
+
+// needGrafana is need for the Grafana datasource routes, whose refusals
+// take the shape the plugin shows.
+func (s *Server) needGrafana(role auth.Role) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler { return &roleGuard{role: role, s: s, grafana: true, next: next} }
+}
+
+func (g *roleGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	toks := g.s.deps.Tokens
+	// A browser sends CORS preflights without credentials; the front end
+	// answers them without doing anything else.
+	if g.role == auth.Open || toks == nil || (g.grafana && r.Method == http.MethodOptions) {
+		g.next.ServeHTTP(w, r)
+		return
+	}
+	tok, ok := toks.Current().Lookup(bearer(r))
+	if !ok {
+		g.s.deps.Metrics.refuse(refusedUnauthorized)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="tsgate"`)
+		g.refuse(w, r, &Problem{Type: problem.Type("unauthorized"), Title: "Unauthorized", Status: http.StatusUnauthorized,
+			Detail: "send Authorization: Bearer <token> with a token of role " + g.role.String() + " or higher"})
+		return
+	}
+	if m := g.s.deps.Metrics; m != nil && m.guard != nil {
+		m.guard.byToken.WithLabelValues(tok.Name).Inc()
+	}
+	if tok.Role < g.role {
+		g.s.deps.Metrics.refuse(refusedForbidden)
+		g.s.logger(r).Info("request refused: role too low", "token", tok.Name, "role", tok.Role.String(), "needs", g.role.String())
+		g.refuse(w, r, &Problem{Type: problem.Type("forbidden"), Title: "Forbidden", Status: http.StatusForbidden,
+			Detail: "the token " + strconv.Quote(tok.Name) + " has role " + tok.Role.String() + "; " + r.Method + " " + r.URL.Path + " needs " + g.role.String()})
+		return
+	}
+	g.next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tokenKey{}, tok.Name)))
+}
+
+func (g *roleGuard) refuse(w http.ResponseWriter, r *http.Request, p *Problem) {
+	if g.shape != nil {
+		g.shape(w, p)
+		return
+	}
+	if g.grafana {
+		// The plugin's error shape, with the true status: Grafana's proxy
+		// turns a 401 into its own "Authentication to data source failed",
+		// which says what is wrong; the browser access mode shows message.
+		writeGrafanaShaped(w, p)
+		return
+	}
+	writeJSONProblem(w, p)
+}
+
+// writeGrafanaShaped answers p in the shape the Grafana plugin shows,
+// keeping its status.
+func writeGrafanaShaped(w http.ResponseWriter, p *Problem) {
+	b, _ := json.Marshal(struct {
+		Message string `json:"message"`
+		Error   string `json:"error"`
+	}{p.Detail, p.Title})
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// bearer is the token of an Authorization: Bearer header, or "".
+func bearer(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+// neverShed are the paths served whatever the load: probes and metrics
+// must tell the truth about an overloaded gateway, not add to it.
+var neverShed = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
+
+// limiter admits at most Limits.MaxInflight requests at once; a request
+// waits up to MaxQueueWait for a slot and is refused as overloaded after
+// that, before it reads anything.
+type limiter struct {
+	slots chan struct{}
+	wait  time.Duration
+}
+
+func newLimiter(l Limits) *limiter {
+	if l.MaxInflight < 1 {
+		return nil
+	}
+	return &limiter{slots: make(chan struct{}, l.MaxInflight), wait: l.MaxQueueWait}
+}
+
+func (s *Server) limit(lim *limiter) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if lim == nil {
+			return next
+		}
+		retryAfter := strconv.Itoa(int(max(1, math.Ceil(lim.wait.Seconds()))))
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if neverShed[r.URL.Path] {
+				next.ServeHTTP(w, r)
+				return
+			}
+			if !lim.acquire(r.Context()) {
+				s.deps.Metrics.refuse(refusedOverloaded)
+				w.Header().Set("Retry-After", retryAfter)
+				p := &Problem{Type: problem.Type("overloaded"), Title: "Overloaded", Status: http.StatusServiceUnavailable,
+					Detail: "the gateway is serving as many requests as it may (--max-inflight); retry after " + retryAfter + "s"}
+				if strings.HasPrefix(r.URL.Path, "/grafana") {
+					writeGrafanaShaped(w, p)
+				} else {
+					writeJSONProblem(w, p)
+				}
+				return
+			}
+			if m := s.deps.Metrics; m != nil && m.guard != nil {
+				m.guard.inflight.Inc()
+				defer m.guard.inflight.Dec()
+			}
+			defer func() { <-lim.slots }()
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+func (l *limiter) acquire(ctx context.Context) bool {
+	select {
+	case l.slots <- struct{}{}:
+		return true
+	default:
+	}
+	if l.wait <= 0 {
+		return false
+	}
+	t := time.NewTimer(l.wait)
+	defer t.Stop()
+	select {
+	case l.slots <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// checkHost answers only the configured Host names, so that a page of
+// another site whose name was re-pointed at this address (DNS rebinding)
+// cannot read the API through the victim's browser. Probes pass: they
+// answer nothing a page could use, and orchestrators call them by address.
+func (s *Server) checkHost(next http.Handler) http.Handler {
+	allowed := s.cfg.Limits.AllowedHosts
+	if len(allowed) == 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || hostAllowed(r.Host, allowed) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		s.deps.Metrics.refuse(refusedHost)
+		writeJSONProblem(w, &Problem{Type: problem.Type("host-not-allowed"), Title: "Host not allowed", Status: http.StatusMisdirectedRequest,
+			Detail: "this gateway does not answer for Host " + strconv.Quote(r.Host) + " (--allowed-hosts)"})
+	})
+}
+
+// hostAllowed matches host[:port] against entries that are a name (any
+// port) or a name:port, case-insensitively.
+func hostAllowed(host string, allowed []string) bool {
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	name = strings.Trim(name, "[]")
+	for _, a := range allowed {
+		if strings.EqualFold(a, host) || strings.EqualFold(strings.Trim(a, "[]"), name) {
+			return true
+		}
+	}
+	return false
+}
+
+// jsonBodyOnly refuses a POST whose body is not declared as JSON: a
+// browser sends text/plain, form and multipart bodies to any origin
+// without asking first, so accepting only application/json makes every
+// cross-origin write wait for a preflight the gateway can refuse. A POST
+// without a Content-Type passes only when it has no body at all.
+func jsonBodyOnly(onRefuse func(http.ResponseWriter, *http.Request, *Problem), also ...string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost && r.Method != http.MethodPut {
+				next.ServeHTTP(w, r)
+				return
+			}
+			ct := r.Header.Get("Content-Type")
+			if ct == "" {
+				if empty, body := bodyIsEmpty(r.Body); empty {
+					r.Body = body
+					next.ServeHTTP(w, r)
+					return
+				}
+			} else if mt, _, err := mime.ParseMediaType(ct); err == nil && (mt == "application/json" || slices.Contains(also, mt)) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			onRefuse(w, r, &Problem{Type: problem.Type("unsupported-media-type"), Title: "Unsupported media type", Status: http.StatusUnsupportedMediaType,
+				Detail: "send the body as application/json (Content-Type was " + quoteOrMissing(ct) + ")"})
+		})
+	}
+}
+
+// bodyIsEmpty reads at most one byte of body to tell whether it holds
+// anything, and returns a body that still yields all of it.
+func bodyIsEmpty(body io.ReadCloser) (bool, io.ReadCloser) {
+	if body == nil || body == http.NoBody {
+		return true, body
+	}
+	var one [1]byte
+	n, _ := io.ReadFull(body, one[:])
+	if n == 0 {
+		return true, body
+	}
+	return false, struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(strings.NewReader(string(one[:n])), body), body}
+}
+
+// refuseProblem writes a refusal of the v1 API and counts it.
+func (s *Server) refuseProblem(w http.ResponseWriter, r *http.Request, p *Problem) {
+	s.deps.Metrics.refuse(refusalOf(p))
+	writeJSONProblem(w, p)
+}
+
+// refuseGrafana writes a refusal in the Grafana plugin's shape and counts it.
+func (s *Server) refuseGrafana(w http.ResponseWriter, r *http.Request, p *Problem) {
+	s.deps.Metrics.refuse(refusalOf(p))
+	writeGrafanaShaped(w, p)
+}
+
+func refusalOf(p *Problem) string {
+	switch p.Status {
+	case http.StatusUnsupportedMediaType:
+		return refusedMediaType
+	case http.StatusRequestEntityTooLarge:
+		return refusedBodyTooLarge
+	}
+	return strings.TrimPrefix(p.Type, "/docs#problem-")
+}
+
+// The names this file and its neighbours use for the problem package's
+// types and helpers.
+type (
+	Problem    = problem.Problem
+	ParamError = problem.ParamError
+)
+
+func writeJSONProblem(w http.ResponseWriter, p *Problem) { problem.Write(w, p) }
+func toProblem(err error) *Problem                       { return problem.From(err) }
+func storeFailure(err error) error                       { return problem.Unavailable(err) }
+
+func badParam(param, message string) *Problem {
+	return problem.BadParams(params.Errors{params.Bad(param, "%s", message)})
+}
+
+func quoteOrMissing(s string) string {
+	if s == "" {
+		return "missing"
+	}
+	return strconv.Quote(s)
+}
+
+// guardMount puts a mounted front end (/grafana) behind the role it needs,
+// answering refusals in the Grafana plugin's shape, and takes only JSON
+// bodies.
+func (s *Server) guardMount(role auth.Role, h http.Handler, bodies []string, shape func(http.ResponseWriter, *Problem)) http.Handler {
+	onRefuse := s.refuseGrafana
+	if shape != nil {
+		onRefuse = func(w http.ResponseWriter, r *http.Request, p *Problem) {
+			s.deps.Metrics.refuse(refusalOf(p))
+			shape(w, p)
+		}
+	}
+	g := &roleGuard{role: role, s: s, grafana: true, shape: shape, next: jsonBodyOnly(onRefuse, bodies...)(h)}
+	if sub, ok := h.(chi.Routes); ok {
+		return &mountGuard{roleGuard: g, sub: sub}
+	}
+	return g
+}
+
+// mountGuard is a guarded front end that still shows its routes to
+// chi.Walk, with the guard among their middlewares, so that the test that
+// every route declares a role sees the mounted ones too.
+type mountGuard struct {
+	*roleGuard
+	sub chi.Routes
+}
+
+func (m *mountGuard) Routes() []chi.Route { return m.sub.Routes() }
+func (m *mountGuard) Middlewares() chi.Middlewares {
+	g := m.roleGuard
+	mark := func(next http.Handler) http.Handler {
+		return &roleGuard{role: g.role, s: g.s, grafana: true, shape: g.shape, next: next}
+	}
+	return append(chi.Middlewares{mark}, m.sub.Middlewares()...)
+}
+func (m *mountGuard) Match(rctx *chi.Context, method, path string) bool {
+	return m.sub.Match(rctx, method, path)
+}
+func (m *mountGuard) Find(rctx *chi.Context, method, path string) string {
+	return m.sub.Find(rctx, method, path)
+}

@@ -5,12 +5,15 @@
 #   make run             the gateway on the embedded store (./data) with demo series
 #   make test            vet, lint the contract, unit tests, the generated clients
 #                        against a gateway, browser tests of the dashboard, then
-#                        integration tests against Cassandra
+#                        integration tests against Cassandra: a single node, then
+#                        a three-node cluster (cluster-test)
 #   make lint            Redocly's and Spectral's rulesets on api/openapi.yaml
 #   make client-test     TypeScript and Python clients generated from the contract,
 #                        against a gateway on the embedded store
 #   make browser-test    the dashboard in Debian's Chromium against a real gateway
 #                        (UPDATE_SCREENSHOTS=1 refreshes the screenshot baselines)
+#   make cluster-test    the fault tests on a three-node cluster started for them
+#                        (scripts/cassandra.sh cluster run; integration/cluster)
 #   make bench           benchmarks: embedded-store and encoding ones, then the ones
 #                        against Cassandra (docs/benchmarks.md; BENCH_ARGS passes
 #                        flags such as -bench.rounds=9 to the latter)
@@ -40,7 +43,7 @@ BENCH_ARGS ?=
 FUZZTIME ?= 60s
 FUZZ ?= .
 
-.PHONY: build generate run test vet lint unit-test client-test browser-test integration-test bench fuzz loadtest cassandra-up cassandra-down
+.PHONY: build generate run test vet lint unit-test client-test browser-test integration-test cluster-test bench fuzz loadtest cassandra-up cassandra-down
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/gateway ./cmd/gateway
@@ -53,11 +56,12 @@ generate:
 run:
 	$(GO) run -ldflags "-X main.version=$(VERSION)" ./cmd/gateway serve --demo --data-dir data
 
-test: vet lint unit-test client-test browser-test integration-test
+test: vet lint unit-test client-test browser-test integration-test cluster-test
 
 vet:
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./integration/...
+	$(GO) vet -tags cluster ./integration/cluster/
 
 # The linters and their exceptions (each with its reason) are in api/lint.
 # Redocly exits 0 on warnings; the contract must have none.
@@ -86,6 +90,12 @@ browser-test:
 
 integration-test:
 	scripts/cassandra.sh run $(GO) test -tags integration -count=1 ./integration/...
+
+# Its own cluster on 127.0.0.1-3 (native port 9043, storage port 7001), never
+# a running one: the tests kill and restart its nodes. Stopped afterwards,
+# also when the tests fail.
+cluster-test:
+	scripts/cassandra.sh cluster run $(GO) test -tags cluster -count=1 -timeout 15m ./integration/cluster/
 
 # The load test runs the gateway binary as a separate process, so that its
 # memory is measured alone; the Cassandra node it starts listens on

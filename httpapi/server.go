@@ -296,9 +296,35 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.deps.Ready(ctx); err != nil {
-		s.writeProblem(w, r, problem.Unavailable(err))
+		s.writeProblem(w, r, notReady(err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write([]byte(`{"status":"ready"}` + "\n"))
+}
+
+// notReady is the store-unavailable problem with the store's reason: a
+// probe's answer is read by operators, who need to know why.
+func notReady(err error) *problem.Problem {
+	return problem.New(http.StatusServiceUnavailable, "store-unavailable", "Store unavailable", "not ready: "+err.Error())
+}
+
+// Starting answers while the gateway waits for its store: /healthz says the
+// process is up, /readyz why the store is not ready, and every other
+// request gets the store-unavailable problem with that reason.
+func Starting(ready func(context.Context) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		err := ready(ctx)
+		if err == nil {
+			err = errors.New("the gateway is starting")
+		}
+		problem.Write(w, notReady(err))
+	})
 }

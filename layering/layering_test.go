@@ -43,7 +43,7 @@ var layers = [][]string{
 // package but commands, and no production package may import them.
 var support = []string{
 	"tiers/storetest", "query/querytest", "httpapi/apitest", "promapi/promtest",
-	"integration", "layering", "scripts/cassandra/cql",
+	"integration", "integration/cluster", "layering", "scripts/cassandra/cql",
 }
 
 // adapters import from the module only the storage model they implement
@@ -65,7 +65,8 @@ var ioPackages = []string{"os", "os/exec", "os/signal", "net", "net/http", "io/f
 
 // restricted are outside imports only some packages may use.
 var restricted = map[string][]string{
-	"github.com/apache/cassandra-gocql-driver/v2": {"tiers/cassandra", "scripts/cassandra/cql", "integration"},
+	"github.com/apache/cassandra-gocql-driver/v2": {"tiers/cassandra", "scripts/cassandra/cql", "integration", "integration/cluster"},
+	"github.com/Shopify/toxiproxy/v2":             {"integration/cluster"},
 	"github.com/cockroachdb/pebble/v2":            {"tiers/embedded"},
 	"github.com/go-chi/chi/v5":                    {"httpapi", "grafana", "promapi", "httpapi/apitest", "integration"},
 	"github.com/getkin/kin-openapi":               {"api", "httpapi", "httpapi/apitest"},

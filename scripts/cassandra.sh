@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Single-node Apache Cassandra for integration tests and benchmarks.
+# Apache Cassandra for integration tests and benchmarks: a single node, or a
+# local multi-node cluster (the "cluster" subcommands).
 #
 #   scripts/cassandra.sh start        fetch Cassandra (once), start a node, wait until CQL works
 #   scripts/cassandra.sh stop         stop the node started by this script
@@ -7,6 +8,19 @@
 #                                     answers CQL, 3 if it is not running, 1 if it runs but
 #                                     does not answer
 #   scripts/cassandra.sh cql STMT...  run one CQL statement, print rows tab-separated
+#   scripts/cassandra.sh cluster start [N]     a cluster of N nodes (3), node i on 127.0.0.i,
+#                                     started one after another; returns once every node
+#                                     lists the others as peers and all agree on the schema
+#   scripts/cassandra.sh cluster stop          stop every node of the cluster
+#   scripts/cassandra.sh cluster kill NODE     SIGKILL node NODE (1..N)
+#   scripts/cassandra.sh cluster restart NODE  stop NODE if it runs, start it on its data,
+#                                     wait until it answers CQL
+#   scripts/cassandra.sh cluster status        one line per node; exit 0 if all answer CQL,
+#                                     1 if some do not, 3 if none does
+#   scripts/cassandra.sh cluster run CMD...    CMD with CASSANDRA_CLUSTER_HOSTS set to the
+#                                     nodes' addresses, starting a cluster for it (and
+#                                     stopping it after CMD, also when CMD fails) unless one
+#                                     runs already (then it is used and left running)
 #   scripts/cassandra.sh run CMD...   run CMD with CASSANDRA_HOSTS set: to CASSANDRA_HOSTS
 #                                     if that is set already (nothing is started), else to
 #                                     the running local node (left running), else to a
@@ -26,6 +40,8 @@
 #   node/            conf, data, commit log, ... of the node (fresh on every start)
 #   logs/            cassandra.log (the node's output), maven.log, heap dumps
 #   cassandra.pid    pid of the running node; cassandra.port its native port
+#   cluster/         cluster mode: size, nodeN.pid, nodeN/ (conf, data, commit log,
+#                    logs/cassandra.log of node N; fresh on every cluster start)
 #
 # Environment:
 #   CASSANDRA_NATIVE_PORT    CQL port (9042)
@@ -41,6 +57,11 @@
 #   CASSANDRA_HOME_CACHE     cache directory (<repo>/.cassandra)
 #   CASSANDRA_JAVA_HOME      JDK to run Cassandra with (default: a JDK 17 found in /usr/lib/jvm)
 #   CASSANDRA_JVM_OPTS       extra JVM options, appended last (word-split)
+#   CASSANDRA_CLUSTER_NATIVE_PORT   cluster mode: CQL port of every node (9043)
+#   CASSANDRA_CLUSTER_STORAGE_PORT  cluster mode: internode port of every node (7001)
+#   CASSANDRA_CLUSTER_JMX_PORT      cluster mode: node i's local JMX port is this + i (7300)
+#   CASSANDRA_CLUSTER_HEAP          cluster mode: heap of each node (768M)
+#   CASSANDRA_CLUSTER_SIZE          cluster run: number of nodes (3)
 #   CASSANDRA_HOSTS          for cql: where to connect (default 127.0.0.1:<port of
 #                            the running node>); for run: the cluster to use instead
 #                            of a local node
@@ -250,6 +271,13 @@ jvm_opts() {
   fi
 }
 
+# render_yaml ADDRESS SEEDS NATIVE_PORT STORAGE_PORT prints the cassandra.yaml
+# of the node in $NODE.
+render_yaml() {
+  sed -e "s#@NODE_DIR@#$NODE#g" -e "s#@ADDRESS@#$1#g" -e "s#@SEEDS@#$2#g" \
+    -e "s#@NATIVE_PORT@#$3#g" -e "s#@STORAGE_PORT@#$4#g" "$ROOT/scripts/cassandra/cassandra.yaml.in"
+}
+
 cmd_start() {
   local pid version t0 elapsed remaining
   if pid="$(running_pid)"; then
@@ -270,8 +298,7 @@ cmd_start() {
     rm -rf "$NODE"
   fi
   mkdir -p "$NODE/conf/triggers" "$NODE/tmp" "$LOGDIR"
-  sed -e "s#@NODE_DIR@#$NODE#g" -e "s#@NATIVE_PORT@#$NATIVE_PORT#g" -e "s#@STORAGE_PORT@#$STORAGE_PORT#g" \
-    "$ROOT/scripts/cassandra/cassandra.yaml.in" >"$NODE/conf/cassandra.yaml"
+  render_yaml 127.0.0.1 "127.0.0.1:$STORAGE_PORT" "$NATIVE_PORT" "$STORAGE_PORT" >"$NODE/conf/cassandra.yaml"
   cp "$ROOT/scripts/cassandra/logback.xml" "$NODE/conf/logback.xml"
   [ -f "$LOG" ] && mv -f "$LOG" "$LOG.prev"
   : >"$LOG" # exists before the background JVM opens it, for the wait below
@@ -374,11 +401,304 @@ cmd_run() {
   CASSANDRA_HOSTS="127.0.0.1:$(running_port)" "$@"
 }
 
+# ---------------------------------------------------------------------------
+# Cluster mode: N nodes (default 3), node i on 127.0.0.i, all on the same
+# native and storage ports (Linux routes all of 127/8 to loopback), one data
+# center (datacenter1, SimpleSnitch), node 1 the seed, evenly spaced single
+# tokens and auto_bootstrap off, so a fresh cluster forms without streaming.
+
+CLUSTER="$CACHE/cluster"
+CL_NATIVE_PORT="${CASSANDRA_CLUSTER_NATIVE_PORT:-9043}"
+CL_STORAGE_PORT="${CASSANDRA_CLUSTER_STORAGE_PORT:-7001}"
+CL_JMX_BASE="${CASSANDRA_CLUSTER_JMX_PORT:-7300}"
+CL_HEAP="${CASSANDRA_CLUSTER_HEAP:-768M}"
+
+cl_size() { cat "$CLUSTER/size" 2>/dev/null || echo 0; }
+cl_addr() { echo "127.0.0.$1"; }
+cl_hosts() {
+  local i out=""
+  for ((i = 1; i <= $1; i++)); do out+="${out:+,}$(cl_addr "$i"):$CL_NATIVE_PORT"; done
+  echo "$out"
+}
+cl_log() { echo "$CLUSTER/node$1/logs/cassandra.log"; }
+
+# cl_pid prints the pid of cluster node $1 if it runs.
+cl_pid() {
+  local pid f="$CLUSTER/node$1.pid"
+  [ -f "$f" ] || return 1
+  pid="$(cat "$f")"
+  [ -n "$pid" ] && alive "$pid" || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'org.apache.cassandra.service.CassandraDaemon' || return 1
+  echo "$pid"
+}
+
+cl_check_node_arg() {
+  local n
+  n="$(cl_size)"
+  [[ "${1:-}" =~ ^[0-9]+$ ]] && [ "$1" -ge 1 ] && [ "$1" -le "$n" ] \
+    || die "cluster: NODE must be a number from 1 to $n (the cluster's size), not '${1:-}'"
+}
+
+# cl_token prints node $1's token of $2 evenly spaced Murmur3 tokens, computed
+# in halves so that no intermediate value leaves the signed 64-bit range.
+cl_token() {
+  local half=$((4611686018427387904 / $2))
+  echo $(((($1 - 1) * half - 2305843009213693952) * 4))
+}
+
+# cl_launch starts node $1 of a cluster of $2 in the background, keeping its
+# data when it has some.
+cl_launch() {
+  local i=$1 n=$2 addr pid
+  addr="$(cl_addr "$i")"
+  local NODE="$CLUSTER/node$i" LOGDIR="$CLUSTER/node$i/logs" HEAP="$CL_HEAP"
+  local log="$LOGDIR/cassandra.log"
+  mkdir -p "$NODE/conf/triggers" "$NODE/tmp" "$LOGDIR"
+  {
+    render_yaml "$addr" "$(cl_addr 1):$CL_STORAGE_PORT" "$CL_NATIVE_PORT" "$CL_STORAGE_PORT"
+    echo "initial_token: $(cl_token "$i" "$n")"
+    echo "auto_bootstrap: false"
+  } >"$NODE/conf/cassandra.yaml"
+  cp "$ROOT/scripts/cassandra/logback.xml" "$NODE/conf/logback.xml"
+  [ -f "$log" ] && mv -f "$log" "$log.prev"
+  : >"$log"
+  jvm_opts
+  # Nodes are killed and restarted: their system tables (the schema above
+  # all) must survive SIGKILL, which cassandra.unsafesystem gives up.
+  local kept=() o
+  for o in "${JVM_OPTS[@]}"; do
+    [ "$o" = -Dcassandra.unsafesystem=true ] || kept+=("$o")
+  done
+  JVM_OPTS=("${kept[@]}")
+  JVM_OPTS+=(
+    "-Dcassandra.jmx.local.port=$((CL_JMX_BASE + i))"
+    # Fresh test cluster: nodes join with preassigned tokens and no data to
+    # stream, so range movements need no serialising, and a stopping node
+    # need not announce itself for the default 2 s.
+    -Dcassandra.consistent.rangemovement=false
+    -Dcassandra.shutdown_announce_in_ms=200
+  )
+  setsid "$JAVA_HOME17/bin/java" "${JVM_OPTS[@]}" -cp "$NODE/conf:$LIB/*" \
+    org.apache.cassandra.service.CassandraDaemon >>"$log" 2>&1 </dev/null &
+  pid=$!
+  echo "$pid" >"$CLUSTER/node$i.pid"
+}
+
+# cl_wait_cql waits until node $1 accepts CQL, or fails naming why.
+cl_wait_cql() {
+  local i=$1 deadline=$2 pid log remaining
+  log="$(cl_log "$i")"
+  until grep -qs 'Starting listening for CQL clients' "$log"; do
+    pid="$(cl_pid "$i")" || cl_fail "node $i ($(cl_addr "$i")) exited during startup" "$i"
+    [ "$SECONDS" -lt "$deadline" ] || cl_fail "node $i did not open the CQL port within $START_TIMEOUT s" "$i"
+    sleep 0.2
+  done
+  remaining=$((deadline - SECONDS))
+  [ "$remaining" -gt 0 ] || remaining=1
+  cl_cql "$i" -retry-for "${remaining}s" "SELECT release_version FROM system.local" >/dev/null \
+    || cl_fail "CQL query against node $i ($(cl_addr "$i"):$CL_NATIVE_PORT) failed" "$i"
+}
+
+# cl_cql runs a statement on node $1 alone (no other node coordinates it).
+cl_cql() {
+  local i=$1
+  shift
+  "$CQL_BIN" -hosts "$(cl_addr "$i"):$CL_NATIVE_PORT" -only -timeout 5s "$@"
+}
+
+# cl_formed tells whether every one of the $1 nodes answers CQL, lists the
+# other nodes in system.peers with their addresses and host ids, and has the
+# same schema version as the others; $2 nonempty prints what is missing.
+cl_formed() {
+  local n=$1 i out rows versions="" v
+  for ((i = 1; i <= n; i++)); do
+    if ! out="$(cl_cql "$i" "SELECT peer, rpc_address, host_id, schema_version FROM system.peers" 2>&1)"; then
+      [ -z "${2:-}" ] || log "node $i: $out"
+      return 1
+    fi
+    rows="$(echo "$out" | sed 1d | grep -vc null || true)"
+    if [ "$rows" -ne $((n - 1)) ]; then
+      [ -z "${2:-}" ] || log "node $i lists $rows of $((n - 1)) peers complete"
+      return 1
+    fi
+    v="$(cl_cql "$i" "SELECT schema_version FROM system.local" 2>/dev/null | sed -n 2p)" || return 1
+    versions+="$v"$'\n'
+    v="$(echo "$out" | sed 1d | cut -f 4)"
+    versions+="$v"$'\n'
+  done
+  if [ "$(echo -n "$versions" | sort -u | wc -l)" -ne 1 ]; then
+    [ -z "${2:-}" ] || log "schema versions disagree: $(echo -n "$versions" | sort -u | tr '\n' ' ')"
+    return 1
+  fi
+}
+
+cl_fail() {
+  local node="${2:-}" i
+  log "cluster: $1"
+  for ((i = 1; i <= $(cl_size); i++)); do
+    [ -z "$node" ] || [ "$i" = "$node" ] || continue
+    log "last lines of $(cl_log "$i"):"
+    tail -n 40 "$(cl_log "$i")" >&2 || true
+  done
+  cmd_cluster_stop >&2 || true
+  exit 1
+}
+
+cmd_cluster_start() {
+  local n="${1:-3}" i t0 elapsed deadline addr
+  [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 9 ] || die "cluster start: N must be from 1 to 9, not '$n'"
+  for ((i = 1; i <= $(cl_size); i++)); do
+    if cl_pid "$i" >/dev/null; then
+      echo "a cluster of $(cl_size) nodes is already running ($(cl_hosts "$(cl_size)"))"
+      return 0
+    fi
+  done
+  for ((i = 1; i <= n; i++)); do
+    addr="$(cl_addr "$i")"
+    for p in "$CL_NATIVE_PORT" "$CL_STORAGE_PORT"; do
+      ! (exec 3<>"/dev/tcp/$addr/$p") 2>/dev/null \
+        || die "port $p on $addr is already in use (set CASSANDRA_CLUSTER_NATIVE_PORT / CASSANDRA_CLUSTER_STORAGE_PORT)"
+    done
+    ! port_busy $((CL_JMX_BASE + i)) || die "JMX port $((CL_JMX_BASE + i)) is already in use (set CASSANDRA_CLUSTER_JMX_PORT)"
+  done
+  case "$SKIP_SYNC" in true | false) ;; *) die "CASSANDRA_SKIP_SYNC must be true or false" ;; esac
+  ensure_java17
+  fetch_classpath
+  ensure_cql
+  if [ "${CASSANDRA_KEEP_DATA:-0}" != 1 ]; then
+    rm -rf "$CLUSTER"
+  fi
+  mkdir -p "$CLUSTER"
+  echo "$n" >"$CLUSTER/size"
+  log "starting a cluster of $n Cassandra $VERSION nodes on $(cl_hosts "$n") (heap $CL_HEAP each, storage port $CL_STORAGE_PORT)"
+  t0=$EPOCHREALTIME
+  deadline=$((SECONDS + START_TIMEOUT))
+  for ((i = 1; i <= n; i++)); do
+    cl_launch "$i" "$n"
+    cl_wait_cql "$i" "$deadline"
+    log "node $i accepting CQL on $(cl_addr "$i"):$CL_NATIVE_PORT after $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s"
+  done
+  until cl_formed "$n"; do
+    [ "$SECONDS" -lt "$deadline" ] || { cl_formed "$n" report || true; cl_fail "the nodes did not see each other within $START_TIMEOUT s"; }
+    sleep 0.5
+  done
+  elapsed="$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')"
+  echo "Cassandra cluster of $n nodes formed after ${elapsed} s: $(cl_hosts "$n")"
+}
+
+# cl_stop_node stops node $1: SIGTERM, then SIGKILL after $STOP_TIMEOUT s.
+cl_stop_node() {
+  local pid waited=0
+  pid="$(cl_pid "$1")" || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  while alive "$pid" && [ "$waited" -lt $((STOP_TIMEOUT * 5)) ]; do
+    sleep 0.2
+    waited=$((waited + 1))
+  done
+  if alive "$pid"; then
+    log "node $1 (pid $pid) still running after $STOP_TIMEOUT s, sending SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+    while alive "$pid"; do sleep 0.2; done
+  fi
+}
+
+cmd_cluster_stop() {
+  local i n pids=()
+  n="$(cl_size)"
+  for ((i = 1; i <= n; i++)); do
+    cl_stop_node "$i" &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || true; done
+  echo "Cassandra cluster stopped"
+}
+
+cmd_cluster_kill() {
+  local pid
+  cl_check_node_arg "${1:-}"
+  if ! pid="$(cl_pid "$1")"; then
+    echo "node $1 is not running"
+    return 0
+  fi
+  kill -KILL "$pid"
+  while alive "$pid"; do sleep 0.05; done
+  echo "node $1 killed (pid $pid)"
+}
+
+cmd_cluster_restart() {
+  local t0 deadline
+  cl_check_node_arg "${1:-}"
+  ensure_java17
+  ensure_cql
+  cl_stop_node "$1"
+  t0=$EPOCHREALTIME
+  deadline=$((SECONDS + START_TIMEOUT))
+  cl_launch "$1" "$(cl_size)"
+  # A failing restart must not stop the rest of the cluster.
+  cl_fail() { log "cluster: $1"; tail -n 40 "$(cl_log "${2:-1}")" >&2 || true; cl_stop_node "${2:-1}"; exit 1; }
+  cl_wait_cql "$1" "$deadline"
+  echo "node $1 accepting CQL on $(cl_addr "$1"):$CL_NATIVE_PORT after $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s"
+}
+
+cmd_cluster_status() {
+  local n i pid rc=0 up=0
+  n="$(cl_size)"
+  if [ "$n" -eq 0 ]; then
+    echo "no cluster has been started"
+    return 3
+  fi
+  ensure_cql
+  for ((i = 1; i <= n; i++)); do
+    if ! pid="$(cl_pid "$i")"; then
+      echo "node $i $(cl_addr "$i"):$CL_NATIVE_PORT  not running"
+      rc=1
+    elif cl_cql "$i" "SELECT release_version FROM system.local" >/dev/null 2>&1; then
+      echo "node $i $(cl_addr "$i"):$CL_NATIVE_PORT  up (pid $pid)"
+      up=$((up + 1))
+    else
+      echo "node $i $(cl_addr "$i"):$CL_NATIVE_PORT  running (pid $pid) but not answering CQL"
+      rc=1
+    fi
+  done
+  [ "$up" -gt 0 ] || rc=3
+  return $rc
+}
+
+cmd_cluster_run() {
+  local i
+  [ "$#" -gt 0 ] || die "usage: $0 cluster run COMMAND..."
+  for ((i = 1; i <= $(cl_size); i++)); do
+    if cl_pid "$i" >/dev/null; then
+      log "using the running cluster of $(cl_size) nodes ($(cl_hosts "$(cl_size)")); it is left running"
+      CASSANDRA_CLUSTER_HOSTS="$(cl_hosts "$(cl_size)")" "$@"
+      return
+    fi
+  done
+  # Stopped on any exit; a signal becomes an exit so that the trap runs.
+  trap 'cmd_cluster_stop >&2' EXIT
+  trap 'exit 130' INT TERM
+  cmd_cluster_start "${CASSANDRA_CLUSTER_SIZE:-3}"
+  CASSANDRA_CLUSTER_HOSTS="$(cl_hosts "$(cl_size)")" "$@"
+}
+
+cmd_cluster() {
+  case "${1:-}" in
+    start) shift; cmd_cluster_start "$@" ;;
+    stop) cmd_cluster_stop ;;
+    kill) shift; cmd_cluster_kill "$@" ;;
+    restart) shift; cmd_cluster_restart "$@" ;;
+    status) cmd_cluster_status ;;
+    run) shift; cmd_cluster_run "$@" ;;
+    *) echo "usage: $0 cluster start [N]|stop|kill NODE|restart NODE|status|run COMMAND..." >&2; exit 2 ;;
+  esac
+}
+
 case "${1:-}" in
   start) cmd_start ;;
   stop) cmd_stop ;;
   status) cmd_status ;;
   cql) shift; cmd_cql "$@" ;;
   run) shift; cmd_run "$@" ;;
-  *) echo "usage: $0 start|stop|status|cql STATEMENT...|run COMMAND..." >&2; exit 2 ;;
+  cluster) shift; cmd_cluster "$@" ;;
+  *) echo "usage: $0 start|stop|status|cql STATEMENT...|run COMMAND...|cluster ..." >&2; exit 2 ;;
 esac

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -253,6 +254,69 @@ func TestServeConfiguredPyramid(t *testing.T) {
 		if code := m.Run(context.Background(), args); code == 0 || !strings.Contains(out.String(), c.want) {
 			t.Errorf("--tiers %s: exit %d, output %q, want it to mention %q", c.args, code, out.String(), c.want)
 		}
+	}
+}
+
+// A gateway whose Cassandra does not answer starts anyway: /healthz is ok,
+// /readyz and the API answer 503 naming the reason, and a stop ends it
+// cleanly.
+func TestServeBeforeItsStore(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String() // free for the gateway
+	ln.Close()
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nowhere := dead.Addr().String() // refuses connections
+	dead.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &lockedBuffer{}
+	m := Main{Stdout: out, Stderr: out, LookupEnv: func(string) (string, bool) { return "", false }}
+	code := make(chan int, 1)
+	go func() {
+		code <- m.Run(ctx, []string{"serve", "--addr", addr, "--store", "cassandra", "--cassandra-hosts", nowhere,
+			"--cassandra-reconnect-interval", "100ms", "--log-level", "error"})
+	}()
+	base := "http://" + addr
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("/healthz: %d", resp.StatusCode)
+			}
+			break
+		}
+		select {
+		case c := <-code:
+			t.Fatalf("serve exited with %d:\n%s", c, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not answer /healthz: %v\n%s", err, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, path := range []string{"/readyz", "/v1/series"} {
+		status, body := httpDo(t, "GET", base+path, "")
+		if status != 503 || !strings.Contains(body, "not ready: cassandra: not connected") || !strings.Contains(body, nowhere) {
+			t.Errorf("%s: %d %s", path, status, body)
+		}
+	}
+	cancel()
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Fatalf("serve exited with %d:\n%s", c, out.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
 	}
 }
 

@@ -118,28 +118,38 @@ func (m Main) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	g, err := gateway.Open(ctx, c.Config, gateway.Options{Logger: log, Tokens: tokens, Version: version})
+	opts := gateway.Options{Logger: log, Tokens: tokens, Version: version}
+	store, err := gateway.OpenStore(ctx, c.Config, opts)
 	if err != nil {
-		return err
+		return fmt.Errorf("open %s store: %w", c.Store, err)
 	}
 	defer func() {
-		if err := g.Close(); err != nil {
+		if err := store.Close(); err != nil {
 			log.Error("closing the store", "err", err)
 		}
 	}()
+	// A store that is still connecting: answer probes until it is ready.
+	ln, err := awaitStore(ctx, c.addr, store.Ping, log)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while waiting
+		}
+		return err
+	}
+	defer ln.Close()
+	g, err := gateway.New(ctx, store, c.Config, opts)
+	if err != nil {
+		return err
+	}
 	if c.demo {
 		if err := loadDemo(ctx, m, g, log); err != nil {
 			return err
 		}
 	}
-	return m.listenAndServe(ctx, c, httpapi.NewHTTPServer(c.HTTP.Limits, g.Handler(), log, g.Metrics), g.Rollups, log)
+	return m.listenAndServe(ctx, c, ln, httpapi.NewHTTPServer(c.HTTP.Limits, g.Handler(), log, g.Metrics), g.Rollups, log)
 }
 
-func (m Main) listenAndServe(ctx context.Context, c serveConfig, server *http.Server, worker *rollup.Worker, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", c.addr)
-	if err != nil {
-		return err
-	}
+func (m Main) listenAndServe(ctx context.Context, c serveConfig, ln net.Listener, server *http.Server, worker *rollup.Worker, log *slog.Logger) error {
 	ln = c.HTTP.Limits.Listener(ln)
 	workerCtx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
 	workerDone := make(chan struct{})

@@ -12,7 +12,11 @@ import (
 
 // Block upserts the series' row of the blocked list.
 func (s *Store) Block(ctx context.Context, b tiers.BlockedSeries) error {
-	if err := s.session.Query(s.stmts.block, b.Series, b.Reason, b.Since).ExecContext(ctx); err != nil {
+	session, err := s.sess()
+	if err != nil {
+		return err
+	}
+	if err := session.Query(s.stmts.block, b.Series, b.Reason, b.Since).ExecContext(ctx); err != nil {
 		return fmt.Errorf("cassandra: block %q: %w", b.Series, wrapCtx(ctx, err))
 	}
 	return nil
@@ -20,7 +24,11 @@ func (s *Store) Block(ctx context.Context, b tiers.BlockedSeries) error {
 
 // Unblock deletes the series' row of the blocked list.
 func (s *Store) Unblock(ctx context.Context, series string) error {
-	if err := s.session.Query(s.stmts.unblock, series).ExecContext(ctx); err != nil {
+	session, err := s.sess()
+	if err != nil {
+		return err
+	}
+	if err := session.Query(s.stmts.unblock, series).ExecContext(ctx); err != nil {
 		return fmt.Errorf("cassandra: unblock %q: %w", series, wrapCtx(ctx, err))
 	}
 	return nil
@@ -28,7 +36,11 @@ func (s *Store) Unblock(ctx context.Context, series string) error {
 
 // ListBlocked reads the list's one partition, in clustering (id) order.
 func (s *Store) ListBlocked(ctx context.Context) ([]tiers.BlockedSeries, error) {
-	iter := s.session.Query(s.stmts.listBlocked).PageSize(s.cfg.PageSize).IterContext(ctx)
+	session, err := s.sess()
+	if err != nil {
+		return nil, err
+	}
+	iter := session.Query(s.stmts.listBlocked).PageSize(s.cfg.PageSize).IterContext(ctx)
 	var out []tiers.BlockedSeries
 	var b tiers.BlockedSeries
 	for iter.Scan(&b.Series, &b.Reason, &b.Since) {
@@ -42,8 +54,12 @@ func (s *Store) ListBlocked(ctx context.Context) ([]tiers.BlockedSeries, error) 
 
 // IsBlocked reads one row of the blocked list.
 func (s *Store) IsBlocked(ctx context.Context, series string) (tiers.BlockedSeries, bool, error) {
+	session, err := s.sess()
+	if err != nil {
+		return tiers.BlockedSeries{}, false, err
+	}
 	b := tiers.BlockedSeries{Series: series}
-	err := s.session.Query(s.stmts.isBlocked, series).ScanContext(ctx, &b.Reason, &b.Since)
+	err = session.Query(s.stmts.isBlocked, series).ScanContext(ctx, &b.Reason, &b.Since)
 	if errors.Is(err, gocql.ErrNotFound) {
 		return tiers.BlockedSeries{}, false, nil
 	}

@@ -47,6 +47,20 @@ type Config struct {
 	Username, Password string
 	// NumConns is the number of connections per host.
 	NumConns int
+	// AddressMap rewrites the addresses of nodes the driver discovers (or
+	// is told about in events): "host:port=host:port,...", for nodes that
+	// are reachable through a proxy or NAT under another address than the
+	// one they advertise. Contact points are dialed as given. The driver
+	// tells nodes apart by IP address, so every node needs a target IP of
+	// its own (on loopback, 127.0.1.1, 127.0.1.2, ...).
+	AddressMap string
+	// SpeculativeDelay, when positive, sends an idempotent read to the next
+	// replica too when the first has not answered within it, and takes
+	// whichever answers first; 0 disables speculative execution.
+	SpeculativeDelay time.Duration
+	// ReconnectInterval is how often nodes marked down are tried again, and
+	// the longest wait between attempts while no node has answered yet.
+	ReconnectInterval time.Duration
 	// Now is the clock that decides expiry (rows already past their
 	// retention are not written, TTLs count from it); time.Now when nil.
 	// The gateway passes its own clock, as it does to the embedded store.
@@ -70,6 +84,9 @@ func DefaultConfig() Config {
 		WriteParallelism: 8,
 		MaxBatchRows:     200,
 		NumConns:         2,
+
+		SpeculativeDelay:  defaultSpeculativeDelay,
+		ReconnectInterval: 2 * time.Second,
 	}
 }
 
@@ -89,7 +106,15 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Username, "cassandra-username", c.Username, "user name for PasswordAuthenticator (empty: no authentication)")
 	fs.StringVar(&c.Password, "cassandra-password", c.Password, "password for PasswordAuthenticator")
 	fs.IntVar(&c.NumConns, "cassandra-num-conns", c.NumConns, "connections per Cassandra host")
+	fs.StringVar(&c.AddressMap, "cassandra-address-map", c.AddressMap, "rewrite discovered node addresses, e.g. 10.0.0.3:9042=127.0.0.1:19042,... (nodes behind a proxy or NAT)")
+	fs.Var(durationFlag{&c.SpeculativeDelay}, "cassandra-speculative-delay", "send an idempotent read to a second replica when the first has not answered within this (0 disables)")
+	fs.Var(durationFlag{&c.ReconnectInterval}, "cassandra-reconnect-interval", "how often nodes marked down are retried, and the longest wait between connection attempts while no node answers")
 }
+
+// defaultSpeculativeDelay is a few times a healthy partition read's p99 on
+// a local cluster (docs/benchmarks.md): late enough that healthy reads never
+// cost a second request, early enough to hide a replica that stalls.
+const defaultSpeculativeDelay = 50 * time.Millisecond
 
 // maxBatchStatements is the protocol's limit on the statements of one batch
 // (an unsigned short).
@@ -138,6 +163,15 @@ func (c Config) Validate() error {
 	if c.NumConns < 1 {
 		errs = append(errs, errors.New("--cassandra-num-conns must be at least 1"))
 	}
+	if _, err := parseAddressMap(c.AddressMap); err != nil {
+		errs = append(errs, fmt.Errorf("--cassandra-address-map: %w", err))
+	}
+	if c.SpeculativeDelay < 0 {
+		errs = append(errs, errors.New("--cassandra-speculative-delay must not be negative (0 disables speculative reads)"))
+	}
+	if c.ReconnectInterval <= 0 {
+		errs = append(errs, errors.New("--cassandra-reconnect-interval must be positive"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -156,6 +190,70 @@ func checkHost(h string) error {
 		return fmt.Errorf("%q: port must be a number from 1 to 65535", h)
 	}
 	return nil
+}
+
+// addrPort is an IP address and port, as the driver reports nodes.
+type addrPort struct {
+	ip   string // net.IP.String() form
+	port int
+}
+
+// parseAddressMap parses "ip:port=host:port,..." into the rewrites of the
+// address translator. Sources are IP addresses, since that is how nodes
+// advertise themselves; targets may be host names, resolved once here.
+func parseAddressMap(s string) (map[addrPort]addrPort, error) {
+	out := map[addrPort]addrPort{}
+	if strings.TrimSpace(s) == "" {
+		return out, nil
+	}
+	for entry := range strings.SplitSeq(s, ",") {
+		entry = strings.TrimSpace(entry)
+		from, to, ok := strings.Cut(entry, "=")
+		if !ok {
+			return nil, fmt.Errorf("%q: want ip:port=host:port", entry)
+		}
+		src, err := parseAddrPort(strings.TrimSpace(from), false)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", entry, err)
+		}
+		dst, err := parseAddrPort(strings.TrimSpace(to), true)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", entry, err)
+		}
+		if _, dup := out[src]; dup {
+			return nil, fmt.Errorf("%s:%d is mapped twice", src.ip, src.port)
+		}
+		for _, d := range out {
+			if d.ip == dst.ip {
+				return nil, fmt.Errorf("two nodes are mapped to %s: the driver tells nodes apart by IP address, so each needs an address of its own", dst.ip)
+			}
+		}
+		out[src] = dst
+	}
+	return out, nil
+}
+
+func parseAddrPort(s string, resolve bool) (addrPort, error) {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return addrPort{}, fmt.Errorf("%q is not host:port ([ipv6]:port)", s)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return addrPort{}, fmt.Errorf("%q: port must be a number from 1 to 65535", s)
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		if !resolve {
+			return addrPort{}, fmt.Errorf("%q: a node is matched by its IP address, not a host name", s)
+		}
+		ips, err := net.LookupIP(host)
+		if err != nil || len(ips) == 0 {
+			return addrPort{}, fmt.Errorf("%q: cannot resolve %s: %v", s, host, err)
+		}
+		ip = ips[0]
+	}
+	return addrPort{ip.String(), n}, nil
 }
 
 var identifierRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,47}$`)

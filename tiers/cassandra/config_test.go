@@ -56,6 +56,16 @@ func TestValidate(t *testing.T) {
 		{"user without password", func(c *Config) { c.Username = "gw" }, "must be set together"},
 		{"credentials", func(c *Config) { c.Username, c.Password = "gw", "secret" }, ""},
 		{"conns", func(c *Config) { c.NumConns = 0 }, "--cassandra-num-conns"},
+		{"address map", func(c *Config) { c.AddressMap = "10.0.0.3:9042=127.0.1.3:19042, [::1]:9042=localhost:9043" }, ""},
+		{"address map no target", func(c *Config) { c.AddressMap = "10.0.0.3:9042" }, "--cassandra-address-map: \"10.0.0.3:9042\": want ip:port=host:port"},
+		{"address map host name source", func(c *Config) { c.AddressMap = "cass3:9042=127.0.0.1:19042" }, "--cassandra-address-map"},
+		{"address map no port", func(c *Config) { c.AddressMap = "10.0.0.3=127.0.0.1:19042" }, "is not host:port"},
+		{"address map bad port", func(c *Config) { c.AddressMap = "10.0.0.3:9042=127.0.0.1:0" }, "port must be a number from 1 to 65535"},
+		{"address map twice", func(c *Config) { c.AddressMap = "10.0.0.3:9042=127.0.0.1:1,10.0.0.3:9042=127.0.0.1:2" }, "mapped twice"},
+		{"address map same target ip", func(c *Config) { c.AddressMap = "10.0.0.3:9042=127.0.0.1:1,10.0.0.4:9042=127.0.0.1:2" }, "each needs an address of its own"},
+		{"speculative off", func(c *Config) { c.SpeculativeDelay = 0 }, ""},
+		{"speculative negative", func(c *Config) { c.SpeculativeDelay = -time.Millisecond }, "--cassandra-speculative-delay must not be negative"},
+		{"reconnect interval", func(c *Config) { c.ReconnectInterval = 0 }, "--cassandra-reconnect-interval must be positive"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -91,6 +101,7 @@ func TestFlags(t *testing.T) {
 		"cassandra-replication": "datacenter1:1", "cassandra-timeout": "10s", "cassandra-connect-timeout": "5s",
 		"cassandra-page-size": "5000", "cassandra-write-parallelism": "8", "cassandra-max-batch-rows": "200",
 		"cassandra-num-conns": "2", "cassandra-local-dc": "", "cassandra-username": "", "cassandra-password": "",
+		"cassandra-address-map": "", "cassandra-speculative-delay": "50ms", "cassandra-reconnect-interval": "2s",
 	} {
 		f := fs.Lookup(name)
 		if f == nil {
@@ -106,6 +117,8 @@ func TestFlags(t *testing.T) {
 		"--cassandra-page-size", "1000", "--cassandra-timeout", "1m30s", "--cassandra-connect-timeout", "250ms",
 		"--cassandra-write-parallelism", "4", "--cassandra-max-batch-rows", "50",
 		"--cassandra-username", "gw", "--cassandra-password", "pw", "--cassandra-num-conns", "3",
+		"--cassandra-address-map", "10.0.0.3:9042=127.0.0.1:19042", "--cassandra-speculative-delay", "0",
+		"--cassandra-reconnect-interval", "500ms",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -114,6 +127,7 @@ func TestFlags(t *testing.T) {
 		Hosts: []string{"cass1:9042", "cass2"}, Keyspace: "metrics", Consistency: "QUORUM", LocalDC: "eu-west",
 		Replication: "eu-west:3,us-east:3", PageSize: 1000, Timeout: 90 * time.Second, ConnectTimeout: 250 * time.Millisecond,
 		WriteParallelism: 4, MaxBatchRows: 50, Username: "gw", Password: "pw", NumConns: 3,
+		AddressMap: "10.0.0.3:9042=127.0.0.1:19042", SpeculativeDelay: 0, ReconnectInterval: 500 * time.Millisecond,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("parsed\n %+v\nwant\n %+v", c, want)
@@ -152,6 +166,23 @@ func TestReplicationMap(t *testing.T) {
 	want = [][2]string{{"class", "SimpleStrategy"}, {"replication_factor", "1"}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+func TestParseAddressMap(t *testing.T) {
+	got, err := parseAddressMap(" 10.0.0.3:9042=127.0.0.1:19042 ,[fe80::1]:9042=[::1]:9043")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[addrPort]addrPort{
+		{"10.0.0.3", 9042}: {"127.0.0.1", 19042},
+		{"fe80::1", 9042}:  {"::1", 9043},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	if got, err := parseAddressMap(""); err != nil || len(got) != 0 {
+		t.Fatalf("empty map: %v, %v", got, err)
 	}
 }
 

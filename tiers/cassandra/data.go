@@ -75,13 +75,20 @@ loop:
 	return wrapCtx(ctx, g.Wait())
 }
 
+// execBatch marks the batch idempotent: its rows carry their values and
+// TTLs, so applying it twice stores the same, and the driver may resend it
+// to another coordinator when the first fails with it in flight.
 func (s *Store) execBatch(ctx context.Context, chunk []stmt) error {
-	if len(chunk) == 1 {
-		return s.session.Query(chunk[0].cql, chunk[0].args...).ExecContext(ctx)
+	session, err := s.sess()
+	if err != nil {
+		return err
 	}
-	b := s.session.Batch(gocql.UnloggedBatch)
+	if len(chunk) == 1 {
+		return session.Query(chunk[0].cql, chunk[0].args...).Idempotent(true).ExecContext(ctx)
+	}
+	b := session.Batch(gocql.UnloggedBatch)
 	for _, st := range chunk {
-		b.Query(st.cql, st.args...)
+		b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: st.cql, Args: st.args, Idempotent: true})
 	}
 	return b.ExecContext(ctx)
 }
@@ -132,7 +139,7 @@ func (s *Store) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPages 
 	if err != nil {
 		return &rowPages{err: err}
 	}
-	p := &rowPages{ctx: ctx, kind: t.kind, key: req.Key, pageSize: s.cfg.PageSize}
+	p := &rowPages{ctx: ctx, kind: t.kind, key: req.Key, pageSize: s.cfg.PageSize, store: s}
 	if req.PageSize > 0 {
 		p.pageSize = min(p.pageSize, req.PageSize)
 	}
@@ -144,18 +151,25 @@ func (s *Store) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPages 
 	if req.Desc {
 		cql = t.selDesc
 	}
+	session, err := s.sess()
+	if err != nil {
+		p.fail(err)
+		return p
+	}
 	args := append(t.partitionArgs(req.Key, 2), req.Span.From, req.Span.To)
 	// The driver page is the caller's page, so one Next is about one round
 	// trip, and the driver's prefetch of the next page overlaps with the
 	// caller's work on this one.
-	p.query = s.session.Query(cql, args...).PageSize(p.pageSize)
+	p.query = s.read(session.Query(cql, args...).PageSize(p.pageSize))
 	return p
 }
 
 // rowPages turns the driver's iterator into pages of at most pageSize rows.
 type rowPages struct {
 	ctx      context.Context
+	store    *Store
 	query    *gocql.Query
+	started  bool // a page has been returned
 	iter     *gocql.Iter
 	kind     kind
 	key      tiers.PartitionKey
@@ -197,12 +211,18 @@ func (p *rowPages) Next() ([]tiers.Row, error) {
 		rows = append(rows, r)
 	}
 	if len(rows) == p.pageSize {
+		p.started = true
 		return rows, nil
 	}
 	// The iterator ended: the partition is exhausted, or the read failed
 	// after the rows scanned so far, which are still valid.
 	err := p.iter.Close()
 	p.iter = nil
+	if len(rows) == 0 && !p.started && p.store.lostRace(err) {
+		p.query = noSpeculation(p.query)
+		p.store = nil // once
+		return p.Next()
+	}
 	p.finished = true
 	if err != nil {
 		p.fail(err)
@@ -213,6 +233,7 @@ func (p *rowPages) Next() ([]tiers.Row, error) {
 	if len(rows) == 0 {
 		return nil, tiers.ErrDone
 	}
+	p.started = true
 	return rows, nil
 }
 

@@ -43,22 +43,44 @@ func (s *Store) MarkLate(ctx context.Context, marks []tiers.LateMark) error {
 // LateBuckets reads a clustering slice of the series' marks; expired marks
 // are gone by TTL. A mark written before marks had versions reads as
 // version 1, which the next mark of its bucket replaces.
+//
+// Like LookupSeries, it reads from one replica when too few answer for the
+// configured consistency: the data partitions of such a read fail at that
+// consistency too, so its answer is partial either way, and the marks found
+// still tell which late partitions to try.
 func (s *Store) LateBuckets(ctx context.Context, series string, span tiers.Span) ([]tiers.LateBucket, error) {
 	if span.Empty() {
 		return nil, nil
 	}
-	iter := s.session.Query(s.stmts.lateBuckets, series, span.From, span.To).IterContext(ctx)
-	var out []tiers.LateBucket
-	var b int64
-	var v *int64
-	for iter.Scan(&b, &v) {
-		version := int64(1)
-		if v != nil && *v != 0 {
-			version = *v
-		}
-		out = append(out, tiers.LateBucket{Bucket: b, Version: version})
+	session, err := s.sess()
+	if err != nil {
+		return nil, err
 	}
-	if err := iter.Close(); err != nil {
+	scan := func(q *gocql.Query) ([]tiers.LateBucket, error) {
+		iter := q.IterContext(ctx)
+		var out []tiers.LateBucket
+		var b int64
+		var v *int64
+		for iter.Scan(&b, &v) {
+			version := int64(1)
+			if v != nil && *v != 0 {
+				version = *v
+			}
+			out = append(out, tiers.LateBucket{Bucket: b, Version: version})
+		}
+		return out, iter.Close()
+	}
+	q := func() *gocql.Query { return s.read(session.Query(s.stmts.lateBuckets, series, span.From, span.To)) }
+	out, err := scan(q())
+	if s.lostRace(err) {
+		out, err = scan(noSpeculation(q()))
+	}
+	if tooFewReplicas(err) {
+		if weak, werr := scan(noSpeculation(q()).Consistency(s.weaker())); werr == nil {
+			return weak, nil
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("cassandra: late buckets of %q: %w", series, wrapCtx(ctx, err))
 	}
 	return out, nil
@@ -116,11 +138,15 @@ func (s *Store) MarkDirty(ctx context.Context, slot, retention int64, windows []
 // (series, window) within a shard, and a series lives in one shard, so
 // every window comes once.
 func (s *Store) DirtyWindows(ctx context.Context, slot int64) ([]tiers.DirtyWindow, error) {
+	session, err := s.sess()
+	if err != nil {
+		return nil, err
+	}
 	var parts [dirtyShards][]tiers.DirtyWindow
 	g, gctx := errgroup.WithContext(ctx)
 	for sh := range dirtyShards {
 		g.Go(func() error {
-			iter := s.session.Query(s.stmts.dirtyWindows, slot, sh).IterContext(gctx)
+			iter := s.read(session.Query(s.stmts.dirtyWindows, slot, sh)).IterContext(gctx)
 			var w tiers.DirtyWindow
 			for iter.Scan(&w.Series, &w.Window) {
 				parts[sh] = append(parts[sh], w)
@@ -155,7 +181,11 @@ func (s *Store) Checkpoint(ctx context.Context, name string) (int64, bool, error
 // it (see maxWinsStamp): the largest value ever written wins, whatever the
 // order, so concurrent workers never move the checkpoint back.
 func (s *Store) AdvanceCheckpoint(ctx context.Context, name string, to int64) error {
-	err := s.session.Query(s.stmts.setState, maxWinsStamp(to), to, stateCheckpointPrefix+name).ExecContext(ctx)
+	session, err := s.sess()
+	if err != nil {
+		return err
+	}
+	err = session.Query(s.stmts.setState, maxWinsStamp(to), to, stateCheckpointPrefix+name).ExecContext(ctx)
 	if err != nil {
 		return fmt.Errorf("cassandra: advance checkpoint %q: %w", name, wrapCtx(ctx, err))
 	}
@@ -163,8 +193,12 @@ func (s *Store) AdvanceCheckpoint(ctx context.Context, name string, to int64) er
 }
 
 func (s *Store) getState(ctx context.Context, name string) (int64, bool, error) {
+	session, err := s.sess()
+	if err != nil {
+		return 0, false, err
+	}
 	var v *int64
-	err := s.session.Query(s.stmts.getState, name).ScanContext(ctx, &v)
+	err = s.read(session.Query(s.stmts.getState, name)).ScanContext(ctx, &v)
 	if errors.Is(err, gocql.ErrNotFound) || (err == nil && v == nil) {
 		return 0, false, nil
 	}
@@ -186,8 +220,12 @@ func (s *Store) Secret(ctx context.Context, name string, generate func() ([]byte
 	if err != nil {
 		return nil, fmt.Errorf("cassandra: generate secret %q: %w", name, err)
 	}
+	session, err := s.sess()
+	if err != nil {
+		return nil, err
+	}
 	existing := map[string]any{}
-	applied, err := s.session.Query(s.stmts.putMeta, name, v).MapScanCASContext(ctx, existing)
+	applied, err := session.Query(s.stmts.putMeta, name, v).MapScanCASContext(ctx, existing)
 	if err != nil {
 		// The transaction's outcome may be unknown (a timeout after the
 		// proposal): whatever is stored now is the answer.
@@ -209,8 +247,12 @@ func (s *Store) Secret(ctx context.Context, name string, generate func() ([]byte
 // readSecret reads at SERIAL (or LOCAL_SERIAL) consistency, so that a value
 // some instance's transaction is committing is seen, not missed.
 func (s *Store) readSecret(ctx context.Context, name string) ([]byte, bool, error) {
+	session, err := s.sess()
+	if err != nil {
+		return nil, false, err
+	}
 	var v []byte
-	err := s.session.Query(s.stmts.getMeta, name).Consistency(s.serial).ScanContext(ctx, &v)
+	err = session.Query(s.stmts.getMeta, name).Consistency(s.serial).ScanContext(ctx, &v)
 	if errors.Is(err, gocql.ErrNotFound) {
 		return nil, false, nil
 	}

@@ -44,12 +44,49 @@ func (s *Store) NoteSeries(ctx context.Context, spans []tiers.SeriesInfo) error 
 
 // LookupSeries reads the series' registry entry and its layout history at
 // the same time.
+//
+// When too few replicas answer for the configured consistency, it reads
+// them from one replica instead. Both only ever grow (first/last widen,
+// layout entries are appended before points use them), so a stale answer
+// is a narrower range, not a wrong one, and it lets a read go on to the
+// data partitions, which never fall back: their failures make the answer
+// partial (reason "unavailable"), not the whole request fail.
 func (s *Store) LookupSeries(ctx context.Context, id string) (tiers.SeriesInfo, error) {
+	session, err := s.sess()
+	if err != nil {
+		return tiers.SeriesInfo{}, err
+	}
+	info, err := s.lookupSeries(ctx, session, id, nil, true)
+	if s.lostRace(err) {
+		info, err = s.lookupSeries(ctx, session, id, nil, false)
+	}
+	if tooFewReplicas(err) {
+		weaker := s.weaker()
+		if info, werr := s.lookupSeries(ctx, session, id, &weaker, false); werr == nil || errors.Is(werr, tiers.ErrNotFound) {
+			return info, werr
+		}
+	}
+	return info, err
+}
+
+// lookupSeries is LookupSeries at the configured consistency or at cons,
+// with or without speculative reads.
+func (s *Store) lookupSeries(ctx context.Context, session *gocql.Session, id string, cons *gocql.Consistency, speculate bool) (tiers.SeriesInfo, error) {
+	query := func(stmt string, args ...any) *gocql.Query {
+		q := s.read(session.Query(stmt, args...))
+		if !speculate {
+			q = noSpeculation(q)
+		}
+		if cons != nil {
+			q = q.Consistency(*cons)
+		}
+		return q
+	}
 	info := tiers.SeriesInfo{ID: id}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		var first, last *int64
-		err := s.session.Query(s.stmts.lookup, seriesShard(id), id).ScanContext(gctx, &first, &last)
+		err := query(s.stmts.lookup, seriesShard(id), id).ScanContext(gctx, &first, &last)
 		if errors.Is(err, gocql.ErrNotFound) || (err == nil && first == nil && last == nil) {
 			return tiers.ErrNotFound
 		}
@@ -69,7 +106,7 @@ func (s *Store) LookupSeries(ctx context.Context, id string) (tiers.SeriesInfo, 
 		return nil
 	})
 	g.Go(func() error {
-		iter := s.session.Query(s.stmts.layout, id).IterContext(gctx)
+		iter := query(s.stmts.layout, id).IterContext(gctx)
 		var e tiers.LayoutEntry
 		for iter.Scan(&e.Since, &e.Width, &e.EventBuckets) {
 			info.Layout = append(info.Layout, e)
@@ -91,7 +128,11 @@ func (s *Store) AppendLayout(ctx context.Context, id string, entry tiers.LayoutE
 	if err := (tiers.Layout{entry}).Validate(); err != nil {
 		return fmt.Errorf("cassandra: append layout to %q: %w", id, err)
 	}
-	err := s.session.Query(s.stmts.appendLayout, id, entry.Since, entry.Width, entry.EventBuckets).ExecContext(ctx)
+	session, err := s.sess()
+	if err != nil {
+		return err
+	}
+	err = session.Query(s.stmts.appendLayout, id, entry.Since, entry.Width, entry.EventBuckets).ExecContext(ctx)
 	if err != nil {
 		return fmt.Errorf("cassandra: append layout to %q: %w", id, wrapCtx(ctx, err))
 	}
@@ -105,6 +146,10 @@ func (s *Store) AppendLayout(ctx context.Context, id string, entry tiers.LayoutE
 func (s *Store) ListSeries(ctx context.Context, prefix, after string, limit int) ([]tiers.SeriesInfo, error) {
 	if limit <= 0 {
 		return nil, nil
+	}
+	session, err := s.sess()
+	if err != nil {
+		return nil, err
 	}
 	var where []string
 	var bounds []any
@@ -133,7 +178,7 @@ func (s *Store) ListSeries(ctx context.Context, prefix, after string, limit int)
 	for sh := range seriesShards {
 		args := append(append([]any{sh}, bounds...), limit)
 		g.Go(func() error {
-			inputs[sh] = &seriesIter{ctx: ctx, iter: s.session.Query(cql, args...).PageSize(pageSize).IterContext(ctx)}
+			inputs[sh] = &seriesIter{ctx: ctx, iter: s.read(session.Query(cql, args...).PageSize(pageSize)).IterContext(ctx)}
 			return nil
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -23,6 +24,21 @@ func newSession(cfg Config, log *slog.Logger) (*gocql.Session, error) {
 	c.Timeout = cfg.Timeout
 	c.ConnectTimeout = cfg.ConnectTimeout
 	c.NumConns = cfg.NumConns
+	c.ReconnectInterval = cfg.ReconnectInterval
+	// Idempotent statements (the reads and the data writes) go to the next
+	// host once when their coordinator fails them (a node that died with
+	// the request in flight, a timeout); the others are never resent.
+	c.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 1}
+	if m, err := parseAddressMap(cfg.AddressMap); err != nil {
+		return nil, err
+	} else if len(m) > 0 {
+		c.AddressTranslator = gocql.AddressTranslatorFunc(func(ip net.IP, port int) (net.IP, int) {
+			if to, ok := m[addrPort{ip.String(), port}]; ok {
+				return net.ParseIP(to.ip), to.port
+			}
+			return ip, port
+		})
+	}
 	// Every query names its partition key with bind markers, so the driver
 	// can send it to a replica. Shuffling spreads a hot partition's reads
 	// over all its replicas instead of always the first; saying so

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,8 +20,16 @@ import (
 // concurrent use.
 type Store struct {
 	cfg     Config
-	session *gocql.Session
+	pyramid tiers.Pyramid
 	log     *slog.Logger
+	// session is nil until a node has answered and the schema checked out;
+	// until then every operation fails with ErrNotConnected and the reason.
+	session atomic.Pointer[gocql.Session]
+	mu      sync.Mutex
+	reason  error                            // why session is nil (guarded by mu)
+	closing chan struct{}                    // closed by Close: the connector gives up
+	done    chan struct{}                    // closed when the connector has returned
+	spec    gocql.SpeculativeExecutionPolicy // nil: reads are not speculated
 	tables  map[tiers.Table]*tableStmts
 	stmts   stmts
 	serial  gocql.Consistency // the read level of the secrets
@@ -107,10 +116,25 @@ func newStmts(ks string) stmts {
 	}
 }
 
+// ErrNotConnected is the error of every operation while no node of the
+// cluster has answered yet (or the schema is not there yet); the error
+// wrapping it gives the reason.
+var ErrNotConnected = errors.New("cassandra: not connected")
+
+// schemaError is a cluster that answers but lacks the keyspace or tables.
+type schemaError struct{ error }
+
 // Open connects to the cluster and checks that the keyspace holds the
 // tables of p. It creates nothing: `gateway schema --apply` does. ctx bounds
 // the schema check; connecting is bounded by ConnectTimeout, as the driver
 // takes no context there.
+//
+// When no node answers, Open does not fail: it returns a store that keeps
+// connecting in the background, with a backoff of up to ReconnectInterval,
+// and fails every operation with ErrNotConnected until then, so that a
+// gateway can start before its cluster (or while the cluster is down) and
+// say why it is not ready. A cluster that answers but lacks the schema
+// fails Open, as a configuration error.
 func Open(ctx context.Context, cfg Config, p tiers.Pyramid, log *slog.Logger) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -124,18 +148,19 @@ func Open(ctx context.Context, cfg Config, p tiers.Pyramid, log *slog.Logger) (*
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	session, err := newSession(cfg, log)
-	if err != nil {
-		return nil, err
-	}
 	s := &Store{
-		cfg: cfg, session: session, log: log,
-		tables: map[tiers.Table]*tableStmts{},
-		stmts:  newStmts(cfg.Keyspace),
-		now:    cfg.Now,
+		cfg: cfg, pyramid: p, log: log,
+		tables:  map[tiers.Table]*tableStmts{},
+		stmts:   newStmts(cfg.Keyspace),
+		now:     cfg.Now,
+		closing: make(chan struct{}),
+		done:    make(chan struct{}),
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if cfg.SpeculativeDelay > 0 {
+		s.spec = &gocql.SimpleSpeculativeExecution{NumAttempts: 1, TimeoutDelay: cfg.SpeculativeDelay}
 	}
 	cons, _ := parseConsistency(cfg.Consistency) // validated above
 	s.serial = serialFor(cons)
@@ -150,29 +175,151 @@ func Open(ctx context.Context, cfg Config, p tiers.Pyramid, log *slog.Logger) (*
 		}
 		s.tables[t] = newTableStmts(cfg.Keyspace, t, k)
 	}
-	if err := s.checkSchema(ctx, p); err != nil {
-		session.Close()
+	err := s.connect(ctx)
+	if err == nil {
+		close(s.done)
+		return s, nil
+	}
+	var se schemaError
+	if errors.As(err, &se) || ctx.Err() != nil {
+		close(s.done)
 		return nil, err
 	}
+	s.setReason(err)
+	log.Warn("cassandra: no node answers; the store keeps trying in the background and fails requests until one does", "err", err)
+	go s.keepConnecting()
 	return s, nil
+}
+
+// connect opens a session and checks the schema; on success the store
+// serves.
+func (s *Store) connect(ctx context.Context) error {
+	session, err := newSession(s.cfg, s.log)
+	if err != nil {
+		return err
+	}
+	if err := s.checkSchema(ctx, session, s.pyramid); err != nil {
+		session.Close()
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.closing:
+		session.Close()
+		return errors.New("cassandra: store closed")
+	default:
+	}
+	s.reason = nil
+	s.session.Store(session)
+	return nil
+}
+
+// keepConnecting retries connect with a doubling wait, capped at
+// ReconnectInterval, until it succeeds or the store is closed.
+func (s *Store) keepConnecting() {
+	defer close(s.done)
+	wait := 100 * time.Millisecond
+	for attempt := 2; ; attempt++ {
+		select {
+		case <-s.closing:
+			return
+		case <-time.After(wait):
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ConnectTimeout+s.cfg.Timeout)
+		err := s.connect(ctx)
+		cancel()
+		if err == nil {
+			s.log.Info("cassandra: connected", "hosts", strings.Join(s.cfg.Hosts, ","), "attempts", attempt)
+			return
+		}
+		s.setReason(err)
+		if attempt&(attempt-1) == 0 { // a power of two: a log line that thins out
+			s.log.Warn("cassandra: still not connected; retrying", "err", err, "attempt", attempt)
+		}
+		wait = min(2*wait, s.cfg.ReconnectInterval)
+	}
+}
+
+// setReason records why the store is not connected.
+func (s *Store) setReason(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reason = err
+}
+
+// sess is the session, or ErrNotConnected with the reason.
+func (s *Store) sess() (*gocql.Session, error) {
+	if session := s.session.Load(); session != nil {
+		return session, nil
+	}
+	s.mu.Lock()
+	reason := s.reason
+	s.mu.Unlock()
+	if reason == nil {
+		reason = errors.New("store closed")
+	}
+	return nil, fmt.Errorf("%w: %w", ErrNotConnected, reason)
+}
+
+// read marks a query that only reads as idempotent, so that the driver may
+// retry it on another host and, with a SpeculativeDelay, race a second
+// replica against a slow one.
+func (s *Store) read(q *gocql.Query) *gocql.Query {
+	q = q.Idempotent(true)
+	if s.spec != nil {
+		q = q.SetSpeculativeExecutionPolicy(s.spec)
+	}
+	return q
+}
+
+// lostRace tells whether a read failed only because its speculative
+// attempt found no second host: the driver then fails the read at once
+// with ErrNoConnections, although the first attempt may still be on its
+// way. Such a read is sent again without speculation (noSpeculation).
+func (s *Store) lostRace(err error) bool {
+	return s != nil && s.spec != nil && errors.Is(err, gocql.ErrNoConnections)
+}
+
+// noSpeculation turns speculative execution off for one query.
+func noSpeculation(q *gocql.Query) *gocql.Query {
+	return q.SetSpeculativeExecutionPolicy(gocql.NonSpeculativeExecution{})
+}
+
+// weaker is the level a registry lookup falls back to when the configured
+// one cannot be reached: one replica, in the local data center when the
+// configured level is a local one.
+func (s *Store) weaker() gocql.Consistency {
+	if s.serial == gocql.LocalSerial {
+		return gocql.LocalOne
+	}
+	return gocql.One
+}
+
+// tooFewReplicas tells whether err says that the configured consistency
+// could not be reached, as opposed to a failure of the request itself.
+func tooFewReplicas(err error) bool {
+	var unavailable *gocql.RequestErrUnavailable
+	var timeout *gocql.RequestErrReadTimeout
+	return errors.As(err, &unavailable) || errors.As(err, &timeout)
 }
 
 // checkSchema fails when the keyspace or a table is missing, and warns when
 // a tier table's default TTL no longer matches the configured retention
 // (the tables are created once; later retention changes need ALTER TABLE).
-func (s *Store) checkSchema(ctx context.Context, p tiers.Pyramid) error {
+func (s *Store) checkSchema(ctx context.Context, session *gocql.Session, p tiers.Pyramid) error {
 	ks := s.cfg.Keyspace
 	hint := fmt.Sprintf("run `gateway schema --apply --keyspace %s` with the same --cassandra-* flags first", ks)
 	var name string
-	err := s.session.Query("SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?", ks).ScanContext(ctx, &name)
+	err := session.Query("SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?", ks).ScanContext(ctx, &name)
 	if errors.Is(err, gocql.ErrNotFound) {
-		return fmt.Errorf("cassandra: keyspace %s does not exist: %s", ks, hint)
+		return schemaError{fmt.Errorf("cassandra: keyspace %s does not exist: %s", ks, hint)}
 	}
 	if err != nil {
 		return fmt.Errorf("cassandra: read the schema of keyspace %s: %w", ks, err)
 	}
 	ttls := map[string]int64{}
-	iter := s.session.Query("SELECT table_name, default_time_to_live FROM system_schema.tables WHERE keyspace_name = ?", ks).IterContext(ctx)
+	iter := session.Query("SELECT table_name, default_time_to_live FROM system_schema.tables WHERE keyspace_name = ?", ks).IterContext(ctx)
 	var table string
 	var ttl int
 	for iter.Scan(&table, &ttl) {
@@ -194,13 +341,13 @@ func (s *Store) checkSchema(ctx context.Context, p tiers.Pyramid) error {
 	}
 	if len(missing) > 0 {
 		slices.Sort(missing)
-		return fmt.Errorf("cassandra: keyspace %s lacks the tables %s: %s", ks, strings.Join(missing, ", "), hint)
+		return schemaError{fmt.Errorf("cassandra: keyspace %s lacks the tables %s: %s", ks, strings.Join(missing, ", "), hint)}
 	}
 	var col string
-	err = s.session.Query("SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ? AND column_name = ?",
+	err = session.Query("SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ? AND column_name = ?",
 		ks, tableLateBuckets, "version").ScanContext(ctx, &col)
 	if errors.Is(err, gocql.ErrNotFound) {
-		return fmt.Errorf("cassandra: table %s.%s lacks the column version: %s", ks, tableLateBuckets, hint)
+		return schemaError{fmt.Errorf("cassandra: table %s.%s lacks the column version: %s", ks, tableLateBuckets, hint)}
 	}
 	if err != nil {
 		return fmt.Errorf("cassandra: read the columns of %s.%s: %w", ks, tableLateBuckets, err)
@@ -218,18 +365,38 @@ func (s *Store) checkSchema(ctx context.Context, p tiers.Pyramid) error {
 	return nil
 }
 
-// Ping runs the cheapest query there is.
+// Ping tells whether the store can serve: connected, and a read of one of
+// its own partitions succeeds at the configured consistency (so a cluster
+// with too few replicas up is not ready, although its nodes answer).
 func (s *Store) Ping(ctx context.Context) error {
-	var v string
-	if err := s.session.Query("SELECT release_version FROM system.local").ScanContext(ctx, &v); err != nil {
-		return fmt.Errorf("cassandra: ping: %w", err)
+	session, err := s.sess()
+	if err != nil {
+		return err
+	}
+	var v []byte
+	err = s.read(session.Query(s.stmts.getMeta, "ping")).ScanContext(ctx, &v)
+	if s.lostRace(err) {
+		err = noSpeculation(s.read(session.Query(s.stmts.getMeta, "ping"))).ScanContext(ctx, &v)
+	}
+	if err != nil && !errors.Is(err, gocql.ErrNotFound) {
+		return fmt.Errorf("cassandra: read at %s: %w", s.cfg.Consistency, wrapCtx(ctx, err))
 	}
 	return nil
 }
 
-// Close closes the session. Every write has been acknowledged by the time
-// it returned, so there is nothing to flush.
+// Close stops connecting and closes the session. Every write has been
+// acknowledged by the time it returned, so there is nothing to flush.
 func (s *Store) Close() error {
-	s.session.Close()
+	s.mu.Lock()
+	select {
+	case <-s.closing:
+	default:
+		close(s.closing)
+	}
+	s.mu.Unlock()
+	<-s.done
+	if session := s.session.Swap(nil); session != nil {
+		session.Close()
+	}
 	return nil
 }

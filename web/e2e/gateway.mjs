@@ -81,9 +81,10 @@ export async function start({ extraArgs = [] } = {}) {
   return { url, stop, dir, log: () => output };
 }
 
-/** POSTs body as JSON to the gateway and returns the parsed answer, failing on any non-2xx. */
+/** POSTs body as JSON (or nothing, when body is undefined) to the gateway and returns the parsed answer, failing on any non-2xx. */
 export async function post(url, path, body) {
-  const res = await fetch(url + path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  const init = body === undefined ? { method: "POST" } : { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) };
+  const res = await fetch(url + path, init);
   const text = await res.text();
   if (!res.ok) throw new Error(`POST ${path}: ${res.status} ${text.slice(0, 500)}`);
   return JSON.parse(text);
@@ -115,7 +116,7 @@ export async function fill(url, minutes = 2 * 24 * 60) {
     const { accepted } = await post(url, "/v1/points", { points });
     if (accepted !== points.length) throw new Error(`${id}: ${accepted} of ${points.length} points accepted`);
   }
-  await post(url, "/v1/admin/rollups/run", {});
+  await post(url, "/v1/admin/rollups/run"); // a run takes no body
 }
 
 /** Writes n raw points of one series, one a second from T0, for the frame-time benchmark. */

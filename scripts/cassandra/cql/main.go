@@ -6,7 +6,11 @@
 // It is used by scripts/cassandra.sh for its readiness check and its cql
 // subcommand:
 //
-//	cql [-hosts h1:9042,h2:9042] [-timeout 10s] [-retry-for 0] STATEMENT...
+//	cql [-hosts h1:9042,h2:9042] [-only] [-timeout 10s] [-retry-for 0] STATEMENT...
+//
+// -only keeps the statement on the given hosts: the driver neither connects
+// to nor routes to the nodes it discovers, so a query of system.local or
+// system.peers answers for exactly the named node.
 //
 // The words after the flags are joined with spaces into the statement.
 // -retry-for keeps retrying the connection and the statement until it
@@ -34,6 +38,7 @@ func main() {
 	}
 	hosts := flag.String("hosts", hostsDefault, "comma-separated host:port list (default from CASSANDRA_HOSTS)")
 	timeout := flag.Duration("timeout", 10*time.Second, "connect and query timeout of one attempt")
+	only := flag.Bool("only", false, "connect to the given hosts only, not to the nodes they list as peers")
 	retryFor := flag.Duration("retry-for", 0, "keep retrying connection and statement until this much time has passed")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: cql [flags] STATEMENT...\n")
@@ -50,7 +55,7 @@ func main() {
 
 	deadline := time.Now().Add(*retryFor)
 	for attempt := 1; ; attempt++ {
-		err := run(os.Stdout, splitHosts(*hosts), *timeout, stmt)
+		err := run(os.Stdout, splitHosts(*hosts), *only, *timeout, stmt)
 		if err == nil {
 			return
 		}
@@ -74,7 +79,7 @@ func splitHosts(s string) []string {
 
 // run connects, executes stmt and writes its rows to w. Output is buffered
 // until the whole result has been read, so a failed attempt prints nothing.
-func run(w io.Writer, hosts []string, timeout time.Duration, stmt string) error {
+func run(w io.Writer, hosts []string, only bool, timeout time.Duration, stmt string) error {
 	if len(hosts) == 0 {
 		return errors.New("no hosts given")
 	}
@@ -84,6 +89,9 @@ func run(w io.Writer, hosts []string, timeout time.Duration, stmt string) error 
 	cluster.Consistency = gocql.One
 	cluster.NumConns = 1
 	cluster.Logger = gocql.NewLogger(gocql.LogLevelNone)
+	if only {
+		cluster.HostFilter = gocql.WhiteListHostFilter(hosts...)
+	}
 	session, err := cluster.CreateSession()
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", strings.Join(hosts, ","), err)

@@ -29,12 +29,14 @@ var benchLatencyDays = flag.Int("bench.latency-days", 7, "BenchmarkFanOutLatency
 // Fan-out over a network: the same comparison as BenchmarkFanOut with a
 // round trip that costs what it costs between machines.
 
-// latencies are the delays added each way between the client and the node.
-var latencies = []time.Duration{time.Millisecond, 5 * time.Millisecond}
+// latencies are the delays added each way between the client and the node;
+// 0 is the proxy alone, for comparison with BenchmarkFanOut.
+var latencies = []time.Duration{0, time.Millisecond, 5 * time.Millisecond}
 
 // BenchmarkFanOutLatency is BenchmarkFanOut with the node behind a
 // Toxiproxy proxy, run as a library in the benchmark process, that delays
-// every byte by +1 ms, then +5 ms, each way. On a single loopback node the
+// every byte by +1 ms, then +5 ms, each way (and first by nothing: the
+// proxy's own cost). On a single loopback node the
 // fan-out is bounded by the two cores (docs/benchmarks.md, Fan-out); with
 // a network round trip per query, the sequential loop pays it once per
 // partition, in a row, and the fan-out overlaps up to its read parallelism.
@@ -97,25 +99,29 @@ func BenchmarkFanOutLatency(b *testing.B) {
 	stats := map[string]query.Stats{}
 	pages := map[string]int{}
 	var latency time.Duration
+	cpu := map[time.Duration]cpuMeter{}
 	read := func(side string) time.Duration {
 		out := bufs[side][:0]
 		if out == nil {
 			out = make([]point, 0, n)
 		}
-		t0 := time.Now()
-		switch side {
-		case "sequential":
-			out = readSequential(b, ctx, s, cfg.Keyspace, series, span, layout, pageSize, out)
-		case "gateway-cursors":
-			var st query.Stats
-			out, pages[side], st = readGateway(b, ctx, g.Engine, series, span, 100000, out)
-			stats[side] = st
-		case "gateway-one-page":
-			var st query.Stats
-			out, pages[side], st = readGateway(b, ctx, g1.Engine, series, span, 1000000, out)
-			stats[side] = st
+		if cpu[latency] == nil {
+			cpu[latency] = cpuMeter{}
 		}
-		d := time.Since(t0)
+		d := cpu[latency].time(side, func() {
+			switch side {
+			case "sequential":
+				out = readSequential(b, ctx, s, cfg.Keyspace, series, span, layout, pageSize, out)
+			case "gateway-cursors":
+				var st query.Stats
+				out, pages[side], st = readGateway(b, ctx, g.Engine, series, span, 100000, out)
+				stats[side] = st
+			case "gateway-one-page":
+				var st query.Stats
+				out, pages[side], st = readGateway(b, ctx, g1.Engine, series, span, 1000000, out)
+				stats[side] = st
+			}
+		})
 		bufs[side] = out
 		checkPoints(b, side, out, span, n)
 		if floor := time.Duration(partitions) * 2 * latency; side == "sequential" && d < floor {
@@ -135,6 +141,7 @@ func BenchmarkFanOutLatency(b *testing.B) {
 				read(side)
 			}
 			checkRoundTrip(b, g.Engine, series, span, l)
+			clear(cpu[l])
 			results[l] = rounds(b, *benchRounds, sides, func(_ int, side string) time.Duration { return read(side) })
 		}
 	}
@@ -152,6 +159,8 @@ func BenchmarkFanOutLatency(b *testing.B) {
 			}
 		}
 		note(b, "+%s each way, medians over %d rounds of %d partitions: %s", l, *benchRounds, partitions, strings.Join(line, ", "))
+		note(b, "+%s each way, where the time goes:", l)
+		cpu[l].log(b, sides)
 	}
 	for _, side := range sides[1:] {
 		note(b, "%s: %d pages, %d buckets, %d partitions, %d rows read", side, pages[side], stats[side].Buckets, stats[side].Partitions, stats[side].RowsRead)

@@ -347,7 +347,7 @@ func (s *Store) checkSchema(ctx context.Context, session *gocql.Session, p tiers
 	err = session.Query("SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ? AND column_name = ?",
 		ks, tableLateBuckets, "version").ScanContext(ctx, &col)
 	if errors.Is(err, gocql.ErrNotFound) {
-		return fmt.Errorf("cassandra: table %s.%s lacks the column version: %s", ks, tableLateBuckets, hint)
+		return schemaError{fmt.Errorf("cassandra: table %s.%s lacks the column version: %s", ks, tableLateBuckets, hint)}
 	}
 	if err != nil {
 		return fmt.Errorf("cassandra: read the columns of %s.%s: %w", ks, tableLateBuckets, err)

@@ -66,7 +66,7 @@ var ioPackages = []string{"os", "os/exec", "os/signal", "net", "net/http", "io/f
 // restricted are outside imports only some packages may use.
 var restricted = map[string][]string{
 	"github.com/apache/cassandra-gocql-driver/v2": {"tiers/cassandra", "scripts/cassandra/cql", "integration", "integration/cluster"},
-	"github.com/Shopify/toxiproxy/v2":             {"integration/cluster"},
+	"github.com/Shopify/toxiproxy/v2":             {"integration", "integration/cluster"},
 	"github.com/cockroachdb/pebble/v2":            {"tiers/embedded"},
 	"github.com/go-chi/chi/v5":                    {"httpapi", "grafana", "promapi", "httpapi/apitest", "integration"},
 	"github.com/getkin/kin-openapi":               {"api", "httpapi", "httpapi/apitest"},

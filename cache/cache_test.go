@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -53,111 +52,12 @@ func (r *countingReader) Read(ctx context.Context, req tiers.ReadRequest) tiers.
 	return &slicePages{rows: rows, size: req.PageSize}
 }
 
-func drain(t *testing.T, p tiers.RowPages) []tiers.Row {
-	t.Helper()
-	var out []tiers.Row
-	for {
-		page, err := p.Next()
-		if errors.Is(err, tiers.ErrDone) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, page...)
-	}
-}
-
 func rowsUpTo(n int) []tiers.Row {
 	rows := make([]tiers.Row, n)
 	for i := range rows {
 		rows[i] = tiers.PointRow(int64(i), float64(i))
 	}
 	return rows
-}
-
-func req(from, to int64, desc bool) tiers.ReadRequest {
-	return tiers.ReadRequest{Key: tiers.PartitionKey{Table: tiers.TableRaw, Series: "s", Bucket: 0}, Span: tiers.Span{From: from, To: to}, Desc: desc, PageSize: 7}
-}
-
-func TestPartitionsServeFinalReadsFromCache(t *testing.T) {
-	next := &countingReader{rows: rowsUpTo(100)}
-	final := func(r tiers.ReadRequest) bool { return r.Span.To <= 50 }
-	c := NewPartitions(next, final, 1<<20)
-	ctx := context.Background()
-	for range 3 {
-		for _, desc := range []bool{false, true} {
-			got := drain(t, c.Read(ctx, req(10, 50, desc)))
-			want := slices.Clone(next.rows[10:50])
-			if desc {
-				slices.Reverse(want)
-			}
-			if !slices.Equal(got, want) {
-				t.Fatalf("desc %v: got %v", desc, got)
-			}
-		}
-	}
-	if n := next.reads.Load(); n != 1 {
-		t.Fatalf("a final span was read %d times from the store, want once", n)
-	}
-	if hits, misses := c.Stats(); hits != 5 || misses != 1 {
-		t.Fatalf("hits %d misses %d", hits, misses)
-	}
-	// A span that can still change is always read from the store.
-	for range 3 {
-		drain(t, c.Read(ctx, req(40, 60, false)))
-	}
-	if n := next.reads.Load(); n != 4 {
-		t.Fatalf("mutable span: %d store reads, want every read to reach the store", n)
-	}
-	// A different span of the same partition is a different key.
-	drain(t, c.Read(ctx, req(10, 40, false)))
-	if n := next.reads.Load(); n != 5 {
-		t.Fatalf("another span was served from the cache")
-	}
-}
-
-func TestPartitionsCoalesceConcurrentMisses(t *testing.T) {
-	next := &countingReader{rows: rowsUpTo(100), gate: make(chan struct{})}
-	c := NewPartitions(next, func(tiers.ReadRequest) bool { return true }, 1<<20)
-	var wg sync.WaitGroup
-	results := make([][]tiers.Row, 8)
-	for i := range results {
-		wg.Go(func() { results[i] = drain(t, c.Read(context.Background(), req(0, 100, false))) })
-	}
-	time.Sleep(50 * time.Millisecond) // let the readers pile up on the miss
-	close(next.gate)
-	wg.Wait()
-	if n := next.reads.Load(); n != 1 {
-		t.Fatalf("%d concurrent misses reached the store, want 1", n)
-	}
-	for _, r := range results {
-		if !slices.Equal(r, next.rows) {
-			t.Fatal("a coalesced reader got different rows")
-		}
-	}
-}
-
-func TestPartitionsBoundedInBytes(t *testing.T) {
-	next := &countingReader{rows: rowsUpTo(1000)}
-	const budget = 16 * 100 * rowBytes // an entry may hold 100 rows
-	c := NewPartitions(next, func(tiers.ReadRequest) bool { return true }, budget)
-	for i := range int64(40) {
-		drain(t, c.Read(context.Background(), req(i*10, i*10+50, false)))
-	}
-	if c.bytes > budget {
-		t.Fatalf("cache holds %d bytes, budget %d", c.bytes, budget)
-	}
-	// Too large for one entry: served, never cached.
-	before := next.reads.Load()
-	for range 2 {
-		if got := drain(t, c.Read(context.Background(), req(0, 1000, false))); len(got) != 1000 {
-			t.Fatalf("oversized read returned %d rows", len(got))
-		}
-	}
-	if next.reads.Load()-before < 2 {
-		t.Fatal("an oversized partition was cached")
-	}
 }
 
 type fakeRegistry struct {
@@ -220,37 +120,5 @@ func TestSeriesCacheWidensOnLocalWrites(t *testing.T) {
 	c.LookupSeries(ctx, "a")
 	if reg.lookups.Load() != lookups+1 {
 		t.Fatal("an expired entry was not refreshed")
-	}
-}
-
-// A late partition's version and a series' invalidation are part of the
-// key: a read under another version, or after Invalidate, goes to the
-// store and sees what it holds now.
-func TestPartitionsKeyOnVersionAndGeneration(t *testing.T) {
-	next := &countingReader{rows: rowsUpTo(100)}
-	c := NewPartitions(next, func(tiers.ReadRequest) bool { return true }, 1<<20)
-	ctx := context.Background()
-	read := func(version int64) []tiers.Row {
-		r := req(0, 50, false)
-		r.Version = version
-		return drain(t, c.Read(ctx, r))
-	}
-	read(1)
-	read(1)
-	if n := next.reads.Load(); n != 1 {
-		t.Fatalf("%d store reads of one version, want 1", n)
-	}
-	next.rows[3].Sum = 1000 // the store changes, and so does the version
-	if got := read(2); got[3].Sum != 1000 {
-		t.Fatalf("read under a new version served the old rows: %v", got[3])
-	}
-	next.rows[4].Sum = 2000 // the store changes under the same version, then the series is invalidated
-	c.Invalidate("other")
-	if got := read(2); got[4].Sum == 2000 {
-		t.Fatal("invalidating another series dropped this one's entries")
-	}
-	c.Invalidate("s")
-	if got := read(2); got[4].Sum != 2000 {
-		t.Fatalf("read after Invalidate served the old rows: %v", got[4])
 	}
 }

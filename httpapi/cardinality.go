@@ -57,7 +57,7 @@ func (g *newSeries) check(ctx context.Context, reg Registry, points []ingest.Poi
 		case errors.Is(err, tiers.ErrNotFound):
 			fresh++
 		case err != nil:
-			return storeFailure(err)
+			return problem.Unavailable(err)
 		}
 	}
 	if fresh == 0 {
@@ -106,7 +106,7 @@ func (s *Server) checkNewSeries(w http.ResponseWriter, r *http.Request, points [
 		if ns.problem.Status == http.StatusTooManyRequests {
 			w.Header().Set("Retry-After", strconv.Itoa(60))
 		}
-		writeJSONProblem(w, ns.problem)
+		problem.Write(w, ns.problem)
 		return false
 	}
 	s.writeProblem(w, r, err)

@@ -95,7 +95,7 @@ func connBounds(l Limits, up *uploads, m *Metrics, next http.Handler) http.Handl
 		if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
 			if !up.add(rc) {
 				w.Header().Set("Connection", "close")
-				writeJSONProblem(w, &Problem{Type: problem.Type("overloaded"), Title: "Shutting down", Status: http.StatusServiceUnavailable,
+				problem.Write(w, &Problem{Type: problem.Type("overloaded"), Title: "Shutting down", Status: http.StatusServiceUnavailable,
 					Detail: "the gateway is shutting down; retry on another instance"})
 				return
 			}

@@ -22,7 +22,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tsgate/tsgate/auth"
-	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/problem"
 )
 
@@ -150,7 +149,7 @@ func (g *roleGuard) refuse(w http.ResponseWriter, r *http.Request, p *Problem) {
 		writeGrafanaShaped(w, p)
 		return
 	}
-	writeJSONProblem(w, p)
+	problem.Write(w, p)
 }
 
 // writeGrafanaShaped answers p in the shape the Grafana plugin shows,
@@ -214,7 +213,7 @@ func (s *Server) limit(lim *limiter) func(http.Handler) http.Handler {
 				if strings.HasPrefix(r.URL.Path, "/grafana") {
 					writeGrafanaShaped(w, p)
 				} else {
-					writeJSONProblem(w, p)
+					problem.Write(w, p)
 				}
 				return
 			}
@@ -264,7 +263,7 @@ func (s *Server) checkHost(next http.Handler) http.Handler {
 			return
 		}
 		s.deps.Metrics.refuse(refusedHost)
-		writeJSONProblem(w, &Problem{Type: problem.Type("host-not-allowed"), Title: "Host not allowed", Status: http.StatusMisdirectedRequest,
+		problem.Write(w, &Problem{Type: problem.Type("host-not-allowed"), Title: "Host not allowed", Status: http.StatusMisdirectedRequest,
 			Detail: "this gateway does not answer for Host " + strconv.Quote(r.Host) + " (--allowed-hosts)"})
 	})
 }
@@ -334,7 +333,7 @@ func bodyIsEmpty(body io.ReadCloser) (bool, io.ReadCloser) {
 // refuseProblem writes a refusal of the v1 API and counts it.
 func (s *Server) refuseProblem(w http.ResponseWriter, r *http.Request, p *Problem) {
 	s.deps.Metrics.refuse(refusalOf(p))
-	writeJSONProblem(w, p)
+	problem.Write(w, p)
 }
 
 // refuseGrafana writes a refusal in the Grafana plugin's shape and counts it.
@@ -359,14 +358,6 @@ type (
 	Problem    = problem.Problem
 	ParamError = problem.ParamError
 )
-
-func writeJSONProblem(w http.ResponseWriter, p *Problem) { problem.Write(w, p) }
-func toProblem(err error) *Problem                       { return problem.From(err) }
-func storeFailure(err error) error                       { return problem.Unavailable(err) }
-
-func badParam(param, message string) *Problem {
-	return problem.BadParams(params.Errors{params.Bad(param, "%s", message)})
-}
 
 func quoteOrMissing(s string) string {
 	if s == "" {

@@ -85,7 +85,7 @@ func (s *Server) runRollups(w http.ResponseWriter, r *http.Request) {
 	select {
 	case <-run.done:
 		if run.err != nil {
-			s.writeProblem(w, r, storeFailure(run.err))
+			s.writeProblem(w, r, problem.Unavailable(run.err))
 			return
 		}
 		writeJSON(w, http.StatusOK, append(rollupReportJSON(run.report), '\n'))
@@ -118,7 +118,7 @@ func (s *Server) writeRollupRun(w http.ResponseWriter, r *http.Request, run *rol
 	select {
 	case <-run.done:
 		if run.err != nil {
-			out.State, out.Error = "failed", toProblem(storeFailure(run.err))
+			out.State, out.Error = "failed", problem.From(problem.Unavailable(run.err))
 		} else {
 			out.State, out.Report = "done", rollupReportJSON(run.report)
 		}

@@ -25,7 +25,7 @@ import (
 var docsTemplate string
 
 // ProblemType is one entry of the document's x-problem-types: a problem
-// the API answers with, explained under /docs#problem-<slug>.
+// the API answers with, explained under /docs#problem/<slug>.
 type ProblemType struct {
 	Slug        string `json:"slug"`
 	Title       string `json:"title"`
@@ -540,7 +540,7 @@ func (m *markdown) inline(text string) string {
 	s = codeSpan.ReplaceAllStringFunc(s, func(c string) string {
 		inner := c[1 : len(c)-1]
 		if m.problems[inner] {
-			return `<a href="#problem-` + inner + `"><code>` + inner + `</code></a>`
+			return `<a href="#problem/` + inner + `"><code>` + inner + `</code></a>`
 		}
 		return "<code>" + inner + "</code>"
 	})

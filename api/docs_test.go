@@ -39,7 +39,7 @@ func TestDocsPage(t *testing.T) {
 		t.Fatalf("%d problem types", len(types))
 	}
 	for _, p := range types {
-		anchors = append(anchors, "problem-"+p.Slug)
+		anchors = append(anchors, "problem/"+p.Slug)
 	}
 	for _, a := range anchors {
 		if !bytes.Contains(page, []byte(`id="`+a+`"`)) {

@@ -107,7 +107,7 @@ func TestProblemTypesAreDocumented(t *testing.T) {
 	}
 	var enum []string
 	for _, v := range doc.Components.Schemas["Problem"].Value.Properties["type"].Value.Enum {
-		enum = append(enum, strings.TrimPrefix(v.(string), "/docs#problem-"))
+		enum = append(enum, strings.TrimPrefix(v.(string), "/docs#problem/"))
 	}
 	used := problemTypesInCode(t)
 	for _, slugs := range []struct {
@@ -131,8 +131,8 @@ func TestProblemTypesAreDocumented(t *testing.T) {
 		t.Fatalf("GET /docs: %d %s", status, ct)
 	}
 	for slug := range documented {
-		if !bytes.Contains(page, []byte(`id="problem-`+slug+`"`)) {
-			t.Errorf("/docs has no anchor #problem-%s", slug)
+		if !bytes.Contains(page, []byte(`id="problem/`+slug+`"`)) {
+			t.Errorf("/docs has no anchor #problem/%s", slug)
 		}
 	}
 }
@@ -228,9 +228,9 @@ func TestCheckerCatchesViolations(t *testing.T) {
 		{"string point", get("/v1/series/s/points?from=1"), 200, jsonCT, strings.Replace(okAnswer, `[[1,2.5]]`, `[["1",2.5]]`, 1)},
 		{"undocumented status", get("/v1/series/s/points?from=1"), 201, jsonCT, okAnswer},
 		{"wrong content type", get("/v1/series/s/points?from=1"), 200, http.Header{"Content-Type": {"text/plain"}}, okAnswer},
-		{"problem without detail", get("/v1/series/s/points?from=1"), 404, problemCT, `{"type":"/docs#problem-series-not-found","title":"Series not found","status":404}`},
-		{"problem of the wrong status", get("/v1/series/s/points?from=1"), 404, problemCT, `{"type":"/docs#problem-invalid-parameter","title":"x","status":404,"detail":"x"}`},
-		{"unknown problem type", get("/v1/series/s/points?from=1"), 404, problemCT, `{"type":"/docs#problem-oops","title":"x","status":404,"detail":"x"}`},
+		{"problem without detail", get("/v1/series/s/points?from=1"), 404, problemCT, `{"type":"/docs#problem/series-not-found","title":"Series not found","status":404}`},
+		{"problem of the wrong status", get("/v1/series/s/points?from=1"), 404, problemCT, `{"type":"/docs#problem/invalid-parameter","title":"x","status":404,"detail":"x"}`},
+		{"unknown problem type", get("/v1/series/s/points?from=1"), 404, problemCT, `{"type":"/docs#problem/oops","title":"x","status":404,"detail":"x"}`},
 		{"unrouted 200", get("/v2/nothing"), 200, jsonCT, `{}`},
 	}
 	for _, b := range bad {

@@ -349,7 +349,7 @@ func refusalOf(p *Problem) string {
 	case http.StatusRequestEntityTooLarge:
 		return refusedBodyTooLarge
 	}
-	return strings.TrimPrefix(p.Type, "/docs#problem-")
+	return strings.TrimPrefix(p.Type, "/docs#problem/")
 }
 
 // The names this file and its neighbours use for the problem package's

@@ -121,7 +121,7 @@ func TestOverloadSheds(t *testing.T) {
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "1" || !strings.Contains(resp.Header.Get("Content-Type"), "problem+json") {
 		t.Fatalf("a third request: %d %v", resp.StatusCode, resp.Header)
 	}
-	if b, _ := io.ReadAll(resp.Body); !strings.Contains(string(b), `"type":"/docs#problem-overloaded"`) {
+	if b, _ := io.ReadAll(resp.Body); !strings.Contains(string(b), `"type":"/docs#problem/overloaded"`) {
 		t.Fatalf("body %s", b)
 	}
 	if d := time.Since(start); d > 2*time.Second {

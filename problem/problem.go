@@ -45,7 +45,7 @@ func (p *Problem) Error() string { return p.Detail }
 
 // Type is the type URI of a problem: a fragment of the API reference this
 // gateway serves at /docs, where each is explained.
-func Type(slug string) string { return "/docs#problem-" + slug }
+func Type(slug string) string { return "/docs#problem/" + slug }
 
 // New returns a problem of the given slug, title and status.
 func New(status int, slug, title, detail string) *Problem {
@@ -146,7 +146,7 @@ func ByteSize(n int64) string {
 func Write(w http.ResponseWriter, p *Problem) {
 	b, err := json.Marshal(p)
 	if err != nil {
-		b = []byte(`{"type":"/docs#problem-internal","title":"Internal error","status":500,"detail":"could not encode the problem"}`)
+		b = []byte(`{"type":"/docs#problem/internal","title":"Internal error","status":500,"detail":"could not encode the problem"}`)
 	}
 	h := w.Header()
 	for k, v := range p.Header {

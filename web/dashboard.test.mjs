@@ -441,11 +441,11 @@ describe("answers", () => {
   });
   it("describes problems", () => {
     const p = describeProblem(400, "Bad Request", {
-      type: "/docs#problem-invalid-parameter", title: "Invalid parameter", status: 400, detail: "from: required",
+      type: "/docs#problem/invalid-parameter", title: "Invalid parameter", status: 400, detail: "from: required",
       errors: [{ param: "from", message: "required" }],
     });
     assert.deepEqual(p, {
-      title: "Invalid parameter", status: 400, type: "/docs#problem-invalid-parameter", detail: "from: required",
+      title: "Invalid parameter", status: 400, type: "/docs#problem/invalid-parameter", detail: "from: required",
       errors: [{ param: "from", message: "required" }], retryAfter: null,
     });
     const q = describeProblem(502, "Bad Gateway", null);
@@ -458,25 +458,25 @@ describe("answers", () => {
 describe("error messages", () => {
   const problem = (status, type, extra = {}) => describeProblem(status, "", { type, title: "T", status, detail: "D", ...extra.body }, extra.retryAfter);
   it("says the latency budget ran out, not that the store failed", () => {
-    const x = explainProblem(problem(504, "/docs#problem-budget-exceeded"));
+    const x = explainProblem(problem(504, "/docs#problem/budget-exceeded"));
     assert.equal(x.title, "Latency budget ran out");
     assert.doesNotMatch(x.title + x.detail, /store/);
     assert.match(partialWhy("slo"), /latency budget ran out/);
     assert.match(partialWhy("unavailable"), /store failed/);
   });
   it("asks for a token on 401 and names the role on 403", () => {
-    assert.equal(explainProblem(problem(401, "/docs#problem-unauthorized")).title, "Token needed");
-    const x = explainProblem(problem(403, "/docs#problem-forbidden"));
+    assert.equal(explainProblem(problem(401, "/docs#problem/unauthorized")).title, "Token needed");
+    const x = explainProblem(problem(403, "/docs#problem/forbidden"));
     assert.equal(x.title, "Role too low");
     assert.match(x.detail, /role/);
     // A blocked series is a 403 too, with the gateway's own reason.
-    const blocked = explainProblem(describeProblem(403, "", { type: "/docs#problem-series-blocked", title: "Series blocked", detail: "blocked: migrating" }));
+    const blocked = explainProblem(describeProblem(403, "", { type: "/docs#problem/series-blocked", title: "Series blocked", detail: "blocked: migrating" }));
     assert.deepEqual([blocked.title, blocked.detail], ["Series blocked", "blocked: migrating"]);
   });
   it("says the gateway is busy and when to retry on 503 overloaded", () => {
-    assert.match(explainProblem(problem(503, "/docs#problem-overloaded", { retryAfter: "3" })).detail, /busy.*Retry in 3 seconds/s);
+    assert.match(explainProblem(problem(503, "/docs#problem/overloaded", { retryAfter: "3" })).detail, /busy.*Retry in 3 seconds/s);
     assert.match(explainProblem(problem(503, "https://x.example/problems/overloaded", { retryAfter: null })).detail, /Retry in a moment/);
-    assert.equal(explainProblem(problem(503, "/docs#problem-store-unavailable")).title, "T", "a store failure keeps its own words");
+    assert.equal(explainProblem(problem(503, "/docs#problem/store-unavailable")).title, "T", "a store failure keeps its own words");
   });
   it("reads Retry-After as seconds or a date", () => {
     assert.equal(parseRetryAfter("7"), 7);
@@ -492,7 +492,7 @@ describe("error messages", () => {
     assert.match(resolutionError(""), /not a resolution/);
   });
   it("names unknown series", () => {
-    assert.equal(explainProblem(problem(404, "/docs#problem-series-not-found")).title, "Unknown series");
+    assert.equal(explainProblem(problem(404, "/docs#problem/series-not-found")).title, "Unknown series");
   });
 });
 
@@ -568,8 +568,8 @@ describe("bearer token", () => {
       const auth = init.headers.Authorization ?? "";
       sent.push([url, auth]);
       const json = (status, body, headers = {}) => new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json", ...headers } });
-      if (auth !== "Bearer s3cret") return json(401, { type: "/docs#problem-unauthorized", title: "Unauthorized", status: 401, detail: "a bearer token is needed" }, { "WWW-Authenticate": "Bearer" });
-      if (url.startsWith("v1/admin") && role === "read") return json(403, { type: "/docs#problem-forbidden", title: "Forbidden", status: 403, detail: "role read" });
+      if (auth !== "Bearer s3cret") return json(401, { type: "/docs#problem/unauthorized", title: "Unauthorized", status: 401, detail: "a bearer token is needed" }, { "WWW-Authenticate": "Bearer" });
+      if (url.startsWith("v1/admin") && role === "read") return json(403, { type: "/docs#problem/forbidden", title: "Forbidden", status: 403, detail: "role read" });
       return json(200, { url });
     };
     let asked = 0;
@@ -599,7 +599,7 @@ describe("bearer token", () => {
     const api = await import("./static/assets/api.js");
     const saved = globalThis.fetch;
     t.after(() => (globalThis.fetch = saved));
-    globalThis.fetch = async () => new Response(JSON.stringify({ type: "/docs#problem-overloaded", title: "Overloaded", status: 503, detail: "busy" }), { status: 503, headers: { "Retry-After": "2" } });
+    globalThis.fetch = async () => new Response(JSON.stringify({ type: "/docs#problem/overloaded", title: "Overloaded", status: 503, detail: "busy" }), { status: 503, headers: { "Retry-After": "2" } });
     await assert.rejects(api.getJSON("v1/series"), (e) => e.problem.retryAfter === 2 && /Retry in 2 seconds/.test(explainProblem(e.problem).detail));
   });
 });

@@ -257,23 +257,23 @@ func (e PointsAnswerPartialReason) Valid() bool {
 
 // Defines values for ProblemType.
 const (
-	ProblemTypeBodyTooLarge         ProblemType = "/docs#problem-body-too-large"
-	ProblemTypeBudgetExceeded       ProblemType = "/docs#problem-budget-exceeded"
-	ProblemTypeForbidden            ProblemType = "/docs#problem-forbidden"
-	ProblemTypeHostNotAllowed       ProblemType = "/docs#problem-host-not-allowed"
-	ProblemTypeInternal             ProblemType = "/docs#problem-internal"
-	ProblemTypeInvalidParameter     ProblemType = "/docs#problem-invalid-parameter"
-	ProblemTypeInvalidPoints        ProblemType = "/docs#problem-invalid-points"
-	ProblemTypeMethodNotAllowed     ProblemType = "/docs#problem-method-not-allowed"
-	ProblemTypeNewSeriesRate        ProblemType = "/docs#problem-new-series-rate"
-	ProblemTypeNotFound             ProblemType = "/docs#problem-not-found"
-	ProblemTypeOverloaded           ProblemType = "/docs#problem-overloaded"
-	ProblemTypeSeriesBlocked        ProblemType = "/docs#problem-series-blocked"
-	ProblemTypeSeriesNotFound       ProblemType = "/docs#problem-series-not-found"
-	ProblemTypeStoreUnavailable     ProblemType = "/docs#problem-store-unavailable"
-	ProblemTypeTooManyNewSeries     ProblemType = "/docs#problem-too-many-new-series"
-	ProblemTypeUnauthorized         ProblemType = "/docs#problem-unauthorized"
-	ProblemTypeUnsupportedMediaType ProblemType = "/docs#problem-unsupported-media-type"
+	ProblemTypeBodyTooLarge         ProblemType = "/docs#problem/body-too-large"
+	ProblemTypeBudgetExceeded       ProblemType = "/docs#problem/budget-exceeded"
+	ProblemTypeForbidden            ProblemType = "/docs#problem/forbidden"
+	ProblemTypeHostNotAllowed       ProblemType = "/docs#problem/host-not-allowed"
+	ProblemTypeInternal             ProblemType = "/docs#problem/internal"
+	ProblemTypeInvalidParameter     ProblemType = "/docs#problem/invalid-parameter"
+	ProblemTypeInvalidPoints        ProblemType = "/docs#problem/invalid-points"
+	ProblemTypeMethodNotAllowed     ProblemType = "/docs#problem/method-not-allowed"
+	ProblemTypeNewSeriesRate        ProblemType = "/docs#problem/new-series-rate"
+	ProblemTypeNotFound             ProblemType = "/docs#problem/not-found"
+	ProblemTypeOverloaded           ProblemType = "/docs#problem/overloaded"
+	ProblemTypeSeriesBlocked        ProblemType = "/docs#problem/series-blocked"
+	ProblemTypeSeriesNotFound       ProblemType = "/docs#problem/series-not-found"
+	ProblemTypeStoreUnavailable     ProblemType = "/docs#problem/store-unavailable"
+	ProblemTypeTooManyNewSeries     ProblemType = "/docs#problem/too-many-new-series"
+	ProblemTypeUnauthorized         ProblemType = "/docs#problem/unauthorized"
+	ProblemTypeUnsupportedMediaType ProblemType = "/docs#problem/unsupported-media-type"
 )
 
 // Valid indicates whether the value is a known member of the ProblemType enum.
@@ -1464,7 +1464,7 @@ type ClientInterface interface {
 	// GetDocs API reference
 	//
 	// A readable reference of this document: operations, parameters,
-	// answers and problem types (each under `#problem-<slug>`, where the
+	// answers and problem types (each under `#problem/<slug>`, where the
 	// problems' `type` URIs point). Self-contained, no external assets.
 	//
 	// Corresponds with GET /docs (the `GetDocs` operationId).
@@ -2062,7 +2062,7 @@ func (c *Client) GetHome(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // GetDocs API reference
 //
 // A readable reference of this document: operations, parameters,
-// answers and problem types (each under `#problem-<slug>`, where the
+// answers and problem types (each under `#problem/<slug>`, where the
 // problems' `type` URIs point). Self-contained, no external assets.
 //
 // Corresponds with GET /docs (the `GetDocs` operationId).
@@ -4496,7 +4496,7 @@ type ClientWithResponsesInterface interface {
 	// GetDocsWithResponse API reference
 	//
 	// A readable reference of this document: operations, parameters,
-	// answers and problem types (each under `#problem-<slug>`, where the
+	// answers and problem types (each under `#problem/<slug>`, where the
 	// problems' `type` URIs point). Self-contained, no external assets.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -7453,7 +7453,7 @@ func (c *ClientWithResponses) GetHomeWithResponse(ctx context.Context, reqEditor
 // GetDocsWithResponse API reference
 //
 // A readable reference of this document: operations, parameters,
-// answers and problem types (each under `#problem-<slug>`, where the
+// answers and problem types (each under `#problem/<slug>`, where the
 // problems' `type` URIs point). Self-contained, no external assets.
 //
 // Returns a wrapper object for the known response body format(s).

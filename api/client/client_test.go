@@ -81,7 +81,7 @@ func TestTypesParseAnswers(t *testing.T) {
 		body := `{"results":[
 			{"series":"a","from":1,"to":2,"tier":"raw","resolution_ms":0,"order":"desc","columns":["t","v"],"segments":[],
 			 "points":[[1,2]],"partial":false,"covered":[1,2],"stats":{"buckets":1,"partitions":1,"rows_read":1,"cache_hits":0,"elapsed_ms":0.1}},
-			{"series":"b","error":{"type":"/docs#problem-series-not-found","title":"Series not found","status":404,"detail":"no series has this id"}}]}`
+			{"series":"b","error":{"type":"/docs#problem/series-not-found","title":"Series not found","status":404,"detail":"no series has this id"}}]}`
 		if err := json.Unmarshal([]byte(body), &b); err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +94,7 @@ func TestTypesParseAnswers(t *testing.T) {
 	})
 	t.Run("problem", func(t *testing.T) {
 		var p client.Problem
-		body := `{"type":"/docs#problem-invalid-parameter","title":"Invalid parameter","status":400,"detail":"limit: must be an integer from 1 to 100000",
+		body := `{"type":"/docs#problem/invalid-parameter","title":"Invalid parameter","status":400,"detail":"limit: must be an integer from 1 to 100000",
 			"errors":[{"param":"limit","message":"must be an integer from 1 to 100000"}]}`
 		if err := json.Unmarshal([]byte(body), &p); err != nil {
 			t.Fatal(err)

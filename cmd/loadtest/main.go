@@ -198,7 +198,7 @@ func (s *phaseStats) record(sec int, status int, d time.Duration, write bool, bo
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
-	case status == 503 && strings.Contains(body, "#problem-overloaded"):
+	case status == 503 && strings.Contains(body, "#problem/overloaded"):
 		s.shed[sec]++
 	case status >= 500:
 		s.other5xx++

@@ -78,7 +78,7 @@ var checkerSetup = sync.OnceValues(func() (*checkerContract, error) {
 	}
 	statuses := map[string]int{}
 	for _, p := range types {
-		statuses["/docs#problem-"+p.Slug] = p.Status
+		statuses["/docs#problem/"+p.Slug] = p.Status
 	}
 	return &checkerContract{doc: doc, router: router, problemStatus: statuses}, nil
 })

@@ -738,7 +738,7 @@ export function explainProblem(p) {
     };
   }
   // The contract names the type by its ending (".../overloaded"); this
-  // gateway's types are "/docs#problem-<name>".
+  // gateway's types are "/docs#problem/<name>".
   if (p.status === 503 && (typed("/overloaded") || typed("-overloaded"))) {
     const when = p.retryAfter === null ? "in a moment" : p.retryAfter <= 1 ? "in a second" : `in ${p.retryAfter} seconds`;
     return { title: "Gateway busy", detail: `The gateway is busy: it is serving as many requests as it can and turned this one away before reading anything. Retry ${when}.`, hint: "" };

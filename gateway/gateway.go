@@ -181,7 +181,7 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 		Store: newEngineStore(reader, store, g.Layouts.Guard(g.Series), buckets), Pyramid: cfg.Pyramid,
 		Watermarks: g.Rollups, Signer: signer, Now: now,
 	}, cfg.Query)
-	g.Engine = query.Observe(engine, g.Metrics.ObserveRead)
+	g.Engine = g.Metrics.CountRefusals(query.Observe(engine, g.Metrics.ObserveRead))
 	g.Writer = ingest.NewWriter(writerStore{timedWriter{store, sm}, g.Series}, g.Series, cfg.Pyramid, cfg.Ingest, now)
 	g.Writer.RefuseBlocked(g.Layouts.ForWrites())
 	g.Importer = ingest.NewImporter(g.Writer, cfg.Pyramid, g.Rollups, cfg.Import, invalidate)

@@ -8,6 +8,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"math"
 	"mime"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/tsgate/tsgate/auth"
 	"github.com/tsgate/tsgate/problem"
+	"github.com/tsgate/tsgate/query"
 )
 
 // Refusal reasons, the values of tsgate_requests_refused_total's label.
@@ -37,10 +39,11 @@ const (
 	refusedNewSeries     = "too_many_new_series"
 	refusedBodyTimeout   = "body_timeout"
 	refusedWriteProgress = "write_timeout"
+	refusedPartitions    = "too_many_partitions"
 )
 
 var refusalReasons = []string{refusedOverloaded, refusedUnauthorized, refusedForbidden, refusedTooMany,
-	refusedBodyTooLarge, refusedMediaType, refusedHost, refusedNewSeries, refusedBodyTimeout, refusedWriteProgress}
+	refusedBodyTooLarge, refusedMediaType, refusedHost, refusedNewSeries, refusedBodyTimeout, refusedWriteProgress, refusedPartitions}
 
 // guardMetrics count refusals, requests per token and requests in flight.
 type guardMetrics struct {
@@ -69,6 +72,30 @@ func newGuardMetrics(reg prometheus.Registerer) *guardMetrics {
 }
 
 // refuse counts a refusal; the metrics may be absent.
+// CountRefusals wraps e so that its refusals of reads that would plan too
+// many partitions (--max-partitions) are counted among the gateway's
+// refusals, whichever front end sent the read.
+func (m *Metrics) CountRefusals(e query.Engine) query.Engine {
+	return refusalCounter{Engine: e, m: m}
+}
+
+type refusalCounter struct {
+	query.Engine
+	m *Metrics
+}
+
+func (c refusalCounter) count(err error) error {
+	if errors.Is(err, query.ErrTooManyPartitions) {
+		c.m.refuse(refusedPartitions)
+	}
+	return err
+}
+
+func (c refusalCounter) Query(ctx context.Context, req query.Request) (query.Result, error) {
+	res, err := c.Engine.Query(ctx, req)
+	return res, c.count(err)
+}
+
 func (m *Metrics) refuse(reason string) {
 	if m != nil && m.guard != nil {
 		m.guard.refused.WithLabelValues(reason).Inc()

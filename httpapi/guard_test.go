@@ -479,3 +479,31 @@ func TestNewSeriesBounds(t *testing.T) {
 		t.Error("refusals for new series not counted")
 	}
 }
+
+// A read refused for the partition bound is a 400 naming the resolution and
+// is counted among the refusals, by reason.
+func TestMaxPartitionsRefusalIsCounted(t *testing.T) {
+	s := newGuardedServer(t, nil, func(c *gateway.Config) { c.Query.MaxPartitions = 10 })
+	now := s.Now()
+	if st, _, b := do(t, "POST", s.URL+"/v1/points", "application/json", fmt.Sprintf(`{"points":[{"series":"wide","t":%d,"v":1},{"series":"wide","t":%d,"v":2}]}`, now-5*3_600_000, now-1000), ""); st != 200 {
+		t.Fatalf("write: %d %s", st, b)
+	}
+	st, _, b := do(t, "GET", s.URL+"/v1/series/wide/points?from=now-6h&resolution=raw", "", "", "")
+	if st != 400 || !strings.Contains(string(b), `"param":"resolution"`) || !strings.Contains(string(b), "--max-partitions") {
+		t.Fatalf("6 hours raw (24 partitions) with a bound of 10: %d %s", st, b)
+	}
+	_, _, m := do(t, "GET", s.URL+"/metrics", "", "", "")
+	if !strings.Contains(string(m), `tsgate_requests_refused_total{reason="too_many_partitions"} 1`) {
+		t.Fatalf("the refusal is not counted:\n%s", grepLines(string(m), "tsgate_requests_refused_total"))
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -365,8 +365,19 @@ func (e *engine) checkPartitions(ctx context.Context, info tiers.SeriesInfo, p *
 			break
 		}
 	}
-	return params.Bad(param, "this read would plan %d partitions of the %s tier, more than the limit of %d (--max-partitions); %s", n, plan.TierName, limit, hint)
+	return partitionsError{pe: params.Bad(param, "this read would plan %d partitions of the %s tier, more than the limit of %d (--max-partitions); %s", n, plan.TierName, limit, hint)}
 }
+
+// ErrTooManyPartitions is what a refusal for the partition bound is, besides
+// the bad parameter it names: errors.Is tells it apart for the metrics.
+var ErrTooManyPartitions = errors.New("the read would plan more partitions than the bound")
+
+// partitionsError is the parameter error of the partition bound.
+type partitionsError struct{ pe *params.Error }
+
+func (e partitionsError) Error() string        { return e.pe.Error() }
+func (e partitionsError) Unwrap() error        { return e.pe }
+func (e partitionsError) Is(target error) bool { return target == ErrTooManyPartitions }
 
 // PlannedBucket is one bucket a read would touch.
 type PlannedBucket struct {

@@ -9,6 +9,7 @@ import (
 	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/params"
+	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/router"
 	"github.com/tsgate/tsgate/tiers"
@@ -91,7 +92,7 @@ func TestMaxPartitions(t *testing.T) {
 	req := env.Req("wide", tiers.Span{From: now - 6*tiers.Day, To: now}, router.Resolution{Kind: router.RawPoints})
 	_, err = env.Read(ctx, req)
 	var pe *params.Error
-	if !errors.As(err, &pe) || pe.Param != "resolution" || !strings.Contains(pe.Message, "limit of 100") || !strings.Contains(pe.Message, "resolution=1m") {
+	if !errors.Is(err, query.ErrTooManyPartitions) || !errors.As(err, &pe) || pe.Param != "resolution" || !strings.Contains(pe.Message, "limit of 100") || !strings.Contains(pe.Message, "resolution=1m") {
 		t.Fatalf("6 days raw (576 partitions) with a bound of 100: %v", err)
 	}
 	ex, err := env.Engine.Explain(ctx, req)

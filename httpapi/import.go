@@ -3,47 +3,31 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 
 	"github.com/tsgate/tsgate/ingest"
-	"github.com/tsgate/tsgate/problem"
 )
+
+// importDecoders are the media types POST /v1/import takes.
+var importDecoders = map[string]pointDecoder{
+	"application/x-ndjson": ingest.DecodeNDJSON,
+	"text/csv":             ingest.DecodeCSV,
+}
 
 // importPoints writes history through the importer: raw partitions for
 // what the raw tier keeps, rollup rows for what only coarser tiers keep.
 func (s *Server) importPoints(w http.ResponseWriter, r *http.Request) {
-	var decode func(io.Reader, int64) ([]ingest.Point, error)
-	switch mediaType(r) {
-	case "application/x-ndjson":
-		decode = ingest.DecodeNDJSON
-	case "text/csv":
-		decode = ingest.DecodeCSV
-	default:
-		s.writeProblem(w, r, unsupportedMedia("send history as application/x-ndjson or text/csv", r.Header.Get("Content-Type")))
-		return
-	}
 	if s.deps.Importer == nil {
 		s.writeProblem(w, r, errors.New("this server has no importer"))
 		return
 	}
-	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
-	points, err := decode(body, s.deps.Now().UnixMilli())
-	if err != nil {
-		var ve *ingest.ValidationError
-		if errors.As(err, &ve) {
-			s.deps.Importer.Check(ve)
-		}
-		s.writeProblem(w, r, err)
+	points, ok := s.decodePoints(w, r, importDecoders, "send history as application/x-ndjson or text/csv", s.deps.Importer.Check)
+	if !ok {
 		return
 	}
 	res, err := s.deps.Importer.Import(r.Context(), points)
 	if err != nil {
-		var ve *ingest.ValidationError
-		if !errors.As(err, &ve) {
-			err = problem.Unavailable(err)
-		}
-		s.writeProblem(w, r, err)
+		s.writeFailed(w, r, err)
 		return
 	}
 	if m := s.deps.Metrics; m != nil {

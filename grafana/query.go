@@ -190,7 +190,7 @@ func (s *Server) grafanaTargetJobs(t grafanaTarget, text string, base query.Requ
 	req := base
 	req.Aggs = []query.Agg{agg}
 	if resolution != "" && resolution != "auto" {
-		res, err := parseResolution(resolution)
+		res, err := router.ParseResolution(resolution)
 		if err != nil {
 			return nil, errors.New("payload.resolution: " + err.Error())
 		}
@@ -549,16 +549,4 @@ func jsonString(raw json.RawMessage) string {
 		return ""
 	}
 	return s
-}
-
-// parseResolution reads a payload's resolution: raw, or a window duration.
-func parseResolution(s string) (router.Resolution, error) {
-	if s == "raw" {
-		return router.Resolution{Kind: router.RawPoints}, nil
-	}
-	d, err := params.Duration(s)
-	if err != nil {
-		return router.Resolution{}, fmt.Errorf("must be auto, raw or a window duration like 5m: %v", err)
-	}
-	return router.Resolution{Kind: router.Window, Window: d}, nil
 }

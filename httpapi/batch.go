@@ -183,7 +183,7 @@ func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
 	s.shareResponsePoints(reqs)
 	// Every query shares the budget, which runs from the request's arrival.
 	results := make([][]byte, len(reqs))
-	forEachParallel(len(reqs), func(i int) { results[i] = s.answerOne(r, reqs[i]) })
+	ForEachParallel(len(reqs), func(i int) { results[i] = s.answerOne(r, reqs[i]) })
 	b := make([]byte, 0, 64)
 	b = append(b, `{"results":[`...)
 	for i, res := range results {
@@ -250,5 +250,3 @@ func ForEachParallel(n int, fn func(i int)) {
 	}
 	wg.Wait()
 }
-
-func forEachParallel(n int, fn func(i int)) { ForEachParallel(n, fn) }

@@ -62,7 +62,7 @@ func (f readFields) request(series string, name func(string) string) (query.Requ
 		}
 		req.To = t
 	}
-	res, err := ParseResolution(f.Resolution)
+	res, err := router.ParseResolution(f.Resolution)
 	if err != nil {
 		bad("resolution", "%s", err)
 	}
@@ -117,30 +117,6 @@ func (f readFields) request(series string, name func(string) string) (query.Requ
 	}
 	return req, errs
 }
-
-// ParseResolution reads the resolution parameter: auto (or empty), raw, or
-// a window duration.
-func ParseResolution(s string) (router.Resolution, error) {
-	switch s {
-	case "", "auto":
-		return router.Resolution{Kind: router.Auto}, nil
-	case "raw":
-		return router.Resolution{Kind: router.RawPoints}, nil
-	}
-	d, err := params.Duration(s)
-	if err != nil {
-		return router.Resolution{}, errResolution(err)
-	}
-	return router.Resolution{Kind: router.Window, Window: d}, nil
-}
-
-type resolutionError struct{ err error }
-
-func (e resolutionError) Error() string {
-	return "must be auto, raw or a window duration like 5m: " + e.err.Error()
-}
-
-func errResolution(err error) error { return resolutionError{err} }
 
 // keep returns parameter names unchanged.
 func keep(s string) string { return s }

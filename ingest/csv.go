@@ -3,7 +3,6 @@ package ingest
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -47,10 +46,7 @@ func DecodeCSV(r io.Reader, now int64) ([]Point, error) {
 		i++
 	}
 	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, &ValidationError{Errors: []params.Error{{Param: fmt.Sprintf("points[%d]", i), Message: "line longer than 1 MiB"}}}
-		}
-		return nil, err // the body's reader failed (too large, or the client went away)
+		return nil, lineError(err, i)
 	}
 	return finish(points, verr)
 }

@@ -205,12 +205,19 @@ func DecodeNDJSON(r io.Reader, now int64) ([]Point, error) {
 		i++
 	}
 	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, &ValidationError{Errors: []params.Error{{Param: fmt.Sprintf("points[%d]", i), Message: "line longer than 1 MiB"}}}
-		}
-		return nil, err // the body's reader failed (too large, or the client went away)
+		return nil, lineError(err, i)
 	}
 	return finish(points, verr)
+}
+
+// lineError is the failure of a line-by-line body at line i: a line over
+// the scanner's bound is that point's error; anything else is the body's
+// reader failing (too large, or the client went away).
+func lineError(err error, i int) error {
+	if errors.Is(err, bufio.ErrTooLong) {
+		return &ValidationError{Errors: []params.Error{{Param: fmt.Sprintf("points[%d]", i), Message: "line longer than 1 MiB"}}}
+	}
+	return err
 }
 
 func finish(points []Point, verr *ValidationError) ([]Point, error) {

@@ -34,6 +34,22 @@ type Resolution struct {
 	Window int64 // ms, for Kind == Window
 }
 
+// ParseResolution reads the resolution parameter: auto (or empty), raw, or
+// a window duration. Whether a window is wide enough is Route's to say.
+func ParseResolution(s string) (Resolution, error) {
+	switch s {
+	case "", "auto":
+		return Resolution{Kind: Auto}, nil
+	case "raw":
+		return Resolution{Kind: RawPoints}, nil
+	}
+	d, err := params.Duration(s)
+	if err != nil {
+		return Resolution{}, fmt.Errorf("must be auto, raw or a window duration like 5m: %v", err)
+	}
+	return Resolution{Kind: Window, Window: d}, nil
+}
+
 // MinWindow is the narrowest window a client may ask for.
 const MinWindow = tiers.Second
 

@@ -18,12 +18,16 @@ import (
 // freshStore creates a keyspace with a unique name and the gateway's
 // schema for p, and opens the Cassandra store on it; the store is closed
 // and the keyspace dropped when the test ends. It also returns the session
-// (for checks below the store) and the store's configuration.
-func freshStore(t testing.TB, p tiers.Pyramid) (*cassandra.Store, *gocql.Session, cassandra.Config) {
+// (for checks below the store) and the store's configuration, which
+// configure may adjust first.
+func freshStore(t testing.TB, p tiers.Pyramid, configure ...func(*cassandra.Config)) (*cassandra.Store, *gocql.Session, cassandra.Config) {
 	t.Helper()
 	s := newSession(t)
 	ks := newKeyspace(t, s)
 	cfg := storeConfig(t, s, ks)
+	for _, c := range configure {
+		c(&cfg)
+	}
 	ctx := testContext(t)
 	if err := cassandra.ApplySchema(ctx, cfg, p); err != nil {
 		t.Fatalf("apply schema: %v", err)

@@ -51,6 +51,22 @@ func TestCassandraStoreConformance(t *testing.T) {
 	t.Logf("conformance suite ran in %s", time.Since(start).Round(time.Millisecond))
 }
 
+// TestSpeculationWithOneReplica runs the conformance suite with every read
+// racing a second attempt at once, on a node that holds the only replica:
+// the second attempt finds no host and the driver fails the whole read with
+// "no hosts available" while the first is still on its way. Every read path
+// (data pages, registry, listings, logs, checkpoints, the health read) must
+// send such a read again without speculation instead of failing.
+func TestSpeculationWithOneReplica(t *testing.T) {
+	store, _, _ := freshStore(t, tiers.DefaultPyramid(), func(c *cassandra.Config) {
+		c.SpeculativeDelay = time.Nanosecond
+	})
+	storetest.Run(t, store, tiers.DefaultPyramid())
+	if err := store.Ping(testContext(t)); err != nil {
+		t.Fatalf("ping: %v", err)
+	}
+}
+
 // TestCassandraSchema checks that Open refuses a keyspace without the
 // store's tables, naming the command that creates them, and that applying
 // the schema twice is harmless.

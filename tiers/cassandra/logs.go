@@ -146,14 +146,24 @@ func (s *Store) DirtyWindows(ctx context.Context, slot int64) ([]tiers.DirtyWind
 	g, gctx := errgroup.WithContext(ctx)
 	for sh := range dirtyShards {
 		g.Go(func() error {
-			iter := s.read(session.Query(s.stmts.dirtyWindows, slot, sh)).IterContext(gctx)
-			var w tiers.DirtyWindow
-			for iter.Scan(&w.Series, &w.Window) {
-				parts[sh] = append(parts[sh], w)
+			scan := func(q *gocql.Query) ([]tiers.DirtyWindow, error) {
+				iter := q.IterContext(gctx)
+				var out []tiers.DirtyWindow
+				var w tiers.DirtyWindow
+				for iter.Scan(&w.Series, &w.Window) {
+					out = append(out, w)
+				}
+				return out, iter.Close()
 			}
-			if err := iter.Close(); err != nil {
+			q := func() *gocql.Query { return s.read(session.Query(s.stmts.dirtyWindows, slot, sh)) }
+			rows, err := scan(q())
+			if s.lostRace(err) {
+				rows, err = scan(noSpeculation(q()))
+			}
+			if err != nil {
 				return fmt.Errorf("cassandra: rollup log slot %d shard %d: %w", slot, sh, wrapCtx(gctx, err))
 			}
+			parts[sh] = rows
 			return nil
 		})
 	}
@@ -198,7 +208,7 @@ func (s *Store) getState(ctx context.Context, name string) (int64, bool, error) 
 		return 0, false, err
 	}
 	var v *int64
-	err = s.read(session.Query(s.stmts.getState, name)).ScanContext(ctx, &v)
+	err = s.readOne(ctx, func() *gocql.Query { return session.Query(s.stmts.getState, name) }, &v)
 	if errors.Is(err, gocql.ErrNotFound) || (err == nil && v == nil) {
 		return 0, false, nil
 	}

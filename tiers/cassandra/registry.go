@@ -178,7 +178,8 @@ func (s *Store) ListSeries(ctx context.Context, prefix, after string, limit int)
 	for sh := range seriesShards {
 		args := append(append([]any{sh}, bounds...), limit)
 		g.Go(func() error {
-			inputs[sh] = &seriesIter{ctx: ctx, iter: s.read(session.Query(cql, args...).PageSize(pageSize)).IterContext(ctx)}
+			q := s.read(session.Query(cql, args...).PageSize(pageSize))
+			inputs[sh] = &seriesIter{ctx: ctx, query: q, iter: q.IterContext(ctx), store: s}
 			return nil
 		})
 	}
@@ -201,18 +202,27 @@ func (s *Store) ListSeries(ctx context.Context, prefix, after string, limit int)
 
 // seriesIter adapts one shard's driver iterator to merge.Iterator.
 type seriesIter struct {
-	ctx  context.Context
-	iter *gocql.Iter
-	cur  tiers.SeriesInfo
-	err  error
+	ctx     context.Context
+	query   *gocql.Query
+	iter    *gocql.Iter
+	store   *Store // nil once the query was sent again without speculation
+	started bool
+	cur     tiers.SeriesInfo
+	err     error
 }
 
 func (it *seriesIter) Next() bool {
 	var first, last *int64
 	if !it.iter.Scan(&it.cur.ID, &first, &last) {
 		it.err = it.iter.Close()
+		if !it.started && it.store.lostRace(it.err) {
+			it.query, it.store, it.err = noSpeculation(it.query), nil, nil
+			it.iter = it.query.IterContext(it.ctx)
+			return it.Next()
+		}
 		return false
 	}
+	it.started = true
 	switch {
 	case first == nil && last == nil:
 		it.cur.First, it.cur.Last = 0, 0

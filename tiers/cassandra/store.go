@@ -281,6 +281,16 @@ func (s *Store) lostRace(err error) bool {
 	return s != nil && s.spec != nil && errors.Is(err, gocql.ErrNoConnections)
 }
 
+// readOne reads one row into dest with the query q builds, marked as a
+// read, and sends it again without speculation when it lost the race.
+func (s *Store) readOne(ctx context.Context, q func() *gocql.Query, dest ...any) error {
+	err := s.read(q()).ScanContext(ctx, dest...)
+	if s.lostRace(err) {
+		err = noSpeculation(s.read(q())).ScanContext(ctx, dest...)
+	}
+	return err
+}
+
 // noSpeculation turns speculative execution off for one query.
 func noSpeculation(q *gocql.Query) *gocql.Query {
 	return q.SetSpeculativeExecutionPolicy(gocql.NonSpeculativeExecution{})
@@ -374,10 +384,7 @@ func (s *Store) Ping(ctx context.Context) error {
 		return err
 	}
 	var v []byte
-	err = s.read(session.Query(s.stmts.getMeta, "ping")).ScanContext(ctx, &v)
-	if s.lostRace(err) {
-		err = noSpeculation(s.read(session.Query(s.stmts.getMeta, "ping"))).ScanContext(ctx, &v)
-	}
+	err = s.readOne(ctx, func() *gocql.Query { return session.Query(s.stmts.getMeta, "ping") }, &v)
 	if err != nil && !errors.Is(err, gocql.ErrNotFound) {
 		return fmt.Errorf("cassandra: read at %s: %w", s.cfg.Consistency, wrapCtx(ctx, err))
 	}

@@ -17,7 +17,7 @@ import (
 
 // bucketKeyVersion is part of every bucket key; bump it when the cached
 // form changes.
-const bucketKeyVersion = 1
+const bucketKeyVersion = 2
 
 // bucketKey names a whole bucket under one layout: the same bucket start
 // under another width or event-bucket count is another entry.
@@ -44,7 +44,9 @@ type bucketEntry struct {
 // Buckets caches whole final buckets: the event-bucket partitions of a
 // bucket merged into one ascending run, so that a read of any part of the
 // bucket, in either order and under any paging, is a slice of one entry.
-// Raw points are held in 16 bytes each. It implements partial.Buckets.
+// Raw points are held in 16 bytes each, and once more as the JSON answers
+// copy them from (about 31 bytes with its offset). It implements
+// partial.Buckets.
 type Buckets struct {
 	next     tiers.PartitionReader
 	final    func(tiers.ReadRequest) bool
@@ -203,6 +205,11 @@ func (b *Buckets) load(ctx context.Context, k bucketKey, reads []tiers.ReadReque
 		for it.Next() {
 			r := it.At()
 			run.T, run.V = append(run.T, r.T), append(run.V, r.Sum)
+		}
+		if it.Err() == nil {
+			// Encoded once, here, instead of on every read that
+			// answers from the entry.
+			run.Encode()
 		}
 	} else {
 		run.Rows = make([]tiers.Row, 0, n)

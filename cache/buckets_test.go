@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tsgate/tsgate/jsonenc"
+
 	"github.com/tsgate/tsgate/partial"
 	"github.com/tsgate/tsgate/tiers"
 )
@@ -75,6 +77,22 @@ func TestBucketsServeAnySubSpanFromOneEntry(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("span %+v: %d rows, want %d", span, len(got), len(want))
 		}
+		for _, desc := range []bool{false, true} {
+			var enc []byte
+			for k := range want {
+				r := want[k]
+				if desc {
+					r = want[len(want)-1-k]
+				}
+				if k > 0 {
+					enc = append(enc, ',')
+				}
+				enc = jsonenc.AppendPoint(enc, r.T, r.Value())
+			}
+			if got := run.AppendJSON(nil, lo, hi, desc); string(got) != string(enc) {
+				t.Fatalf("span %+v desc %v: JSON %.80q, want %.80q", span, desc, got, enc)
+			}
+		}
 	}
 	if n := store.reads.Load(); n != 4 {
 		t.Fatalf("%d partition reads reached the store, want the bucket's 4 once", n)
@@ -82,8 +100,13 @@ func TestBucketsServeAnySubSpanFromOneEntry(t *testing.T) {
 	if h, m := b.Stats(); h != 49 || m != 1 {
 		t.Fatalf("hits %d misses %d, want 49 and 1", h, m)
 	}
-	if got := b.Bytes(); got < int64(len(rows))*16 || got > int64(len(rows))*16+1024 {
-		t.Fatalf("a bucket of %d points takes %d bytes, want 16 a point", len(rows), got)
+	// 16 bytes a point, its JSON with a comma, and the offset of its end.
+	size := int64(len(rows)) * (16 + 4)
+	for _, r := range rows {
+		size += int64(len(jsonenc.AppendPoint(nil, r.T, r.Value())) + 1)
+	}
+	if got := b.Bytes(); got < size || got > size+size/8+1024 {
+		t.Fatalf("a bucket of %d points takes %d bytes, want %d", len(rows), got, size)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"sync"
 	"time"
@@ -204,16 +205,9 @@ func (s *Server) answerOne(r *http.Request, req query.Request) []byte {
 		return s.errorResult(r, req.Series, err)
 	}
 	defer res.Close()
-	h := res.Head()
-	b := appendAnswerHead(nil, h)
-	first := true
-	for res.Next() {
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		b = appendItem(b, h, res.Item())
-	}
+	b := appendAnswerHead(nil, res.Head())
+	// The batch's answer is built whole: nothing to flush.
+	b, _ = appendItems(b, res, math.MaxInt, nil)
 	tr := res.Trailer()
 	if tr.Err != nil {
 		return s.errorResult(r, req.Series, tr.Err)

@@ -48,20 +48,10 @@ func (s *Server) readPoints(w http.ResponseWriter, r *http.Request) {
 	}
 	defer res.Close()
 	sp := newSpool(w, s.cfg.SpoolBytes, req.Deny)
-	h := res.Head()
-	sp.buf = appendAnswerHead(sp.buf, h)
-	first := true
-	for res.Next() {
-		if !first {
-			sp.buf = append(sp.buf, ',')
-		}
-		first = false
-		sp.buf = appendItem(sp.buf, h, res.Item())
-		if len(sp.buf) >= s.cfg.SpoolBytes {
-			if err := sp.flush(); err != nil {
-				return // the client went away
-			}
-		}
+	sp.buf = appendAnswerHead(sp.buf, res.Head())
+	sp.buf, err = appendItems(sp.buf, res, s.cfg.SpoolBytes, sp.flushed)
+	if err != nil {
+		return // the client went away
 	}
 	tr := res.Trailer()
 	if tr.Err != nil {
@@ -109,6 +99,13 @@ func (s *spool) flush() error {
 	_, err := s.w.Write(s.buf)
 	s.buf = s.buf[:0]
 	return err
+}
+
+// flushed is flush for a buffer that appendItems is filling.
+func (s *spool) flushed(b []byte) ([]byte, error) {
+	s.buf = b
+	err := s.flush()
+	return s.buf, err
 }
 
 func (s *spool) finish() error {
@@ -160,21 +157,53 @@ func appendAnswerHead(b []byte, res *query.Head) []byte {
 	return append(b, '[')
 }
 
+// appendItems writes the items of a page separated by commas, and calls
+// flush with b whenever it holds more than flushAt bytes, going on with the
+// buffer flush returns. Raw points of a cached
+// bucket are copied in batches, already encoded.
+func appendItems(b []byte, res query.Result, flushAt int, flush func([]byte) ([]byte, error)) ([]byte, error) {
+	h := res.Head()
+	// A batch of about 100 KB of JSON.
+	const batchPoints = 4096
+	first := true
+	for {
+		if batch, ok := res.NextBatch(batchPoints); ok {
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = batch.AppendJSON(b)
+		} else if res.Next() {
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = appendItem(b, h, res.Item())
+		} else {
+			return b, nil
+		}
+		if len(b) >= flushAt {
+			var err error
+			if b, err = flush(b); err != nil {
+				return b, err
+			}
+		}
+	}
+}
+
 // appendItem writes one point or window as an array in column order.
 func appendItem(b []byte, res *query.Head, it query.Item) []byte {
+	if res.Plan.Step == 0 {
+		return jsonenc.AppendPoint(b, it.T, it.Row.Value())
+	}
 	b = append(b, '[')
 	b = jsonenc.AppendInt(b, it.T)
-	if res.Plan.Step == 0 {
+	for _, a := range res.Aggs {
 		b = append(b, ',')
-		b = jsonenc.AppendFloat(b, it.Row.Value())
-	} else {
-		for _, a := range res.Aggs {
-			b = append(b, ',')
-			if a == query.Count {
-				b = jsonenc.AppendInt(b, it.Row.Count)
-			} else {
-				b = jsonenc.AppendFloat(b, a.Of(it.Row))
-			}
+		if a == query.Count {
+			b = jsonenc.AppendInt(b, it.Row.Count)
+		} else {
+			b = jsonenc.AppendFloat(b, a.Of(it.Row))
 		}
 	}
 	return append(b, ']')

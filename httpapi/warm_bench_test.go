@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/ingest"
@@ -84,3 +85,73 @@ func BenchmarkWarmRead(b *testing.B) {
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 func urlEscape(s string) string           { return url.QueryEscape(s) }
+
+// BenchmarkWarmHourRead reads 90 days of the hour tier (2,160 windows of
+// min, max, avg and count, from 1/min points rolled up) through the HTTP
+// handler with every bucket cached: what remains is per-request work and
+// the encoding of the windows.
+func BenchmarkWarmHourRead(b *testing.B) {
+	store, err := embedded.OpenInMemory(embedded.Options{SweepInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	p := tiers.DefaultPyramid()
+	p.Raw().Retention = 130 * tiers.Day
+	p[1].Retention = 130 * tiers.Day
+	env := querytest.NewEnv(b, store, querytest.Options{Pyramid: p, Configure: func(c *gateway.Config) { c.CacheBytes = 256 << 20 }})
+	end := tiers.AlignDown(env.Clock.Now().UnixMilli(), p[2].BucketWidth)
+	from := end - 90*tiers.Day
+	batch := make([]ingest.Point, 0, 50000)
+	for t := from; t < end; t += tiers.Minute {
+		batch = append(batch, ingest.Point{Series: "hours", T: t, V: float64(t%100000) / 7})
+		if len(batch) == cap(batch) {
+			if _, err := env.Writer.Backfill(context.Background(), batch); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	if _, err := env.Writer.Backfill(context.Background(), batch); err != nil {
+		b.Fatal(err)
+	}
+	env.Clock.Advance(5 * time.Minute)
+	if _, err := env.Rollups.RunOnce(context.Background(), true); err != nil {
+		b.Fatal(err)
+	}
+	// Past the raw retention no late point can correct the rollups: their
+	// buckets are final.
+	env.Clock.Advance(131 * 24 * time.Hour)
+	h := env.Gateway.Handler()
+	u := fmt.Sprintf("/v1/series/hours/points?from=%d&to=%d&resolution=1h&agg=min,max,avg,count", from, end)
+	read := func() (hits int64) {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", u, nil))
+		if w.Code != 200 {
+			b.Fatalf("%d %s", w.Code, w.Body)
+		}
+		var t struct {
+			Points [][]float64 `json:"points"`
+			Stats  struct {
+				CacheHits int64 `json:"cache_hits"`
+			} `json:"stats"`
+		}
+		if err := jsonUnmarshal(w.Body.Bytes(), &t); err != nil {
+			b.Fatal(err)
+		}
+		if len(t.Points) != 90*24 {
+			b.Fatalf("%d windows, want %d", len(t.Points), 90*24)
+		}
+		return t.Stats.CacheHits
+	}
+	read() // fill the cache
+	if hits := read(); hits == 0 {
+		b.Fatal("the hour tier's buckets are not served from the cache")
+	}
+	u2 := u
+	b.ReportAllocs()
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", u2, nil))
+	}
+}

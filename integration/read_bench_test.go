@@ -207,8 +207,10 @@ func bucketStats(g *gateway.Gateway) (hits, misses float64) {
 // limit 100,000, cursors followed, every point decoded by the client), and
 // with a reader written by hand against gocql v2 that reads the same
 // partitions with the same parallelism and page size, each bucket's
-// partitions merged by sorting, points kept in order. Both sides alternate;
-// the ratio of the medians is the gateway's overhead.
+// partitions merged by sorting, points kept in order. A third side is the
+// gateway in its default configuration, its cache of final buckets on,
+// reading the data for the first time (a new gateway every round). The
+// sides alternate; the ratios of the medians are the gateway's overhead.
 func BenchmarkIdealReader(b *testing.B) {
 	p := tiers.DefaultPyramid()
 	p.Raw().Retention = 8 * tiers.Day
@@ -269,11 +271,20 @@ func BenchmarkIdealReader(b *testing.B) {
 	cpu := cpuMeter{}
 	read := func(side string) time.Duration {
 		out := bufs[side][:0]
+		base := srv.URL
+		if side == "gateway-cache" {
+			// The default configuration, cache on, reading what it has
+			// never read: a new gateway every round, so every bucket is
+			// loaded from Cassandra.
+			fresh := httptest.NewServer(g.cachedGateway(b, gateway.DefaultConfig().CacheBytes).Handler())
+			defer fresh.Close()
+			base = fresh.URL
+		}
 		d := cpu.time(side, func() {
 			if side == "ideal" {
 				out = ideal(out)
 			} else {
-				out, _ = httpRead(b, srv.URL, "bench.ideal", q, 100000, true, out)
+				out, _ = httpRead(b, base, "bench.ideal", q, 100000, true, out)
 			}
 		})
 		if len(out) != n {
@@ -282,12 +293,14 @@ func BenchmarkIdealReader(b *testing.B) {
 		bufs[side] = out
 		return d
 	}
-	sides := []string{"ideal", "gateway"}
+	sides := []string{"ideal", "gateway", "gateway-cache"}
 	for _, side := range sides {
 		read(side)
 	}
-	if !slices.Equal(bufs["ideal"], bufs["gateway"]) {
-		b.Fatal("the gateway's points differ from the ideal reader's")
+	for _, side := range sides[1:] {
+		if !slices.Equal(bufs["ideal"], bufs[side]) {
+			b.Fatalf("the points of side %s differ from the ideal reader's", side)
+		}
 	}
 	clear(cpu)
 	var res map[string][]time.Duration
@@ -295,9 +308,11 @@ func BenchmarkIdealReader(b *testing.B) {
 		res = rounds(b, *benchRounds, sides, func(_ int, side string) time.Duration { return read(side) })
 	}
 	cpu.log(b, sides)
-	im, gm := median(res["ideal"]), median(res["gateway"])
+	im, gm, cm := median(res["ideal"]), median(res["gateway"]), median(res["gateway-cache"])
 	b.ReportMetric(float64(gm)/float64(im), "gateway/ideal-x")
-	note(b, "%d points: ideal %s, gateway %s: %.2fx", n, im.Round(time.Millisecond), gm.Round(time.Millisecond), float64(gm)/float64(im))
+	b.ReportMetric(float64(cm)/float64(im), "gateway-cache/ideal-x")
+	note(b, "%d points: ideal %s, gateway without cache %s: %.2fx; gateway with its cache, first read %s: %.2fx", n,
+		im.Round(time.Millisecond), gm.Round(time.Millisecond), float64(gm)/float64(im), cm.Round(time.Millisecond), float64(cm)/float64(im))
 }
 
 // BenchmarkReadRSS reports the peak heap of reading 1 and 7 days of raw

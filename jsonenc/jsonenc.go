@@ -13,6 +13,15 @@ import (
 	"unicode/utf8"
 )
 
+// AppendPoint writes a raw point as the answers carry it: [t,v].
+func AppendPoint(b []byte, t int64, v float64) []byte {
+	b = append(b, '[')
+	b = AppendInt(b, t)
+	b = append(b, ',')
+	b = AppendFloat(b, v)
+	return append(b, ']')
+}
+
 // AppendFloat writes f as encoding/json would, and null for NaN and
 // infinities, which JSON cannot express (a sum can overflow to +Inf).
 func AppendFloat(b []byte, f float64) []byte {

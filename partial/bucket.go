@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 
+	"github.com/tsgate/tsgate/jsonenc"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -15,6 +16,75 @@ type Run struct {
 	T    []int64
 	V    []float64   // the raw points' values, when Rows is nil
 	Rows []tiers.Row // rollup rows, when set (T holds their times too)
+	// JSON, when set (see Encode), is every raw point as an answer writes
+	// it, each followed by a comma: point i is JSON[Ends[i-1]:Ends[i]]
+	// (from 0 for the first), so consecutive points are one slice.
+	JSON []byte
+	Ends []uint32
+}
+
+// Encode fills JSON and Ends for a run of raw points, so that answers copy
+// points instead of formatting them again on every read. A run of rollup
+// rows is left as it is: its answers depend on the aggregates asked for.
+func (r *Run) Encode() {
+	if r.Rows != nil || r.JSON != nil || len(r.T) == 0 {
+		return
+	}
+	// 13-digit times and short values: about 27 bytes a point.
+	b := make([]byte, 0, 28*len(r.T))
+	ends := make([]uint32, len(r.T))
+	for i, t := range r.T {
+		b = jsonenc.AppendPoint(b, t, r.V[i])
+		b = append(b, ',')
+		ends[i] = uint32(len(b))
+	}
+	if cap(b) > len(b)+len(b)/8 {
+		// The run lives as long as the cache keeps it: do not hold the
+		// spare room the appends left.
+		b = append(make([]byte, 0, len(b)), b...)
+	}
+	r.JSON, r.Ends = b, ends
+}
+
+// AppendJSON appends rows [lo, hi) as JSON points separated by commas, in
+// descending order when desc is set.
+func (r *Run) AppendJSON(b []byte, lo, hi int, desc bool) []byte {
+	if lo >= hi {
+		return b
+	}
+	if r.JSON == nil {
+		for k := range hi - lo {
+			i := lo + k
+			if desc {
+				i = hi - 1 - k
+			}
+			if k > 0 {
+				b = append(b, ',')
+			}
+			b = jsonenc.AppendPoint(b, r.T[i], r.V[i])
+		}
+		return b
+	}
+	if !desc {
+		// Without the comma after the last point.
+		return append(b, r.JSON[r.start(lo):r.Ends[hi-1]-1]...)
+	}
+	for i := hi - 1; i >= lo; i-- {
+		end := r.Ends[i]
+		if i == lo {
+			end-- // no comma after the last point written
+		}
+		b = append(b, r.JSON[r.start(i):end]...)
+	}
+	return b
+}
+
+// start is where point i's JSON begins.
+func (r *Run) start(i int) uint32 {
+	if i == 0 {
+		return 0
+	}
+	return r.Ends[i-1]
 }
 
 // Len is the number of rows.
@@ -33,7 +103,7 @@ func (r *Run) Bytes() int64 {
 	if r.Rows != nil {
 		return int64(len(r.Rows))*40 + int64(len(r.T))*8
 	}
-	return int64(len(r.T)) * 16
+	return int64(len(r.T))*16 + int64(cap(r.JSON)) + int64(len(r.Ends))*4
 }
 
 // Range returns the indices [lo, hi) of the rows inside span.
@@ -60,6 +130,31 @@ type BucketRead struct {
 // and the late partition too when it can no longer change unnoticed.
 type Buckets interface {
 	Bucket(g Group) BucketRead
+}
+
+// RunSlice is consecutive rows of a run, Lo to Hi-1, in the order of the
+// stream that handed them over (from Hi-1 down to Lo when Desc).
+type RunSlice struct {
+	Run    *Run
+	Lo, Hi int
+	Desc   bool
+}
+
+// Len is the number of rows.
+func (s RunSlice) Len() int { return s.Hi - s.Lo }
+
+// Last is the last row in the slice's order.
+func (s RunSlice) Last() tiers.Row {
+	if s.Desc {
+		return s.Run.Row(s.Lo)
+	}
+	return s.Run.Row(s.Hi - 1)
+}
+
+// AppendJSON appends the rows, raw points, as an answer writes them:
+// [t,v] arrays separated by commas.
+func (s RunSlice) AppendJSON(b []byte) []byte {
+	return s.Run.AppendJSON(b, s.Lo, s.Hi, s.Desc)
 }
 
 // runIter iterates over rows [lo, hi) of a run, in either order.
@@ -92,6 +187,23 @@ func (it *runIter) Next() bool {
 		it.cur = tiers.PointRow(it.run.T[it.i], it.run.V[it.i])
 	}
 	return true
+}
+
+// take moves past up to limit rows at once and returns them as [lo, hi).
+func (it *runIter) take(limit int) (lo, hi int) {
+	n := min(limit, it.count())
+	if n <= 0 {
+		return 0, 0
+	}
+	if it.step > 0 {
+		lo, hi = it.i+1, it.i+1+n
+		it.i = hi - 1
+	} else {
+		lo, hi = it.i-n, it.i
+		it.i = lo
+	}
+	it.cur = it.run.Row(it.i)
+	return lo, hi
 }
 
 func (it *runIter) At() tiers.Row { return it.cur }

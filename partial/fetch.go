@@ -102,7 +102,6 @@ type Stream struct {
 	cur       *groupFeeds
 	it        merge.Iterator[tiers.Row]
 	row       tiers.Row
-	emitted   bool
 	watermark int64
 	err       error
 	done      bool
@@ -319,7 +318,6 @@ func (s *Stream) Next() bool {
 		}
 		if s.it.Next() {
 			s.row = s.it.At()
-			s.emitted = true
 			s.groupRows++
 			if s.desc {
 				s.watermark = min(s.watermark, s.row.T)
@@ -346,6 +344,33 @@ func (s *Stream) Next() bool {
 		}
 		s.it, s.cur = nil, nil
 	}
+}
+
+// NextRun moves past up to limit rows at once instead of one, when the
+// rows that come next are a cached run's with nothing to merge on top of
+// it: they are handed over as a slice of the run, in the stream's order.
+// It reports false when the next row must be taken with Next — another
+// kind of group, or the end of the current one — and then nothing moved.
+func (s *Stream) NextRun(limit int) (RunSlice, bool) {
+	if s.done || s.it == nil || limit <= 0 {
+		return RunSlice{}, false
+	}
+	ri, ok := s.it.(*runIter)
+	if !ok {
+		return RunSlice{}, false
+	}
+	lo, hi := ri.take(limit)
+	if hi == lo {
+		return RunSlice{}, false
+	}
+	s.row = ri.At()
+	s.groupRows += hi - lo
+	if s.desc {
+		s.watermark = min(s.watermark, s.row.T)
+	} else {
+		s.watermark = max(s.watermark, s.row.T+1)
+	}
+	return RunSlice{Run: ri.run, Lo: lo, Hi: hi, Desc: s.desc}, true
 }
 
 type loadResult struct {

@@ -46,6 +46,12 @@ type Result interface {
 	Head() *Head
 	Next() bool
 	Item() Item
+	// NextBatch moves past up to limit items at once instead of one, when
+	// they are raw points of a cached bucket that need no merging: an
+	// encoder copies them (Batch.AppendJSON) instead of writing each. It
+	// reports false when the next item must be taken with Next, and then
+	// nothing moved; Item is the batch's last item after a true.
+	NextBatch(limit int) (Batch, bool)
 	// Trailer returns what is known once the page ended; call it after
 	// Next returned false.
 	Trailer() Trailer
@@ -541,6 +547,46 @@ func (r *result) pull() (Item, bool) {
 
 // Item returns the current item.
 func (r *result) Item() Item { return r.item }
+
+// Batch is consecutive raw points of a page, handed over at once.
+type Batch struct{ s partial.RunSlice }
+
+// Len is the number of points.
+func (b Batch) Len() int { return b.s.Len() }
+
+// Item is the i-th point in the page's order.
+func (b Batch) Item(i int) Item {
+	k := b.s.Lo + i
+	if b.s.Desc {
+		k = b.s.Hi - 1 - i
+	}
+	row := b.s.Run.Row(k)
+	return Item{T: row.T, Row: row}
+}
+
+// AppendJSON appends the points as an answer writes raw points ([t,v],
+// jsonenc.AppendPoint), separated by commas, in the page's order.
+func (b Batch) AppendJSON(dst []byte) []byte { return b.s.AppendJSON(dst) }
+
+// NextBatch moves past up to limit raw points at once; see Result.
+func (r *result) NextBatch(limit int) (Batch, bool) {
+	if r.finished || r.hasPeek || r.windows != nil || r.stream == nil {
+		return Batch{}, false
+	}
+	s, ok := r.stream.NextRun(min(limit, r.limit-r.n))
+	if !ok {
+		return Batch{}, false
+	}
+	last := s.Last()
+	r.item = Item{T: last.T, Row: last}
+	r.n += s.Len()
+	if r.head.Desc {
+		r.last = last.T
+	} else {
+		r.last = last.T + 1
+	}
+	return Batch{s}, true
+}
 
 // finish computes the trailer once the page ends, by limit (limited) or
 // because the stream stopped.

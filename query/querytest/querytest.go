@@ -17,12 +17,14 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tsgate/tsgate/auth"
 	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/ingest"
+	"github.com/tsgate/tsgate/jsonenc"
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/rollup"
@@ -68,6 +70,9 @@ type Env struct {
 	Writer  *ingest.Writer
 	Rollups *rollup.Worker
 	Config  query.Config
+
+	reads   atomic.Uint64 // seeds each Read's choice of Next or NextBatch
+	batches atomic.Int64  // items Read took in batches
 }
 
 // Options vary an Env.
@@ -168,7 +173,25 @@ func (e *Env) Read(ctx context.Context, req query.Request) (Page, error) {
 	defer res.Close()
 	var p Page
 	p.Plan = res.Head().Plan
-	for res.Next() {
+	// Items are taken one by one and in batches, in a random mix, so that
+	// every answer of the suite checks both and any interleaving of them.
+	r := rand.New(rand.NewPCG(uint64(p.Plan.Read.From), e.reads.Add(1)))
+	for {
+		if r.IntN(2) == 0 {
+			if b, ok := res.NextBatch(1 + r.IntN(3000)); ok {
+				if err := checkBatch(b, res.Item()); err != nil {
+					return p, err
+				}
+				for i := range b.Len() {
+					p.Items = append(p.Items, b.Item(i))
+				}
+				e.batches.Add(int64(b.Len()))
+				continue
+			}
+		}
+		if !res.Next() {
+			break
+		}
 		it := res.Item()
 		if p.Plan.Step > 0 {
 			it.Row.T = 0
@@ -177,6 +200,29 @@ func (e *Env) Read(ctx context.Context, req query.Request) (Page, error) {
 	}
 	p.Trailer = res.Trailer()
 	return p, nil
+}
+
+// checkBatch checks a batch's JSON point by point, and that the result's
+// current item is its last.
+func checkBatch(b query.Batch, current query.Item) error {
+	if b.Len() == 0 {
+		return errors.New("an empty batch")
+	}
+	var want []byte
+	for i := range b.Len() {
+		if i > 0 {
+			want = append(want, ',')
+		}
+		it := b.Item(i)
+		want = jsonenc.AppendPoint(want, it.T, it.Row.Value())
+	}
+	if got := b.AppendJSON(nil); string(got) != string(want) {
+		return fmt.Errorf("a batch of %d points encodes as %.60q..., want %.60q...", b.Len(), got, want)
+	}
+	if last := b.Item(b.Len() - 1); last != current {
+		return fmt.Errorf("after a batch the current item is %+v, want its last %+v", current, last)
+	}
+	return nil
 }
 
 // ReadAll follows cursors until the answer is complete; it fails after
@@ -663,9 +709,12 @@ func cachedBuckets(t *testing.T, store tiers.Store, series string, truth Truth, 
 				}
 			}
 		}
-		t.Logf("cache of %d bytes: %d partitions served from memory", size, hits)
+		t.Logf("cache of %d bytes: %d partitions served from memory, %d points handed over in batches", size, hits, e.batches.Load())
 		if size > 1<<20 && hits == 0 {
 			t.Fatalf("cache of %d bytes: no read of final raw buckets was served from memory", size)
+		}
+		if size > 1<<20 && e.batches.Load() == 0 {
+			t.Fatalf("cache of %d bytes: no cached raw points were handed over in batches", size)
 		}
 	}
 }

@@ -56,7 +56,8 @@ type Config struct {
 	AddressMap string
 	// SpeculativeDelay, when positive, sends an idempotent read to the next
 	// replica too when the first has not answered within it, and takes
-	// whichever answers first; 0 disables speculative execution.
+	// whichever answers first; 0 disables speculative execution. Reads do
+	// not speculate while only one node is up.
 	SpeculativeDelay time.Duration
 	// ReconnectInterval is how often nodes marked down are tried again, and
 	// the longest wait between attempts while no node has answered yet.

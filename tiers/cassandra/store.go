@@ -38,6 +38,10 @@ type Store struct {
 	// oldest dirty slot; MarkDirty skips the write for later slots, which
 	// could not lower the stored minimum anyway.
 	oldestNoted atomic.Int64
+	// hostsUp is how many nodes the driver holds up, counted at most once
+	// a second (at hostsUpAt, Unix nanoseconds): reads speculate only when
+	// a second node can take the extra attempt.
+	hostsUp, hostsUpAt atomic.Int64
 }
 
 var _ tiers.Store = (*Store)(nil)
@@ -267,10 +271,30 @@ func (s *Store) sess() (*gocql.Session, error) {
 // replica against a slow one.
 func (s *Store) read(q *gocql.Query) *gocql.Query {
 	q = q.Idempotent(true)
-	if s.spec != nil {
+	if s.spec != nil && s.secondHostUp() {
 		q = q.SetSpeculativeExecutionPolicy(s.spec)
 	}
 	return q
+}
+
+// secondHostUp tells whether more than one node is up. With one, a
+// speculative attempt finds no host and the driver fails the read at once
+// (see lostRace); sending it again then doubles the node's work for every
+// read slower than the delay — on a single node, all of them under load.
+func (s *Store) secondHostUp() bool {
+	now := time.Now().UnixNano()
+	if at := s.hostsUpAt.Load(); now-at > int64(time.Second) && s.hostsUpAt.CompareAndSwap(at, now) {
+		n := int64(0)
+		if session := s.session.Load(); session != nil {
+			for _, h := range session.GetHosts() {
+				if h.IsUp() {
+					n++
+				}
+			}
+		}
+		s.hostsUp.Store(n)
+	}
+	return s.hostsUp.Load() >= 2
 }
 
 // lostRace tells whether a read failed only because its speculative

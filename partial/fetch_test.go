@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tsgate/tsgate/jsonenc"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -139,7 +140,7 @@ func (f *fixture) groups(span tiers.Span, desc, withLate bool, pageSize int) ite
 	return func(yield func(Group) bool) {
 		for b := range f.layout.Buckets(span, desc) {
 			gs := b.Span().Intersect(span)
-			g := Group{Span: gs}
+			g := Group{Span: gs, Bucket: b}
 			for e := range b.EventBuckets {
 				g.Reads = append(g.Reads, tiers.ReadRequest{Key: tiers.PartitionKey{Table: tiers.TableRaw, Series: "s", Bucket: b.Start, EventBucket: e}, Span: gs, Desc: desc, PageSize: pageSize})
 			}
@@ -419,6 +420,108 @@ func TestFetchReadsAheadOnlyAsFarAsTheRowsTaken(t *testing.T) {
 		}
 		if rows > 0 && n > 28 {
 			t.Fatalf("2451 rows of groups of 100 opened %d partitions, want at most 28", n)
+		}
+	}
+}
+
+// runBuckets serves every bucket of a fixture from memory: its event-bucket
+// partitions as one encoded run, and its late partition, if any, as a read
+// merged on top.
+type runBuckets struct{ f *fixture }
+
+func (b runBuckets) Bucket(g Group) BucketRead {
+	run := &Run{}
+	var rest []tiers.ReadRequest
+	var rows []tiers.Row
+	for _, r := range g.Reads {
+		if r.Key.Table == tiers.TableLate {
+			rest = append(rest, r)
+			continue
+		}
+		rows = append(rows, b.f.reader.parts[r.Key]...)
+	}
+	slices.SortFunc(rows, func(a, b tiers.Row) int { return int(a.T - b.T) })
+	for _, r := range rows {
+		run.T, run.V = append(run.T, r.T), append(run.V, r.Sum)
+	}
+	run.Encode()
+	return BucketRead{Run: run, Rest: rest, Covered: len(g.Reads) - len(rest)}
+}
+
+// Rows taken in runs (NextRun) and one by one (Next), in any mix, are the
+// brute-force answer in order; after each run the current row is its last
+// and the watermark is just past it. Runs are handed over only for buckets
+// with nothing merged on top, and their JSON is the rows'.
+func TestFetchNextRunEqualsNext(t *testing.T) {
+	r := rand.New(rand.NewPCG(71, 72))
+	for iter := range 200 {
+		desc := iter%2 == 1
+		withLate := iter%3 == 0
+		eb := 1 + r.IntN(4)
+		w := int64(1000 + r.IntN(5000))
+		f := newFixture(r, tiers.Span{From: 0, To: 20 * w}, w, eb, withLate)
+		a, b := r.Int64N(22*w)-w, r.Int64N(22*w)-w
+		span := tiers.Span{From: min(a, b), To: max(a, b) + 1}
+		var stats Stats
+		s := Fetch(context.Background(), f.reader, span, f.groups(span, desc, withLate, 1+r.IntN(50)), desc,
+			FetchOptions{Parallelism: eb + 2, Lookahead: 2, Buckets: runBuckets{f}}, &stats)
+		var got []tiers.Row
+		runs := 0
+		for {
+			if r.IntN(3) > 0 {
+				if rs, ok := s.NextRun(1 + r.IntN(60)); ok {
+					runs++
+					if withLate {
+						t.Fatalf("iteration %d: a run was handed over for a bucket with a late partition to merge", iter)
+					}
+					var enc []byte
+					for k := range rs.Len() {
+						i := rs.Lo + k
+						if desc {
+							i = rs.Hi - 1 - k
+						}
+						row := rs.Run.Row(i)
+						got = append(got, row)
+						if k > 0 {
+							enc = append(enc, ',')
+						}
+						enc = jsonenc.AppendPoint(enc, row.T, row.Value())
+					}
+					if string(rs.AppendJSON(nil)) != string(enc) {
+						t.Fatalf("iteration %d: run JSON %.60q, want %.60q", iter, rs.AppendJSON(nil), enc)
+					}
+					last := got[len(got)-1]
+					if s.At() != last || rs.Last() != last {
+						t.Fatalf("iteration %d: after a run the current row is %+v, want %+v", iter, s.At(), last)
+					}
+					if wm := s.Watermark(); (!desc && wm != last.T+1) || (desc && wm != last.T) {
+						t.Fatalf("iteration %d: watermark %d after a run ending at %d", iter, wm, last.T)
+					}
+					continue
+				}
+			}
+			if !s.Next() {
+				break
+			}
+			got = append(got, s.At())
+		}
+		s.Close()
+		if s.Err() != nil {
+			t.Fatal(s.Err())
+		}
+		want := f.want(span, desc)
+		if !slices.Equal(got, want) && len(got)+len(want) > 0 {
+			t.Fatalf("iteration %d desc %v late %v: got %d rows, want %d", iter, desc, withLate, len(got), len(want))
+		}
+		end := span.To
+		if desc {
+			end = span.From
+		}
+		if s.Watermark() != end {
+			t.Fatalf("iteration %d: complete fetch has watermark %d, want %d", iter, s.Watermark(), end)
+		}
+		if !withLate && len(want) > 50 && runs == 0 {
+			t.Fatalf("iteration %d: %d rows from cached runs, none handed over as a run", iter, len(want))
 		}
 	}
 }

@@ -27,6 +27,10 @@ type Windower[T, A any] struct {
 	// folded so far.
 	dropped    Window[A]
 	hasDropped bool
+	// acc is the window being filled. A field rather than a local: a local
+	// whose address is passed to fold, a function value, escapes, and
+	// every window would cost an allocation.
+	acc A
 }
 
 // NewWindower returns windows of width step (> 0) over in. key gives an
@@ -48,25 +52,26 @@ func (w *Windower[T, A]) Next() bool {
 		}
 		w.held, w.hasHeld = w.in.At(), true
 	}
-	var acc A
+	var zero A
+	w.acc = zero
 	start := alignDown(w.key(w.held), w.step)
-	w.fold(&acc, w.held)
+	w.fold(&w.acc, w.held)
 	w.hasHeld = false
 	for w.in.Next() {
 		x := w.in.At()
 		if alignDown(w.key(x), w.step) != start {
 			w.held, w.hasHeld = x, true
-			w.cur = Window[A]{Start: start, Acc: acc}
+			w.cur = Window[A]{Start: start, Acc: w.acc}
 			return true
 		}
-		w.fold(&acc, x)
+		w.fold(&w.acc, x)
 	}
 	w.done = true
 	if w.in.Err() != nil {
-		w.dropped, w.hasDropped = Window[A]{Start: start, Acc: acc}, true
+		w.dropped, w.hasDropped = Window[A]{Start: start, Acc: w.acc}, true
 		return false
 	}
-	w.cur = Window[A]{Start: start, Acc: acc}
+	w.cur = Window[A]{Start: start, Acc: w.acc}
 	return true
 }
 

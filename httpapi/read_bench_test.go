@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/embedded"
@@ -83,19 +81,7 @@ func BenchmarkReadMemory(b *testing.B) {
 	env := querytest.NewEnv(b, store, querytest.Options{Pyramid: p})
 	now := env.Clock.Now().UnixMilli()
 	const days = 30
-	batch := make([]ingest.Point, 0, 50000)
-	for t := now - days*tiers.Day; t < now; t += 1000 {
-		batch = append(batch, ingest.Point{Series: "mem", T: t, V: float64(t % 1000)})
-		if len(batch) == cap(batch) {
-			if _, err := env.Writer.Backfill(context.Background(), batch); err != nil {
-				b.Fatal(err)
-			}
-			batch = batch[:0]
-		}
-	}
-	if _, err := env.Writer.Backfill(context.Background(), batch); err != nil {
-		b.Fatal(err)
-	}
+	backfill(b, env, "mem", tiers.Span{From: now - days*tiers.Day, To: now}, 1000, func(t int64) float64 { return float64(t % 1000) })
 	ts := httptest.NewServer(env.Gateway.Handler())
 	defer ts.Close()
 	for _, d := range []int64{1, days} {

@@ -30,19 +30,7 @@ func BenchmarkWarmRead(b *testing.B) {
 	env := querytest.NewEnv(b, store, querytest.Options{Configure: func(c *gateway.Config) { c.CacheBytes = 256 << 20 }})
 	end := tiers.AlignDown(env.Clock.Now().UnixMilli(), tiers.Hour) - tiers.Day
 	from := end - 2*tiers.Day
-	batch := make([]ingest.Point, 0, 50000)
-	for t := from; t < end; t += 1000 {
-		batch = append(batch, ingest.Point{Series: "warm", T: t, V: float64(t%100000) / 8})
-		if len(batch) == cap(batch) {
-			if _, err := env.Writer.Backfill(context.Background(), batch); err != nil {
-				b.Fatal(err)
-			}
-			batch = batch[:0]
-		}
-	}
-	if _, err := env.Writer.Backfill(context.Background(), batch); err != nil {
-		b.Fatal(err)
-	}
+	backfill(b, env, "warm", tiers.Span{From: from, To: end}, 1000, func(t int64) float64 { return float64(t%100000) / 8 })
 	h := env.Gateway.Handler()
 	read := func() (points int64) {
 		cursor := ""
@@ -102,19 +90,7 @@ func BenchmarkWarmHourRead(b *testing.B) {
 	env := querytest.NewEnv(b, store, querytest.Options{Pyramid: p, Configure: func(c *gateway.Config) { c.CacheBytes = 256 << 20 }})
 	end := tiers.AlignDown(env.Clock.Now().UnixMilli(), p[2].BucketWidth)
 	from := end - 90*tiers.Day
-	batch := make([]ingest.Point, 0, 50000)
-	for t := from; t < end; t += tiers.Minute {
-		batch = append(batch, ingest.Point{Series: "hours", T: t, V: float64(t%100000) / 7})
-		if len(batch) == cap(batch) {
-			if _, err := env.Writer.Backfill(context.Background(), batch); err != nil {
-				b.Fatal(err)
-			}
-			batch = batch[:0]
-		}
-	}
-	if _, err := env.Writer.Backfill(context.Background(), batch); err != nil {
-		b.Fatal(err)
-	}
+	backfill(b, env, "hours", tiers.Span{From: from, To: end}, tiers.Minute, func(t int64) float64 { return float64(t%100000) / 7 })
 	env.Clock.Advance(5 * time.Minute)
 	if _, err := env.Rollups.RunOnce(context.Background(), true); err != nil {
 		b.Fatal(err)
@@ -154,4 +130,24 @@ func BenchmarkWarmHourRead(b *testing.B) {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest("GET", u2, nil))
 	}
+}
+
+// backfill writes one point of series every step over span, with value
+// v(t), through the writer's backfill path in batches.
+func backfill(b *testing.B, env *querytest.Env, series string, span tiers.Span, step int64, v func(t int64) float64) {
+	b.Helper()
+	batch := make([]ingest.Point, 0, 50000)
+	flush := func() {
+		if _, err := env.Writer.Backfill(context.Background(), batch); err != nil {
+			b.Fatal(err)
+		}
+		batch = batch[:0]
+	}
+	for t := span.From; t < span.To; t += step {
+		batch = append(batch, ingest.Point{Series: series, T: t, V: v(t)})
+		if len(batch) == cap(batch) {
+			flush()
+		}
+	}
+	flush()
 }

@@ -51,21 +51,7 @@ func (g *benchGateway) cachedGateway(b *testing.B, cacheBytes int64) *gateway.Ga
 func httpRead(b *testing.B, base, series, query string, limit int, decode bool, out []point) ([]point, int) {
 	cursor := ""
 	for pages := 1; ; pages++ {
-		u := fmt.Sprintf("%s/v1/series/%s/points?%s&limit=%d", base, series, query, limit)
-		if cursor != "" {
-			u += "&cursor=" + url.QueryEscape(cursor)
-		}
-		req, err := http.NewRequest("GET", u, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		// Uncompressed: on loopback, compressing costs both sides CPU and
-		// saves nothing (Go's client would otherwise ask for gzip).
-		req.Header.Set("Accept-Encoding", "identity")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
+		u, resp := getPage(b, base, series, query, limit, cursor)
 		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err != nil || resp.StatusCode != 200 {
@@ -380,21 +366,9 @@ func BenchmarkReadRSS(b *testing.B) {
 func streamRead(b *testing.B, base, series, query string, limit int) {
 	cursor := ""
 	for {
-		u := fmt.Sprintf("%s/v1/series/%s/points?%s&limit=%d", base, series, query, limit)
-		if cursor != "" {
-			u += "&cursor=" + url.QueryEscape(cursor)
-		}
-		req, err := http.NewRequest("GET", u, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		req.Header.Set("Accept-Encoding", "identity")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
+		u, resp := getPage(b, base, series, query, limit, cursor)
 		tail := &tailKeeper{}
-		_, err = io.CopyBuffer(tail, resp.Body, make([]byte, 32<<10))
+		_, err := io.CopyBuffer(tail, resp.Body, make([]byte, 32<<10))
 		resp.Body.Close()
 		if err != nil || resp.StatusCode != 200 {
 			b.Fatalf("GET %s: %d %v %.300s", u, resp.StatusCode, err, tail.buf)
@@ -409,6 +383,26 @@ func streamRead(b *testing.B, base, series, query string, limit int) {
 		rest := tail.buf[k+len(`"next_cursor":"`):]
 		cursor = string(rest[:bytes.IndexByte(rest, '"')])
 	}
+}
+
+// getPage requests one page of a read, uncompressed: on loopback,
+// compressing costs both sides CPU and saves nothing (Go's client would
+// otherwise ask for gzip). It returns the URL and the response.
+func getPage(b *testing.B, base, series, query string, limit int, cursor string) (string, *http.Response) {
+	u := fmt.Sprintf("%s/v1/series/%s/points?%s&limit=%d", base, series, query, limit)
+	if cursor != "" {
+		u += "&cursor=" + url.QueryEscape(cursor)
+	}
+	req, err := http.NewRequest("GET", u, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header.Set("Accept-Encoding", "identity")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return u, resp
 }
 
 // tailKeeper keeps the last 4 KiB written to it.

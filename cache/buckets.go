@@ -206,11 +206,6 @@ func (b *Buckets) load(ctx context.Context, k bucketKey, reads []tiers.ReadReque
 			r := it.At()
 			run.T, run.V = append(run.T, r.T), append(run.V, r.Sum)
 		}
-		if it.Err() == nil {
-			// Encoded once, here, instead of on every read that
-			// answers from the entry.
-			run.Encode()
-		}
 	} else {
 		run.Rows = make([]tiers.Row, 0, n)
 		for it.Next() {
@@ -218,7 +213,13 @@ func (b *Buckets) load(ctx context.Context, k bucketKey, reads []tiers.ReadReque
 			run.T, run.Rows = append(run.T, r.T), append(run.Rows, r)
 		}
 	}
-	return run, it.Err()
+	if err := it.Err(); err != nil {
+		return nil, err
+	}
+	// Encoded once, here, instead of on every read that answers from the
+	// entry.
+	run.Encode()
+	return run, nil
 }
 
 // Invalidate makes every cached bucket of the series unreachable (the LRU

@@ -163,16 +163,21 @@ func appendAnswerHead(b []byte, res *query.Head) []byte {
 // bucket are copied in batches, already encoded.
 func appendItems(b []byte, res query.Result, flushAt int, flush func([]byte) ([]byte, error)) ([]byte, error) {
 	h := res.Head()
-	// A batch of about 100 KB of JSON.
-	const batchPoints = 4096
+	// A batch fills the buffer up to flushAt, as far as the bytes of the
+	// items batched so far tell; at most 4,096 items, at least 16.
+	perItem, batched, batchedBytes := 32, 0, 0
 	first := true
 	for {
-		if batch, ok := res.NextBatch(batchPoints); ok {
+		limit := min(4096, max(16, (flushAt-len(b))/perItem))
+		if batch, ok := res.NextBatch(limit); ok {
 			if !first {
 				b = append(b, ',')
 			}
 			first = false
+			n := len(b)
 			b = batch.AppendJSON(b)
+			batched, batchedBytes = batched+batch.Len(), batchedBytes+len(b)-n
+			perItem = max(1, batchedBytes/batched)
 		} else if res.Next() {
 			if !first {
 				b = append(b, ',')

@@ -16,27 +16,53 @@ type Run struct {
 	T    []int64
 	V    []float64   // the raw points' values, when Rows is nil
 	Rows []tiers.Row // rollup rows, when set (T holds their times too)
-	// JSON, when set (see Encode), is every raw point as an answer writes
-	// it, each followed by a comma: point i is JSON[Ends[i-1]:Ends[i]]
-	// (from 0 for the first), so consecutive points are one slice.
+	// JSON, when set (see Encode), is the run's rows as answers write
+	// them, so that reads copy them instead of formatting them again. For
+	// raw points: each point, [t,v], followed by a comma; point i is
+	// JSON[Ends[i-1]:Ends[i]] (from 0 for the first), so consecutive
+	// points are one slice. For rollup rows: the pieces of each row, t
+	// and then its Fields, without separators; piece k of row i ends at
+	// Ends[i*(1+Fields)+k].
 	JSON []byte
 	Ends []uint32
 }
 
-// Encode fills JSON and Ends for a run of raw points, so that answers copy
-// points instead of formatting them again on every read. A run of rollup
-// rows is left as it is: its answers depend on the aggregates asked for.
+// The numbers of a rollup row that Encode writes, in this order after its
+// time: what a window of one row answers for each aggregate.
+const (
+	FieldMin = iota
+	FieldMax
+	FieldSum
+	FieldCount
+	FieldMean // Sum / Count
+	Fields
+)
+
+// Encode fills JSON and Ends (see Run).
 func (r *Run) Encode() {
-	if r.Rows != nil || r.JSON != nil || len(r.T) == 0 {
+	if r.JSON != nil || len(r.T) == 0 {
 		return
 	}
-	// 13-digit times and short values: about 27 bytes a point.
-	b := make([]byte, 0, 28*len(r.T))
-	ends := make([]uint32, len(r.T))
-	for i, t := range r.T {
-		b = jsonenc.AppendPoint(b, t, r.V[i])
-		b = append(b, ',')
-		ends[i] = uint32(len(b))
+	var b []byte
+	var ends []uint32
+	if r.Rows == nil {
+		// 13-digit times and short values: about 27 bytes a point.
+		b, ends = make([]byte, 0, 28*len(r.T)), make([]uint32, len(r.T))
+		for i, t := range r.T {
+			b = jsonenc.AppendPoint(b, t, r.V[i])
+			b = append(b, ',')
+			ends[i] = uint32(len(b))
+		}
+	} else {
+		b, ends = make([]byte, 0, 80*len(r.T)), make([]uint32, 0, (1+Fields)*len(r.T))
+		for _, row := range r.Rows {
+			b = jsonenc.AppendInt(b, row.T)
+			ends = append(ends, uint32(len(b)))
+			for f := range Fields {
+				b = appendField(b, row, f)
+				ends = append(ends, uint32(len(b)))
+			}
+		}
 	}
 	if cap(b) > len(b)+len(b)/8 {
 		// The run lives as long as the cache keeps it: do not hold the
@@ -44,6 +70,65 @@ func (r *Run) Encode() {
 		b = append(make([]byte, 0, len(b)), b...)
 	}
 	r.JSON, r.Ends = b, ends
+}
+
+// appendField writes one of a rollup row's numbers as an answer does.
+func appendField(b []byte, row tiers.Row, f int) []byte {
+	switch f {
+	case FieldMin:
+		return jsonenc.AppendFloat(b, row.Min)
+	case FieldMax:
+		return jsonenc.AppendFloat(b, row.Max)
+	case FieldSum:
+		return jsonenc.AppendFloat(b, row.Sum)
+	case FieldCount:
+		return jsonenc.AppendInt(b, row.Count)
+	default:
+		return jsonenc.AppendFloat(b, row.Sum/float64(row.Count))
+	}
+}
+
+// AppendRows appends rollup rows [lo, hi), in descending order when desc
+// is set, as answers write windows of one row each: [t,field,...] with the
+// fields named, arrays separated by commas.
+func (r *Run) AppendRows(b []byte, lo, hi int, desc bool, fields []int) []byte {
+	for k := range hi - lo {
+		i := lo + k
+		if desc {
+			i = hi - 1 - k
+		}
+		if k > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		if r.Rows == nil || r.JSON == nil {
+			// Not encoded, or rows of one point each held compactly (then
+			// JSON, if any, is in the form of raw points).
+			row := r.Row(i)
+			b = jsonenc.AppendInt(b, row.T)
+			for _, f := range fields {
+				b = append(b, ',')
+				b = appendField(b, row, f)
+			}
+		} else {
+			base := i * (1 + Fields)
+			b = append(b, r.JSON[r.piece(base):r.Ends[base]]...)
+			for _, f := range fields {
+				b = append(b, ',')
+				b = append(b, r.JSON[r.Ends[base+f]:r.Ends[base+f+1]]...)
+			}
+		}
+		b = append(b, ']')
+	}
+	return b
+}
+
+// piece is where encoded piece k begins (for raw points, point k).
+func (r *Run) piece(k int) uint32 {
+	if k == 0 {
+		return 0
+	}
+	return r.Ends[k-1]
 }
 
 // AppendJSON appends rows [lo, hi) as JSON points separated by commas, in
@@ -67,24 +152,16 @@ func (r *Run) AppendJSON(b []byte, lo, hi int, desc bool) []byte {
 	}
 	if !desc {
 		// Without the comma after the last point.
-		return append(b, r.JSON[r.start(lo):r.Ends[hi-1]-1]...)
+		return append(b, r.JSON[r.piece(lo):r.Ends[hi-1]-1]...)
 	}
 	for i := hi - 1; i >= lo; i-- {
 		end := r.Ends[i]
 		if i == lo {
 			end-- // no comma after the last point written
 		}
-		b = append(b, r.JSON[r.start(i):end]...)
+		b = append(b, r.JSON[r.piece(i):end]...)
 	}
 	return b
-}
-
-// start is where point i's JSON begins.
-func (r *Run) start(i int) uint32 {
-	if i == 0 {
-		return 0
-	}
-	return r.Ends[i-1]
 }
 
 // Len is the number of rows.
@@ -100,10 +177,11 @@ func (r *Run) Row(i int) tiers.Row {
 
 // Bytes is the memory the run takes.
 func (r *Run) Bytes() int64 {
+	enc := int64(cap(r.JSON)) + int64(len(r.Ends))*4
 	if r.Rows != nil {
-		return int64(len(r.Rows))*40 + int64(len(r.T))*8
+		return int64(len(r.Rows))*40 + int64(len(r.T))*8 + enc
 	}
-	return int64(len(r.T))*16 + int64(cap(r.JSON)) + int64(len(r.Ends))*4
+	return int64(len(r.T))*16 + enc
 }
 
 // Range returns the indices [lo, hi) of the rows inside span.
@@ -155,6 +233,12 @@ func (s RunSlice) Last() tiers.Row {
 // [t,v] arrays separated by commas.
 func (s RunSlice) AppendJSON(b []byte) []byte {
 	return s.Run.AppendJSON(b, s.Lo, s.Hi, s.Desc)
+}
+
+// AppendRows appends the rows, rollup rows, as answers write windows of
+// one row each (see Run.AppendRows).
+func (s RunSlice) AppendRows(b []byte, fields []int) []byte {
+	return s.Run.AppendRows(b, s.Lo, s.Hi, s.Desc, fields)
 }
 
 // runIter iterates over rows [lo, hi) of a run, in either order.

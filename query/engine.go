@@ -325,12 +325,25 @@ func (e *engine) Query(ctx context.Context, req Request) (Result, error) {
 		}
 		return nil, fmt.Errorf("%w: late index: %w", ErrUnavailable, err)
 	}
-	if plan.Step > 0 {
+	if plan.Step > 0 && !rowsAreWindows(e.Pyramid, plan) {
 		r.windows = merge.NewWindower(merge.Iterator[tiers.Row](r.stream), plan.Step,
 			func(row tiers.Row) int64 { return row.T },
 			func(acc *tiers.Row, row tiers.Row) { acc.Add(row) })
 	}
 	return r, nil
+}
+
+// rowsAreWindows tells whether every row the plan reads is a window of its
+// step by itself: rows of rollup tiers read at their own step, which need
+// no folding. A plan whose recent part reads a finer tier (not rolled up
+// yet) folds.
+func rowsAreWindows(p tiers.Pyramid, plan router.Plan) bool {
+	for _, seg := range plan.Segments {
+		if p[seg.Tier].Step != plan.Step {
+			return false
+		}
+	}
+	return len(plan.Segments) > 0
 }
 
 // countPartitions is how many partitions the segments span.
@@ -459,6 +472,9 @@ type result struct {
 	droppedDone bool
 	finished    bool
 	trailer     Trailer
+	// fields are the rollup-row numbers of the page's aggregates, for
+	// batches of windows of one row each.
+	fields []int
 }
 
 // windowComplete reports whether the stream has delivered every row of the
@@ -501,18 +517,20 @@ func (r *result) Next() bool {
 	}
 	r.item = it
 	r.n++
-	if r.head.Plan.Step > 0 {
-		if r.head.Desc {
-			r.last = it.T
-		} else {
-			r.last = it.T + r.head.Plan.Step
-		}
-	} else if r.head.Desc {
-		r.last = it.T
-	} else {
-		r.last = it.T + 1
-	}
+	r.advance(it.T)
 	return true
+}
+
+// advance moves the resume position past the item at t, delivered.
+func (r *result) advance(t int64) {
+	switch {
+	case r.head.Desc:
+		r.last = t
+	case r.head.Plan.Step > 0:
+		r.last = t + r.head.Plan.Step
+	default:
+		r.last = t + 1
+	}
 }
 
 func (r *result) pull() (Item, bool) {
@@ -541,34 +559,58 @@ func (r *result) pull() (Item, bool) {
 	if !r.stream.Next() {
 		return Item{}, false
 	}
-	row := r.stream.At()
-	return Item{T: row.T, Row: row}, true
+	return r.itemOf(r.stream.At()), true
+}
+
+// itemOf is the item a row of the stream is when no windows are folded: a
+// raw point, or a rollup row that is a window by itself (whose row, as a
+// folded window's, carries no time of its own).
+func (r *result) itemOf(row tiers.Row) Item {
+	it := Item{T: row.T, Row: row}
+	if r.head.Plan.Step > 0 {
+		it.Row.T = 0
+	}
+	return it
 }
 
 // Item returns the current item.
 func (r *result) Item() Item { return r.item }
 
-// Batch is consecutive raw points of a page, handed over at once.
-type Batch struct{ s partial.RunSlice }
+// Batch is consecutive items of a page handed over at once: raw points,
+// or windows that are one rollup row each.
+type Batch struct {
+	s partial.RunSlice
+	r *result
+}
 
-// Len is the number of points.
+// Len is the number of items.
 func (b Batch) Len() int { return b.s.Len() }
 
-// Item is the i-th point in the page's order.
+// Item is the i-th item in the page's order.
 func (b Batch) Item(i int) Item {
 	k := b.s.Lo + i
 	if b.s.Desc {
 		k = b.s.Hi - 1 - i
 	}
-	row := b.s.Run.Row(k)
-	return Item{T: row.T, Row: row}
+	return b.r.itemOf(b.s.Run.Row(k))
 }
 
-// AppendJSON appends the points as an answer writes raw points ([t,v],
-// jsonenc.AppendPoint), separated by commas, in the page's order.
-func (b Batch) AppendJSON(dst []byte) []byte { return b.s.AppendJSON(dst) }
+// AppendJSON appends the items as an answer writes them, separated by
+// commas, in the page's order: raw points as [t,v]
+// (jsonenc.AppendPoint), windows as [t, then the page's aggregates in
+// order], counts as integers.
+func (b Batch) AppendJSON(dst []byte) []byte {
+	if b.r.head.Plan.Step == 0 {
+		return b.s.AppendJSON(dst)
+	}
+	return b.s.AppendRows(dst, b.r.fields)
+}
 
-// NextBatch moves past up to limit raw points at once; see Result.
+// aggFields maps each aggregate to the number of a rollup row that is its
+// value for a window of that row alone.
+var aggFields = [...]int{Min: partial.FieldMin, Max: partial.FieldMax, Sum: partial.FieldSum, Count: partial.FieldCount, Avg: partial.FieldMean}
+
+// NextBatch moves past up to limit items at once; see Result.
 func (r *result) NextBatch(limit int) (Batch, bool) {
 	if r.finished || r.hasPeek || r.windows != nil || r.stream == nil {
 		return Batch{}, false
@@ -577,15 +619,16 @@ func (r *result) NextBatch(limit int) (Batch, bool) {
 	if !ok {
 		return Batch{}, false
 	}
-	last := s.Last()
-	r.item = Item{T: last.T, Row: last}
-	r.n += s.Len()
-	if r.head.Desc {
-		r.last = last.T
-	} else {
-		r.last = last.T + 1
+	if r.head.Plan.Step > 0 && r.fields == nil {
+		r.fields = make([]int, len(r.head.Aggs))
+		for i, a := range r.head.Aggs {
+			r.fields[i] = aggFields[a]
+		}
 	}
-	return Batch{s}, true
+	r.item = r.itemOf(s.Last())
+	r.n += s.Len()
+	r.advance(r.item.T)
+	return Batch{s: s, r: r}, true
 }
 
 // finish computes the trailer once the page ends, by limit (limited) or
@@ -663,6 +706,15 @@ func (r *result) finish(limited bool) {
 	}
 }
 
+// droppedStart is the start of the window being folded when the stream
+// stopped, if it was not delivered.
+func (r *result) droppedStart() (int64, bool) {
+	if r.windows == nil || r.droppedDone {
+		return 0, false
+	}
+	return r.windows.Dropped()
+}
+
 func (r *result) streamErr() error {
 	if r.stream == nil {
 		return nil
@@ -679,8 +731,9 @@ func (r *result) watermark() int64 {
 	wm := r.stream.Watermark()
 	if r.head.Plan.Step > 0 {
 		// The window being filled when the stream stopped is not delivered,
-		// even if all its rows were read: resume at it.
-		if start, ok := r.windows.Dropped(); ok && !r.droppedDone {
+		// even if all its rows were read: resume at it. (Without folding,
+		// every row is a whole window, delivered as soon as read.)
+		if start, ok := r.droppedStart(); ok {
 			if r.head.Desc {
 				return start + r.head.Plan.Step
 			}

@@ -3,8 +3,11 @@ package query_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/ingest"
@@ -109,5 +112,71 @@ func TestMaxPartitions(t *testing.T) {
 	req.Resolution = router.Resolution{Kind: router.Window, Window: tiers.Minute}
 	if _, err := env.Read(ctx, req); err != nil {
 		t.Fatalf("the suggested resolution: %v", err)
+	}
+}
+
+// Windows that are one rollup row each — the minute and hour tiers read at
+// their own steps — come from cached buckets in batches, and every page
+// equals the same read without the cache: any limit, either order, any
+// aggregates, cursors followed.
+func TestCachedRollupRowsAnswerTheSame(t *testing.T) {
+	store, err := embedded.OpenInMemory(embedded.Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	p := tiers.DefaultPyramid()
+	p.Raw().Retention = 60 * tiers.Day
+	p[1].Retention = 120 * tiers.Day
+	cold := querytest.NewEnv(t, store, querytest.Options{Pyramid: p})
+	warm := querytest.NewEnv(t, store, querytest.Options{Pyramid: p, Clock: cold.Clock, Configure: func(c *gateway.Config) { c.CacheBytes = 64 << 20 }})
+	ctx := context.Background()
+	end := tiers.AlignDown(cold.Clock.Now().UnixMilli(), p[2].BucketWidth)
+	span := tiers.Span{From: end - 10*tiers.Day, To: end}
+	r := rand.New(rand.NewPCG(5, 6))
+	var batch []ingest.Point
+	for t := span.From; t < span.To; t += tiers.Minute {
+		// Values with long decimals, and gaps: some windows are missing.
+		if r.IntN(50) > 0 {
+			batch = append(batch, ingest.Point{Series: "rows", T: t + r.Int64N(tiers.Minute), V: r.Float64() * 1000})
+		}
+	}
+	if _, err := cold.Writer.Backfill(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	cold.Clock.Advance(5 * time.Minute)
+	if _, err := cold.Rollups.RunOnce(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	// Past the raw retention no late point can correct a rollup row: their
+	// buckets are final, and cacheable.
+	cold.Clock.Advance(61 * 24 * time.Hour)
+	compared := 0
+	aggSets := [][]query.Agg{{query.Avg}, {query.Min, query.Max, query.Avg, query.Count}, {query.Count, query.Sum}}
+	for i := range 40 {
+		step := []int64{tiers.Minute, tiers.Hour}[i%2]
+		a, b := span.From+r.Int64N(10*tiers.Day), span.From+r.Int64N(10*tiers.Day)
+		req := cold.Req("rows", tiers.Span{From: min(a, b), To: max(a, b) + 1}, router.Resolution{Kind: router.Window, Window: step})
+		req.Desc, req.Limit, req.Aggs = r.IntN(2) == 0, []int{7, 500, 100000}[r.IntN(3)], aggSets[r.IntN(len(aggSets))]
+		want, _, err := cold.ReadAll(ctx, req, 100000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		compared += len(want)
+		for range 2 { // loads the buckets, then reads them from memory
+			got, _, err := warm.ReadAll(ctx, req, 100000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("step %d, limit %d, desc %v, aggs %v: %d windows from the cache, want %d", step, req.Limit, req.Desc, req.Aggs, len(got), len(want))
+			}
+		}
+	}
+	if compared == 0 {
+		t.Fatal("every read was empty")
+	}
+	if n := warm.WindowBatches(); n < int64(compared) {
+		t.Fatalf("%d windows of one rollup row were handed over in batches, of the %d compared twice", n, compared)
 	}
 }

@@ -72,7 +72,9 @@ type Env struct {
 	Config  query.Config
 
 	reads   atomic.Uint64 // seeds each Read's choice of Next or NextBatch
-	batches atomic.Int64  // items Read took in batches
+	batches atomic.Int64  // raw points Read took in batches
+	// windowBatches counts the windows Read took in batches.
+	windowBatches atomic.Int64
 }
 
 // Options vary an Env.
@@ -179,13 +181,17 @@ func (e *Env) Read(ctx context.Context, req query.Request) (Page, error) {
 	for {
 		if r.IntN(2) == 0 {
 			if b, ok := res.NextBatch(1 + r.IntN(3000)); ok {
-				if err := checkBatch(b, res.Item()); err != nil {
+				if err := checkBatch(b, res.Head(), res.Item()); err != nil {
 					return p, err
 				}
 				for i := range b.Len() {
 					p.Items = append(p.Items, b.Item(i))
 				}
-				e.batches.Add(int64(b.Len()))
+				if p.Plan.Step > 0 {
+					e.windowBatches.Add(int64(b.Len()))
+				} else {
+					e.batches.Add(int64(b.Len()))
+				}
 				continue
 			}
 		}
@@ -202,9 +208,12 @@ func (e *Env) Read(ctx context.Context, req query.Request) (Page, error) {
 	return p, nil
 }
 
-// checkBatch checks a batch's JSON point by point, and that the result's
+// WindowBatches is how many windows reads took in batches.
+func (e *Env) WindowBatches() int64 { return e.windowBatches.Load() }
+
+// checkBatch checks a batch's JSON item by item, and that the result's
 // current item is its last.
-func checkBatch(b query.Batch, current query.Item) error {
+func checkBatch(b query.Batch, h *query.Head, current query.Item) error {
 	if b.Len() == 0 {
 		return errors.New("an empty batch")
 	}
@@ -214,7 +223,21 @@ func checkBatch(b query.Batch, current query.Item) error {
 			want = append(want, ',')
 		}
 		it := b.Item(i)
-		want = jsonenc.AppendPoint(want, it.T, it.Row.Value())
+		if h.Plan.Step == 0 {
+			want = jsonenc.AppendPoint(want, it.T, it.Row.Value())
+			continue
+		}
+		want = append(want, '[')
+		want = jsonenc.AppendInt(want, it.T)
+		for _, a := range h.Aggs {
+			want = append(want, ',')
+			if a == query.Count {
+				want = jsonenc.AppendInt(want, it.Row.Count)
+			} else {
+				want = jsonenc.AppendFloat(want, a.Of(it.Row))
+			}
+		}
+		want = append(want, ']')
 	}
 	if got := b.AppendJSON(nil); string(got) != string(want) {
 		return fmt.Errorf("a batch of %d points encodes as %.60q..., want %.60q...", b.Len(), got, want)
@@ -709,7 +732,7 @@ func cachedBuckets(t *testing.T, store tiers.Store, series string, truth Truth, 
 				}
 			}
 		}
-		t.Logf("cache of %d bytes: %d partitions served from memory, %d points handed over in batches", size, hits, e.batches.Load())
+		t.Logf("cache of %d bytes: %d partitions served from memory, %d points and %d windows handed over in batches", size, hits, e.batches.Load(), e.windowBatches.Load())
 		if size > 1<<20 && hits == 0 {
 			t.Fatalf("cache of %d bytes: no read of final raw buckets was served from memory", size)
 		}

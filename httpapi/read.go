@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"sync"
 
 	"github.com/go-chi/chi/v5"
 
@@ -48,6 +49,7 @@ func (s *Server) readPoints(w http.ResponseWriter, r *http.Request) {
 	}
 	defer res.Close()
 	sp := newSpool(w, s.cfg.SpoolBytes, req.Deny)
+	defer sp.release()
 	sp.buf = appendAnswerHead(sp.buf, res.Head())
 	sp.buf, err = appendItems(sp.buf, res, s.cfg.SpoolBytes, sp.flushed)
 	if err != nil {
@@ -77,7 +79,26 @@ type spool struct {
 }
 
 func newSpool(w http.ResponseWriter, size int, holdAll bool) *spool {
-	return &spool{w: w, buf: make([]byte, 0, size+size/4), holdAll: holdAll}
+	want := size + size/4
+	if p, ok := spoolBuffers.Get().(*[]byte); ok && cap(*p) >= want {
+		return &spool{w: w, buf: (*p)[:0], holdAll: holdAll}
+	}
+	return &spool{w: w, buf: make([]byte, 0, want), holdAll: holdAll}
+}
+
+// spoolBuffers keeps answer buffers for the next answers: a fresh one is
+// tens of kilobytes to clear, for reads that take less than a millisecond
+// when their buckets are cached.
+var spoolBuffers sync.Pool
+
+// release gives the buffer back once the answer is written, unless it grew
+// far past its size (an all-or-nothing answer held whole).
+func (s *spool) release() {
+	if c := cap(s.buf); c > 0 && c <= 1<<20 {
+		b := s.buf[:0]
+		spoolBuffers.Put(&b)
+	}
+	s.buf = nil
 }
 
 func (s *spool) commit() {

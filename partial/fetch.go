@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -300,7 +301,13 @@ func (s *Stream) Next() bool {
 				}
 			}
 			inputs := make([]merge.Iterator[tiers.Row], 0, len(s.cur.feeds)+1)
-			if s.cur.run != nil {
+			if s.cur.run == nil {
+				if run, ok := s.bulk(); ok {
+					// Its rows were counted as the partitions were read.
+					inputs = append(inputs, newRunIter(run, s.cur.span, s.desc))
+					s.cur.feeds = nil
+				}
+			} else {
 				// First, so that on equal timestamps the late partition wins.
 				ri := newRunIter(s.cur.run, s.cur.span, s.desc)
 				s.stats.RowsRead.Add(int64(ri.count()))
@@ -371,6 +378,94 @@ func (s *Stream) NextRun(limit int) (RunSlice, bool) {
 		s.watermark = max(s.watermark, s.row.T+1)
 	}
 	return RunSlice{Run: ri.run, Lo: lo, Hi: hi, Desc: s.desc}, true
+}
+
+// bulk merges the current group's partitions in one pass when each of
+// them arrived whole in one page — small partitions, as raw buckets'
+// usually are — into a run that is handed over like a cached one: a tight
+// loop instead of a merge step, a stream step and an item per row. It
+// reports false, with every page put back, when a partition has more
+// pages, failed, or the read ended: the group is then merged row by row.
+func (s *Stream) bulk() (*Run, bool) {
+	feeds := s.cur.feeds
+	if len(feeds) == 0 {
+		return nil, false
+	}
+	pages := make([][]tiers.Row, len(feeds))
+	whole := true
+	for i, f := range feeds {
+		var ok bool
+		if pages[i], ok = f.whole(); !ok {
+			whole = false
+			break
+		}
+	}
+	if !whole {
+		for i, f := range feeds {
+			if pages[i] != nil {
+				f.pending = append([][]tiers.Row{pages[i]}, f.pending...)
+			}
+		}
+		return nil, false
+	}
+	for _, f := range feeds {
+		f.done = true
+	}
+	return mergePages(pages, s.desc), true
+}
+
+// mergePages merges pages, each ordered as the stream is, into an
+// ascending run; on equal times the later page's row wins.
+func mergePages(pages [][]tiers.Row, desc bool) *Run {
+	n, points := 0, true
+	for _, p := range pages {
+		n += len(p)
+		for _, r := range p {
+			if r != tiers.PointRow(r.T, r.Sum) {
+				points = false
+			}
+		}
+	}
+	rows := make([]tiers.Row, 0, n)
+	pos := make([]int, len(pages))
+	for {
+		best := -1
+		for i, p := range pages {
+			if pos[i] == len(p) {
+				continue
+			}
+			switch {
+			case best < 0:
+				best = i
+			case p[pos[i]].T == pages[best][pos[best]].T:
+				pos[best]++ // the later page wins
+				best = i
+			case (p[pos[i]].T < pages[best][pos[best]].T) != desc:
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		rows = append(rows, pages[best][pos[best]])
+		pos[best]++
+	}
+	if desc {
+		slices.Reverse(rows)
+	}
+	run := &Run{T: make([]int64, len(rows))}
+	for i, r := range rows {
+		run.T[i] = r.T
+	}
+	if !points {
+		run.Rows = rows
+		return run
+	}
+	run.V = make([]float64, len(rows))
+	for i, r := range rows {
+		run.V[i] = r.Sum
+	}
+	return run
 }
 
 type loadResult struct {
@@ -493,6 +588,46 @@ type feed struct {
 	i    int
 	done bool
 	ferr error
+	// pending are pages taken from the channel and put back (see
+	// Stream.bulk), delivered before the channel's.
+	pending [][]tiers.Row
+}
+
+// whole receives the partition's first page and reports whether it was
+// also the last, the read having ended without error. A partition without
+// rows is whole with no page. When it reports false, the pages received
+// are put back, to be merged row by row.
+func (f *feed) whole() ([]tiers.Row, bool) {
+	var first []tiers.Row
+	for _, want := range [2]bool{true, false} {
+		var page []tiers.Row
+		var ok bool
+		select {
+		case page, ok = <-f.pages:
+		case <-f.ctx.Done():
+			if first != nil {
+				f.pending = append(f.pending, first)
+			}
+			return nil, false
+		}
+		switch {
+		case !ok && f.err == nil:
+			return first, true
+		case !ok:
+			// Failed: the row-by-row merge delivers what came first and
+			// then the error.
+			if first != nil {
+				f.pending = append(f.pending, first)
+			}
+			return nil, false
+		case want:
+			first = page
+		default:
+			f.pending = append(f.pending, first, page)
+			return nil, false
+		}
+	}
+	panic("unreachable")
 }
 
 func (f *feed) fail(err error) {
@@ -532,6 +667,10 @@ func (f *feed) Next() bool {
 	}
 	f.i++
 	for f.i >= len(f.page) {
+		if len(f.pending) > 0 {
+			f.page, f.pending, f.i = f.pending[0], f.pending[1:], 0
+			continue
+		}
 		var ok bool
 		select {
 		case f.page, ok = <-f.pages:

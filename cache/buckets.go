@@ -10,7 +10,6 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/singleflight"
 
-	"github.com/tsgate/tsgate/merge"
 	"github.com/tsgate/tsgate/partial"
 	"github.com/tsgate/tsgate/tiers"
 )
@@ -179,43 +178,18 @@ func (b *Buckets) load(ctx context.Context, k bucketKey, reads []tiers.ReadReque
 					return err
 				}
 				stats.RowsRead.Add(int64(len(page)))
-				rows = append(rows, page...)
+				if rows == nil {
+					rows = page // usually the only page
+				} else {
+					rows = append(rows, page...)
+				}
 			}
 		})
 	}
 	if err := eg.Wait(); err != nil {
 		return nil, err
 	}
-	n, points := 0, true
-	inputs := make([]merge.Iterator[tiers.Row], len(parts))
-	for i, p := range parts {
-		n += len(p)
-		inputs[i] = merge.FromSlice(p)
-		for _, r := range p {
-			if r != tiers.PointRow(r.T, r.Sum) {
-				points = false
-			}
-		}
-	}
-	it := merge.Iter(func(a, b tiers.Row) bool { return a.T < b.T }, inputs, merge.Dedup())
-	// Raw points go straight into their compact form.
-	run := &partial.Run{T: make([]int64, 0, n)}
-	if points {
-		run.V = make([]float64, 0, n)
-		for it.Next() {
-			r := it.At()
-			run.T, run.V = append(run.T, r.T), append(run.V, r.Sum)
-		}
-	} else {
-		run.Rows = make([]tiers.Row, 0, n)
-		for it.Next() {
-			r := it.At()
-			run.T, run.Rows = append(run.T, r.T), append(run.Rows, r)
-		}
-	}
-	if err := it.Err(); err != nil {
-		return nil, err
-	}
+	run := partial.MergePages(parts, false)
 	// Encoded once, here, instead of on every read that answers from the
 	// entry.
 	run.Encode()

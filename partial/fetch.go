@@ -411,12 +411,13 @@ func (s *Stream) bulk() (*Run, bool) {
 	for _, f := range feeds {
 		f.done = true
 	}
-	return mergePages(pages, s.desc), true
+	return MergePages(pages, s.desc), true
 }
 
-// mergePages merges pages, each ordered as the stream is, into an
-// ascending run; on equal times the later page's row wins.
-func mergePages(pages [][]tiers.Row, desc bool) *Run {
+// MergePages merges pages, each in descending order when desc is set and
+// ascending otherwise, into an ascending run; on equal times the later
+// page's row wins. Raw points are held compactly.
+func MergePages(pages [][]tiers.Row, desc bool) *Run {
 	n, points := 0, true
 	for _, p := range pages {
 		n += len(p)

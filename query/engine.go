@@ -47,8 +47,10 @@ type Result interface {
 	Next() bool
 	Item() Item
 	// NextBatch moves past up to limit items at once instead of one, when
-	// they are raw points of a cached bucket that need no merging: an
-	// encoder copies them (Batch.AppendJSON) instead of writing each. It
+	// they come from a run of rows with nothing to merge on top of it — a
+	// cached bucket, or a group whose partitions arrived whole — and are
+	// raw points or windows of one rollup row each: an encoder writes them
+	// with Batch.AppendJSON, copying what the cache holds encoded. It
 	// reports false when the next item must be taken with Next, and then
 	// nothing moved; Item is the batch's last item after a true.
 	NextBatch(limit int) (Batch, bool)

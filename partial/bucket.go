@@ -93,10 +93,7 @@ func appendField(b []byte, row tiers.Row, f int) []byte {
 // fields named, arrays separated by commas.
 func (r *Run) AppendRows(b []byte, lo, hi int, desc bool, fields []int) []byte {
 	for k := range hi - lo {
-		i := lo + k
-		if desc {
-			i = hi - 1 - k
-		}
+		i := nth(lo, hi, k, desc)
 		if k > 0 {
 			b = append(b, ',')
 		}
@@ -123,6 +120,15 @@ func (r *Run) AppendRows(b []byte, lo, hi int, desc bool, fields []int) []byte {
 	return b
 }
 
+// nth is the index of the k-th of rows [lo, hi) taken in order: from lo
+// up, or from hi-1 down when desc.
+func nth(lo, hi, k int, desc bool) int {
+	if desc {
+		return hi - 1 - k
+	}
+	return lo + k
+}
+
 // piece is where encoded piece k begins (for raw points, point k).
 func (r *Run) piece(k int) uint32 {
 	if k == 0 {
@@ -139,13 +145,10 @@ func (r *Run) AppendJSON(b []byte, lo, hi int, desc bool) []byte {
 	}
 	if r.JSON == nil {
 		for k := range hi - lo {
-			i := lo + k
-			if desc {
-				i = hi - 1 - k
-			}
 			if k > 0 {
 				b = append(b, ',')
 			}
+			i := nth(lo, hi, k, desc)
 			b = jsonenc.AppendPoint(b, r.T[i], r.V[i])
 		}
 		return b
@@ -221,13 +224,11 @@ type RunSlice struct {
 // Len is the number of rows.
 func (s RunSlice) Len() int { return s.Hi - s.Lo }
 
+// Row is the k-th row in the slice's order.
+func (s RunSlice) Row(k int) tiers.Row { return s.Run.Row(nth(s.Lo, s.Hi, k, s.Desc)) }
+
 // Last is the last row in the slice's order.
-func (s RunSlice) Last() tiers.Row {
-	if s.Desc {
-		return s.Run.Row(s.Lo)
-	}
-	return s.Run.Row(s.Hi - 1)
-}
+func (s RunSlice) Last() tiers.Row { return s.Row(s.Len() - 1) }
 
 // AppendJSON appends the rows, raw points, as an answer writes them:
 // [t,v] arrays separated by commas.

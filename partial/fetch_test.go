@@ -476,11 +476,7 @@ func TestFetchNextRunEqualsNext(t *testing.T) {
 					}
 					var enc []byte
 					for k := range rs.Len() {
-						i := rs.Lo + k
-						if desc {
-							i = rs.Hi - 1 - k
-						}
-						row := rs.Run.Row(i)
+						row := rs.Row(k)
 						got = append(got, row)
 						if k > 0 {
 							enc = append(enc, ',')

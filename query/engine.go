@@ -589,13 +589,7 @@ type Batch struct {
 func (b Batch) Len() int { return b.s.Len() }
 
 // Item is the i-th item in the page's order.
-func (b Batch) Item(i int) Item {
-	k := b.s.Lo + i
-	if b.s.Desc {
-		k = b.s.Hi - 1 - i
-	}
-	return b.r.itemOf(b.s.Run.Row(k))
-}
+func (b Batch) Item(i int) Item { return b.r.itemOf(b.s.Row(i)) }
 
 // AppendJSON appends the items as an answer writes them, separated by
 // commas, in the page's order: raw points as [t,v]

@@ -8,10 +8,11 @@ import (
 	"github.com/tsgate/tsgate/tiers"
 )
 
-// Run is the rows of one whole bucket, its event-bucket partitions merged
-// into one ascending run. Raw points are held compactly (T and V, 16 bytes
-// a point); rollup rows whole (Rows). A run is immutable once built, so
-// any number of reads may slice it at once without copying.
+// Run is the rows of a bucket's partitions merged into one ascending run:
+// a whole bucket the cache holds, or the part of a bucket a group read
+// (see MergePages). Raw points are held compactly (T and V, 16 bytes a
+// point); rollup rows whole (Rows). A run is immutable once built, so any
+// number of reads may slice it at once without copying.
 type Run struct {
 	T    []int64
 	V    []float64   // the raw points' values, when Rows is nil

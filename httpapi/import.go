@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -37,12 +36,11 @@ func (s *Server) importPoints(w http.ResponseWriter, r *http.Request) {
 		}
 		m.imported.WithLabelValues("dropped").Add(float64(res.Dropped))
 	}
-	b, _ := json.Marshal(struct {
+	writeValue(w, http.StatusOK, struct {
 		Points     int              `json:"points"`
 		Raw        int              `json:"raw"`
 		Aggregated map[string]int   `json:"aggregated"`
 		Windows    map[string]int64 `json:"windows"`
 		Dropped    int              `json:"dropped"`
 	}{res.Points, res.Raw, res.Aggregated, res.Windows, res.Dropped})
-	writeJSON(w, http.StatusOK, append(b, '\n'))
 }

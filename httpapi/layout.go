@@ -71,8 +71,7 @@ func writeLayout(w http.ResponseWriter, id string, l tiers.Layout) {
 	for i, e := range l {
 		out.Layouts[i] = layoutEntryJSON{Since: e.Since, BucketMs: e.Width, EventBuckets: e.EventBuckets}
 	}
-	b, _ := json.Marshal(out)
-	writeJSON(w, http.StatusOK, append(b, '\n'))
+	writeValue(w, http.StatusOK, out)
 }
 
 func (s *Server) getLayout(w http.ResponseWriter, r *http.Request) {
@@ -191,8 +190,7 @@ func (s *Server) widePartitions(w http.ResponseWriter, r *http.Request) {
 	for _, p := range a.Wide(limit) {
 		out.Partitions = append(out.Partitions, part{p.Key.Series, p.Key.Bucket, p.Key.EventBucket, p.Rows, p.BytesEstimate})
 	}
-	b, _ := json.Marshal(out)
-	writeJSON(w, http.StatusOK, append(b, '\n'))
+	writeValue(w, http.StatusOK, out)
 }
 
 func (s *Server) blockSeries(w http.ResponseWriter, r *http.Request) {
@@ -225,8 +223,7 @@ func (s *Server) blockSeries(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.logger(r).Info("series blocked", "series", id, "reason", b.Reason)
-	out, _ := json.Marshal(blockJSON(b))
-	writeJSON(w, http.StatusOK, append(out, '\n'))
+	writeValue(w, http.StatusOK, blockJSON(b))
 }
 
 func (s *Server) unblockSeries(w http.ResponseWriter, r *http.Request) {
@@ -263,8 +260,7 @@ func (s *Server) listBlocked(w http.ResponseWriter, r *http.Request) {
 	for i, b := range list {
 		out.Blocked[i] = blockJSON(b)
 	}
-	b, _ := json.Marshal(out)
-	writeJSON(w, http.StatusOK, append(b, '\n'))
+	writeValue(w, http.StatusOK, out)
 }
 
 // layoutAdminRoutes are the admin routes of layouts and blocks; the layout

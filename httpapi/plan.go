@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/tsgate/tsgate/jsonenc"
@@ -76,6 +77,12 @@ func (s *Server) plan(w http.ResponseWriter, r *http.Request) {
 	b = jsonenc.AppendInt(b, partitions)
 	b = append(b, '}', '\n')
 	writeJSON(w, http.StatusOK, b)
+}
+
+// writeValue answers v as JSON, one line.
+func writeValue(w http.ResponseWriter, status int, v any) {
+	b, _ := json.Marshal(v)
+	writeJSON(w, status, append(b, '\n'))
 }
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {

@@ -125,8 +125,7 @@ func (s *Server) writeRollupRun(w http.ResponseWriter, r *http.Request, run *rol
 	default:
 	}
 	w.Header().Set("Location", "/v1/admin/rollups/runs/"+out.ID)
-	b, _ := json.Marshal(out)
-	writeJSON(w, status, append(b, '\n'))
+	writeValue(w, status, out)
 }
 
 func rollupReportJSON(rep rollup.Report) []byte {

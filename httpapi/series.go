@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -77,8 +76,7 @@ func (s *Server) listSeries(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Series = append(out.Series, seriesEntry{ID: info.ID, First: info.First, Last: info.Last})
 	}
-	b, _ := json.Marshal(out)
-	writeJSON(w, http.StatusOK, append(b, '\n'))
+	writeValue(w, http.StatusOK, out)
 }
 
 type tierInfo struct {
@@ -129,6 +127,5 @@ func (s *Server) getSeries(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Tiers = append(out.Tiers, ti)
 	}
-	b, _ := json.Marshal(out)
-	writeJSON(w, http.StatusOK, append(b, '\n'))
+	writeValue(w, http.StatusOK, out)
 }

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"github.com/tsgate/tsgate/ingest"
@@ -30,9 +29,8 @@ func (s *Server) writePoints(w http.ResponseWriter, r *http.Request) {
 		s.deps.Metrics.points.Add(float64(res.Accepted))
 		s.deps.Metrics.late.Add(float64(res.Late))
 	}
-	b, _ := json.Marshal(struct {
+	writeValue(w, http.StatusOK, struct {
 		Accepted int `json:"accepted"`
 		Late     int `json:"late,omitempty"`
 	}{res.Accepted, res.Late})
-	writeJSON(w, http.StatusOK, append(b, '\n'))
 }

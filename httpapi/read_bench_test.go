@@ -8,12 +8,9 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"runtime"
-	"runtime/metrics"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/tiers"
@@ -91,7 +88,7 @@ func BenchmarkReadMemory(b *testing.B) {
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
 			b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "idle-heap-MiB")
-			stop := sampleHeap(&peak)
+			stop := querytest.SampleHeap(&peak)
 			var points int64
 			for b.Loop() {
 				points = readAll(b, ts.URL, now-d*tiers.Day, now)
@@ -101,30 +98,6 @@ func BenchmarkReadMemory(b *testing.B) {
 			b.ReportMetric(float64(points), "points")
 		})
 	}
-}
-
-// sampleHeap records the largest live heap seen until stop is called.
-func sampleHeap(peak *atomic.Uint64) (stop func()) {
-	runtime.GC()
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	wg.Go(func() {
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		for {
-			metrics.Read(sample)
-			if v := sample[0].Value.Uint64(); v > peak.Load() {
-				peak.Store(v)
-			}
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-		}
-	})
-	return func() { close(done); wg.Wait() }
 }
 
 func readAll(b *testing.B, base string, from, to int64) int64 {

@@ -12,12 +12,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"runtime"
-	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,6 +24,7 @@ import (
 
 	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/query"
+	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -408,9 +406,8 @@ func BenchmarkReadRSS(b *testing.B) {
 			limit int
 		}{{"1d", end - tiers.Day, 100000}, {"7d", end - 7*tiers.Day, 100000}, {"one-page-100k", end - tiers.Day, 100000}} {
 			q := fmt.Sprintf("from=%d&to=%d&resolution=raw", c.from, end)
-			runtime.GC()
 			var peak atomic.Uint64
-			stop := sampleHeap(&peak)
+			stop := querytest.SampleHeap(&peak)
 			if c.name == "one-page-100k" {
 				resp, err := http.Get(fmt.Sprintf("%s/v1/series/bench.rss/points?%s&limit=%d", srv.URL, q, c.limit))
 				if err != nil {
@@ -487,29 +484,6 @@ func (t *tailKeeper) Write(p []byte) (int, error) {
 		t.buf = append(t.buf[:0], t.buf[len(t.buf)-keep:]...)
 	}
 	return len(p), nil
-}
-
-// sampleHeap records the largest live heap seen until stop is called.
-func sampleHeap(peak *atomic.Uint64) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	wg.Go(func() {
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		for {
-			metrics.Read(sample)
-			if v := sample[0].Value.Uint64(); v > peak.Load() {
-				peak.Store(v)
-			}
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-		}
-	})
-	return func() { close(done); wg.Wait() }
 }
 
 // nodeReads is the node's count of local reads of each table of keyspace

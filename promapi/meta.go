@@ -17,6 +17,16 @@ import (
 // truncated is Prometheus' warning for an answer cut at its limit.
 const truncated = "results truncated due to limit"
 
+// listScope reads what the listing endpoints look in: the series the
+// match[] selectors name (see matchSelectors) between start and end.
+func listScope(r *http.Request, required bool) (sels []*selector, start, end int64, err error) {
+	if sels, err = matchSelectors(r, required); err != nil {
+		return nil, 0, 0, err
+	}
+	start, end, err = formSpan(r)
+	return sels, start, end, err
+}
+
 // matchSelectors compiles the match[] parameters; required says whether
 // at least one must be given.
 func matchSelectors(r *http.Request, required bool) ([]*selector, error) {
@@ -81,11 +91,7 @@ func (a *API) matching(ctx context.Context, sels []*selector, start, end int64, 
 }
 
 func (a *API) series(r *http.Request) (any, []string, error) {
-	sels, err := matchSelectors(r, true)
-	if err != nil {
-		return nil, nil, err
-	}
-	start, end, err := formSpan(r)
+	sels, start, end, err := listScope(r, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -105,11 +111,7 @@ func (a *API) series(r *http.Request) (any, []string, error) {
 }
 
 func (a *API) labels(r *http.Request) (any, []string, error) {
-	sels, err := matchSelectors(r, false)
-	if err != nil {
-		return nil, nil, err
-	}
-	start, end, err := formSpan(r)
+	sels, start, end, err := listScope(r, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -125,11 +127,7 @@ func (a *API) labels(r *http.Request) (any, []string, error) {
 
 func (a *API) labelValues(r *http.Request) (any, []string, error) {
 	name := chi.URLParam(r, "name")
-	sels, err := matchSelectors(r, false)
-	if err != nil {
-		return nil, nil, err
-	}
-	start, end, err := formSpan(r)
+	sels, start, end, err := listScope(r, false)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -161,6 +161,15 @@ fetch_classpath() {
   log "fetched $(ls "$LIB"/*.jar | wc -l) jars in $((SECONDS - t0)) s"
 }
 
+# ensure_node_tools checks the settings every node shares and installs what
+# starting one needs: Java 17, the classpath, the CQL helper.
+ensure_node_tools() {
+  case "$SKIP_SYNC" in true | false) ;; *) die "CASSANDRA_SKIP_SYNC must be true or false" ;; esac
+  ensure_java17
+  fetch_classpath
+  ensure_cql
+}
+
 # ensure_cql builds the CQL helper, again only when its sources changed.
 ensure_cql() {
   local src="$ROOT/scripts/cassandra/cql/main.go"
@@ -288,11 +297,7 @@ cmd_start() {
   for p in "$NATIVE_PORT" "$STORAGE_PORT"; do
     ! port_busy "$p" || die "port $p on 127.0.0.1 is already in use (set CASSANDRA_NATIVE_PORT / CASSANDRA_STORAGE_PORT)"
   done
-  case "$SKIP_SYNC" in true | false) ;; *) die "CASSANDRA_SKIP_SYNC must be true or false" ;; esac
-
-  ensure_java17
-  fetch_classpath
-  ensure_cql
+  ensure_node_tools
 
   if [ "${CASSANDRA_KEEP_DATA:-0}" != 1 ]; then
     rm -rf "$NODE"
@@ -561,10 +566,7 @@ cmd_cluster_start() {
     done
     ! port_busy $((CL_JMX_BASE + i)) || die "JMX port $((CL_JMX_BASE + i)) is already in use (set CASSANDRA_CLUSTER_JMX_PORT)"
   done
-  case "$SKIP_SYNC" in true | false) ;; *) die "CASSANDRA_SKIP_SYNC must be true or false" ;; esac
-  ensure_java17
-  fetch_classpath
-  ensure_cql
+  ensure_node_tools
   if [ "${CASSANDRA_KEEP_DATA:-0}" != 1 ]; then
     rm -rf "$CLUSTER"
   fi

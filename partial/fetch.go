@@ -354,8 +354,9 @@ func (s *Stream) Next() bool {
 }
 
 // NextRun moves past up to limit rows at once instead of one, when the
-// rows that come next are a cached run's with nothing to merge on top of
-// it: they are handed over as a slice of the run, in the stream's order.
+// rows that come next are a run's with nothing to merge on top of it — a
+// cached bucket, or a group merged in one pass (see bulk): they are handed
+// over as a slice of the run, in the stream's order.
 // It reports false when the next row must be taken with Next — another
 // kind of group, or the end of the current one — and then nothing moved.
 func (s *Stream) NextRun(limit int) (RunSlice, bool) {
@@ -408,9 +409,6 @@ func (s *Stream) bulk() (*Run, bool) {
 		}
 		return nil, false
 	}
-	for _, f := range feeds {
-		f.done = true
-	}
 	return MergePages(pages, s.desc), true
 }
 
@@ -427,7 +425,12 @@ func MergePages(pages [][]tiers.Row, desc bool) *Run {
 			}
 		}
 	}
-	rows := make([]tiers.Row, 0, n)
+	run := &Run{T: make([]int64, 0, n)}
+	if points {
+		run.V = make([]float64, 0, n)
+	} else {
+		run.Rows = make([]tiers.Row, 0, n)
+	}
 	pos := make([]int, len(pages))
 	for {
 		best := -1
@@ -448,23 +451,19 @@ func MergePages(pages [][]tiers.Row, desc bool) *Run {
 		if best < 0 {
 			break
 		}
-		rows = append(rows, pages[best][pos[best]])
+		r := pages[best][pos[best]]
 		pos[best]++
+		run.T = append(run.T, r.T)
+		if points {
+			run.V = append(run.V, r.Sum)
+		} else {
+			run.Rows = append(run.Rows, r)
+		}
 	}
 	if desc {
-		slices.Reverse(rows)
-	}
-	run := &Run{T: make([]int64, len(rows))}
-	for i, r := range rows {
-		run.T[i] = r.T
-	}
-	if !points {
-		run.Rows = rows
-		return run
-	}
-	run.V = make([]float64, len(rows))
-	for i, r := range rows {
-		run.V[i] = r.Sum
+		slices.Reverse(run.T)
+		slices.Reverse(run.V)
+		slices.Reverse(run.Rows)
 	}
 	return run
 }

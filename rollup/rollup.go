@@ -155,23 +155,49 @@ func (w *Worker) Run(ctx context.Context) {
 // recomputes what is pending in the newest slots (operators and tests use
 // it to see rollups at once), advancing the checkpoint only over closed
 // slots so that nothing is skipped.
+//
+// A run consumes at most MaxSlots slots at a time; with all set it goes on,
+// MaxSlots at a time, until the open slot is done, because only then may it
+// say that every point written before it is rolled up.
 func (w *Worker) RunOnce(ctx context.Context, all bool) (Report, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	total := Report{Windows: map[string]int64{}}
+	for first := true; ; first = false {
+		rep, more, err := w.runSlots(ctx, all)
+		if first {
+			total.From = rep.From
+		}
+		total.Slots += rep.Slots
+		total.To, total.Checkpoint = rep.To, rep.Checkpoint
+		for name, n := range rep.Windows {
+			total.Windows[name] += n
+		}
+		total.RowsRead += rep.RowsRead
+		total.Elapsed += rep.Elapsed
+		if err != nil || !more {
+			return total, err
+		}
+	}
+}
+
+// runSlots consumes up to MaxSlots slots of the log and reports whether
+// slots that all asked for are left.
+func (w *Worker) runSlots(ctx context.Context, all bool) (rep Report, more bool, err error) {
 	start := w.now()
-	rep := Report{Windows: map[string]int64{}}
+	rep = Report{Windows: map[string]int64{}}
 	cp, ok, err := w.store.Checkpoint(ctx, CheckpointName)
 	if err != nil {
-		return rep, fmt.Errorf("read rollup checkpoint: %w", err)
+		return rep, false, fmt.Errorf("read rollup checkpoint: %w", err)
 	}
 	if !ok {
 		cp, ok, err = w.store.OldestDirtySlot(ctx)
 		if err != nil {
-			return rep, fmt.Errorf("read oldest rollup slot: %w", err)
+			return rep, false, fmt.Errorf("read oldest rollup slot: %w", err)
 		}
 		if !ok {
 			rep.Elapsed = w.now().Sub(start)
-			return rep, nil // nothing was ever written
+			return rep, false, nil // nothing was ever written
 		}
 	}
 	now := start.UnixMilli()
@@ -181,11 +207,17 @@ func (w *Worker) RunOnce(ctx context.Context, all bool) (Report, error) {
 	if all {
 		end = tiers.AlignDown(now, tiers.DirtySlot) + tiers.DirtySlot // the open slot too
 	}
-	end = min(end, cp+int64(w.cfg.MaxSlots)*tiers.DirtySlot)
+	// The cap stops short of closed slots only: each capped run moves the
+	// checkpoint, and the few open slots are never left for another run.
+	limit := cp + int64(w.cfg.MaxSlots)*tiers.DirtySlot
+	capped := limit < min(end, closed)
+	if capped {
+		end = limit
+	}
 	rep.From, rep.To, rep.Checkpoint = cp, max(cp, end), cp
 	if end <= cp {
 		rep.Elapsed = w.now().Sub(start)
-		return rep, nil
+		return rep, false, nil
 	}
 
 	// Gather the dirty minute windows of the slots, by series. Most slots of
@@ -210,7 +242,7 @@ func (w *Worker) RunOnce(ctx context.Context, all bool) (Report, error) {
 		})
 	}
 	if err := sg.Wait(); err != nil {
-		return rep, err
+		return rep, false, err
 	}
 
 	var rowsRead atomic.Int64
@@ -227,7 +259,7 @@ func (w *Worker) RunOnce(ctx context.Context, all bool) (Report, error) {
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return rep, err
+		return rep, false, err
 	}
 	for _, l := range w.pyramid.Rollups() {
 		name := w.pyramid[l].Name
@@ -237,24 +269,25 @@ func (w *Worker) RunOnce(ctx context.Context, all bool) (Report, error) {
 		}
 	}
 	rep.RowsRead = rowsRead.Load()
-	if all {
+	if all && !capped {
 		// Every point written before the run started (less the grace of
-		// lagging writers) is reflected now.
+		// lagging writers) is reflected now. Not so after a capped run:
+		// the slots after it are still to do.
 		if err := w.store.AdvanceCheckpoint(ctx, ForcedName, now-w.cfg.Grace.Milliseconds()); err != nil {
-			return rep, fmt.Errorf("advance forced rollup checkpoint: %w", err)
+			return rep, false, fmt.Errorf("advance forced rollup checkpoint: %w", err)
 		}
 		w.invalidateWatermarks()
 	}
 	advance := min(end, closed)
 	if advance > cp {
 		if err := w.store.AdvanceCheckpoint(ctx, CheckpointName, advance); err != nil {
-			return rep, fmt.Errorf("advance rollup checkpoint: %w", err)
+			return rep, false, fmt.Errorf("advance rollup checkpoint: %w", err)
 		}
 		rep.Checkpoint = advance
 		w.invalidateWatermarks()
 	}
 	rep.Elapsed = w.now().Sub(start)
-	return rep, nil
+	return rep, all && capped, nil
 }
 
 // RollUpFrom recomputes the windows of the tiers coarser than level that

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/rollup"
@@ -166,5 +167,49 @@ func TestConcurrentWorkersAgree(t *testing.T) {
 		if !slices.Equal(got, wantRows) {
 			t.Fatalf("%s rows after concurrent runs differ from brute force: %d vs %d", env.Pyramid[l].Name, len(got), len(wantRows))
 		}
+	}
+}
+
+// A forced run over a backlog longer than MaxSlots takes all of it, a
+// bounded number of slots at a time, before it says that every point is
+// rolled up: the watermark it leaves must not cover windows it skipped.
+func TestForcedRunTakesTheWholeBacklog(t *testing.T) {
+	store, err := embedded.OpenInMemory(embedded.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	env := querytest.NewEnv(t, store, querytest.Options{Configure: func(c *gateway.Config) { c.Rollup.MaxSlots = 3 }})
+	ctx := context.Background()
+	// Points written as they happen, one a minute for 40 minutes: each
+	// lands in its own log slot.
+	start := tiers.AlignDown(env.Clock.Now().UnixMilli(), tiers.Minute)
+	const minutes = 40
+	for i := range minutes {
+		write(t, env, ingest.Point{Series: "s", T: start + int64(i)*tiers.Minute + 5, V: float64(i)})
+		env.Clock.Advance(time.Minute)
+	}
+	rep, err := env.Rollups.RunOnce(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Windows["minute"] != minutes || rep.Slots < minutes {
+		t.Fatalf("the forced run rolled up %v over %d slots, want %d minute windows", rep.Windows, rep.Slots, minutes)
+	}
+	got := map[int64]float64{}
+	for b := start; b < start+minutes*tiers.Minute; b += env.Pyramid.Tier(levelMinute).BucketWidth {
+		for _, r := range rows(t, env, levelMinute, "s", b) {
+			got[r.T] = r.Sum
+		}
+	}
+	for i := range minutes {
+		if v, ok := got[start+int64(i)*tiers.Minute]; !ok || v != float64(i) {
+			t.Fatalf("minute %d: row %v %v, want sum %d", i, v, ok, i)
+		}
+	}
+	// Every window the watermark covers is rolled up.
+	wm := env.Rollups.Watermarks(ctx)[levelMinute]
+	if wm > start+minutes*tiers.Minute {
+		t.Fatalf("minute watermark %d beyond the last window %d", wm, start+minutes*tiers.Minute)
 	}
 }

@@ -100,6 +100,22 @@ type Stream struct {
 	notify     chan struct{}
 	groupRows  int
 
+	// The groups come from pull. The merge takes them itself while each is
+	// a bucket served whole from memory — no goroutine, no channel, nothing
+	// to wake — and starts the launcher at the first group that needs a
+	// read, handing it pull. A read of cached buckets never leaves the
+	// caller's goroutine.
+	pull      func() (Group, bool)
+	stopPull  func()
+	opts      FetchOptions
+	reader    tiers.PartitionReader
+	limit     int
+	lookahead int
+	launchMu  sync.Mutex
+	started   bool // the launcher runs and owns pull
+	closed    bool
+	inlined   int // groups the merge took itself
+
 	cur       *groupFeeds
 	it        merge.Iterator[tiers.Row]
 	row       tiers.Row
@@ -153,15 +169,63 @@ func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, g
 	} else {
 		s.watermark = span.From
 	}
-	lookahead := max(1, opts.Lookahead)
+	s.pull, s.stopPull = iter.Pull(groups)
+	s.opts, s.reader, s.limit, s.lookahead = opts, reader, limit, max(1, opts.Lookahead)
 	var eg errgroup.Group
 	s.eg = &eg
 	eg.SetLimit(limit + 1)
-	eg.Go(func() error {
+	if opts.Buckets == nil {
+		// Every group needs reads: start them at once.
+		s.startLauncher(nil)
+	}
+	return s
+}
+
+// pendingGroup is a group taken from pull, and its bucket looked up,
+// before the launcher started.
+type pendingGroup struct {
+	g  Group
+	br BucketRead
+}
+
+// bucketRead looks the group's bucket up in the cache of buckets, if any.
+func (s *Stream) bucketRead(g Group) BucketRead {
+	if s.opts.Buckets != nil && g.Bucket.End > g.Bucket.Start {
+		return s.opts.Buckets.Bucket(g)
+	}
+	return BucketRead{}
+}
+
+// startLauncher starts the goroutine that opens the partitions of the
+// groups, head first, then the rest of pull. It reports false when the
+// stream is closed.
+func (s *Stream) startLauncher(head *pendingGroup) bool {
+	s.launchMu.Lock()
+	defer s.launchMu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.started = true
+	ctx, soft, opts, limit, stats := s.ctx, s.soft, s.opts, s.limit, s.stats
+	// The groups the merge took itself are done: the first group launched
+	// is then not the page's first.
+	first := s.inlined == 0
+	launchedGroups := s.inlined
+	s.eg.Go(func() error {
 		defer close(s.groups)
-		first := true
-		launchedGroups := 0
-		for g := range groups {
+		defer s.stopPull()
+		for {
+			var g Group
+			var br BucketRead
+			if head != nil {
+				g, br, head = head.g, head.br, nil
+			} else {
+				var ok bool
+				if g, ok = s.pull(); !ok {
+					break
+				}
+				br = BucketRead{}
+			}
 			if opts.Rows > 0 && !s.waitRows(ctx, launchedGroups, opts.Rows) {
 				return nil
 			}
@@ -179,11 +243,10 @@ func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, g
 				}
 			}
 			first = false
-			reads := g.Reads
-			var br BucketRead
-			if opts.Buckets != nil && g.Bucket.End > g.Bucket.Start {
-				br = opts.Buckets.Bucket(g)
+			if br.Run == nil && br.Load == nil {
+				br = s.bucketRead(g)
 			}
+			reads := g.Reads
 			if br.Run != nil || br.Load != nil {
 				// The run covers the bucket's partitions but Rest.
 				stats.Partitions.Add(int64(br.Covered))
@@ -191,7 +254,7 @@ func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, g
 			}
 			gf := &groupFeeds{span: g.Span, ctx: gctx, feeds: make([]*feed, len(reads)), run: br.Run}
 			for i := range reads {
-				gf.feeds[i] = &feed{ctx: gctx, pages: make(chan []tiers.Row, lookahead)}
+				gf.feeds[i] = &feed{ctx: gctx, pages: make(chan []tiers.Row, s.lookahead)}
 			}
 			if br.Run != nil {
 				stats.CacheHits.Add(int64(br.Covered))
@@ -233,7 +296,7 @@ func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, g
 				continue
 			}
 			if br.Load != nil {
-				eg.Go(func() error {
+				s.eg.Go(func() error {
 					run, err := br.Load(gctx, stats)
 					gf.load <- loadResult{run, err}
 					return nil
@@ -242,8 +305,8 @@ func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, g
 			for i, req := range reads {
 				f := gf.feeds[i]
 				stats.Partitions.Add(1)
-				eg.Go(func() error {
-					f.run(reader, req, stats)
+				s.eg.Go(func() error {
+					f.run(s.reader, req, stats)
 					return nil // a failed partition stops the merge, not its siblings
 				})
 			}
@@ -251,7 +314,41 @@ func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, g
 		s.launched = true
 		return nil
 	})
-	return s
+	return true
+}
+
+// nextGroup returns the next group to merge: taken inline while the
+// launcher has not started and the group is a cached bucket with nothing
+// on top, else from the launcher. ok is false at the end of the groups
+// (launched says whether they were all handed over).
+func (s *Stream) nextGroup() (gf *groupFeeds, ok bool, err error) {
+	if !s.started {
+		if s.ctx.Err() != nil {
+			return nil, false, context.Cause(s.ctx)
+		}
+		g, more := s.pull()
+		if !more {
+			s.launched = true
+			return nil, false, nil
+		}
+		br := s.bucketRead(g)
+		if br.Run != nil && len(br.Rest) == 0 {
+			s.inlined++
+			s.stats.Buckets.Add(1)
+			s.stats.Partitions.Add(int64(br.Covered))
+			s.stats.CacheHits.Add(int64(br.Covered))
+			return &groupFeeds{span: g.Span, ctx: s.ctx, run: br.Run}, true, nil
+		}
+		if !s.startLauncher(&pendingGroup{g, br}) {
+			return nil, false, context.Canceled
+		}
+	}
+	select {
+	case gf, ok = <-s.groups:
+		return gf, ok, nil
+	case <-s.ctx.Done():
+		return nil, false, context.Cause(s.ctx)
+	}
 }
 
 // Next advances to the next row in order.
@@ -262,10 +359,9 @@ func (s *Stream) Next() bool {
 	for {
 		if s.it == nil {
 			var ok bool
-			select {
-			case s.cur, ok = <-s.groups:
-			case <-s.ctx.Done():
-				return s.stop(context.Cause(s.ctx))
+			var err error
+			if s.cur, ok, err = s.nextGroup(); err != nil {
+				return s.stop(err)
 			}
 			if ok && s.cur.ctx.Err() != nil {
 				// A group outside the part the page must complete, after
@@ -561,10 +657,19 @@ func (s *Stream) Err() error { return s.err }
 // is the end of the span.
 func (s *Stream) Watermark() int64 { return s.watermark }
 
-// Close stops the reads still in flight and waits for them.
+// Close stops the reads still in flight and waits for them. It is not to
+// be called while Next or NextRun runs.
 func (s *Stream) Close() {
 	s.closeOnce.Do(func() {
 		s.cancel()
+		s.launchMu.Lock()
+		s.closed = true
+		started := s.started
+		s.launchMu.Unlock()
+		if !started {
+			s.stopPull()
+			return
+		}
 		// Drain the launcher so it is not blocked sending a group.
 		go func() {
 			for range s.groups {

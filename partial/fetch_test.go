@@ -427,9 +427,30 @@ func TestFetchReadsAheadOnlyAsFarAsTheRowsTaken(t *testing.T) {
 // runBuckets serves every bucket of a fixture from memory: its event-bucket
 // partitions as one encoded run, and its late partition, if any, as a read
 // merged on top.
-type runBuckets struct{ f *fixture }
+type runBuckets struct {
+	f *fixture
+	// mixed, when set, serves some buckets from memory, loads some and
+	// leaves the rest to partition reads, by the bucket's start.
+	mixed bool
+	seed  uint64
+}
 
 func (b runBuckets) Bucket(g Group) BucketRead {
+	if b.mixed {
+		switch rand.New(rand.NewPCG(b.seed, uint64(g.Bucket.Start))).IntN(3) {
+		case 1:
+			br := b.cached(g)
+			run := br.Run
+			br.Run, br.Load = nil, func(context.Context, *Stats) (*Run, error) { return run, nil }
+			return br
+		case 2:
+			return BucketRead{}
+		}
+	}
+	return b.cached(g)
+}
+
+func (b runBuckets) cached(g Group) BucketRead {
 	run := &Run{}
 	var rest []tiers.ReadRequest
 	var rows []tiers.Row
@@ -464,7 +485,7 @@ func TestFetchNextRunEqualsNext(t *testing.T) {
 		span := tiers.Span{From: min(a, b), To: max(a, b) + 1}
 		var stats Stats
 		s := Fetch(context.Background(), f.reader, span, f.groups(span, desc, withLate, 1+r.IntN(50)), desc,
-			FetchOptions{Parallelism: eb + 2, Lookahead: 2, Buckets: runBuckets{f}}, &stats)
+			FetchOptions{Parallelism: eb + 2, Lookahead: 2, Buckets: runBuckets{f: f}}, &stats)
 		var got []tiers.Row
 		runs := 0
 		for {
@@ -518,6 +539,69 @@ func TestFetchNextRunEqualsNext(t *testing.T) {
 		}
 		if !withLate && len(want) > 50 && runs == 0 {
 			t.Fatalf("iteration %d: %d rows from cached runs, none handed over as a run", iter, len(want))
+		}
+	}
+}
+
+// Groups served from memory are merged on the reader's goroutine until the
+// first that needs a read; from there a launcher opens partitions ahead.
+// Whatever the mix of cached, loaded and read buckets, in either order and
+// with a read stopped anywhere, the rows are the brute-force answer and
+// closing the stream returns.
+func TestFetchMixedCachedAndReadBuckets(t *testing.T) {
+	r := rand.New(rand.NewPCG(81, 82))
+	for iter := range 300 {
+		desc := iter%2 == 1
+		withLate := iter%3 == 0
+		eb := 1 + r.IntN(4)
+		w := int64(1000 + r.IntN(5000))
+		f := newFixture(r, tiers.Span{From: 0, To: 20 * w}, w, eb, withLate)
+		a, b := r.Int64N(22*w)-w, r.Int64N(22*w)-w
+		span := tiers.Span{From: min(a, b), To: max(a, b) + 1}
+		var stats Stats
+		opts := FetchOptions{Parallelism: eb + 2, Lookahead: 2, Buckets: runBuckets{f: f, mixed: true, seed: r.Uint64()}}
+		if iter%4 == 0 {
+			opts.Rows = 1 + r.IntN(300)
+		}
+		groups := f.groups(span, desc, withLate, 1+r.IntN(50))
+		s := Fetch(context.Background(), f.reader, span, groups, desc, opts, &stats)
+		want := f.want(span, desc)
+		stopAt := len(want) + 1
+		if iter%5 == 0 {
+			stopAt = r.IntN(len(want) + 1)
+		}
+		var got []tiers.Row
+		for len(got) < stopAt {
+			if r.IntN(2) == 0 {
+				if rs, ok := s.NextRun(1 + r.IntN(60)); ok {
+					for k := range rs.Len() {
+						got = append(got, rs.Row(k))
+					}
+					continue
+				}
+			}
+			if !s.Next() {
+				break
+			}
+			got = append(got, s.At())
+		}
+		s.Close()
+		if s.Err() != nil {
+			t.Fatal(s.Err())
+		}
+		if stopAt > len(want) {
+			if !slices.Equal(got, want) && len(got)+len(want) > 0 {
+				t.Fatalf("iteration %d desc %v late %v: got %d rows, want %d", iter, desc, withLate, len(got), len(want))
+			}
+			var buckets int64
+			for range groups {
+				buckets++
+			}
+			if stats.Buckets.Load() != buckets {
+				t.Fatalf("iteration %d: %d buckets counted, want %d", iter, stats.Buckets.Load(), buckets)
+			}
+		} else if !slices.Equal(got, want[:len(got)]) {
+			t.Fatalf("iteration %d: the first %d rows differ from the answer's", iter, len(got))
 		}
 	}
 }

@@ -38,6 +38,9 @@ type bucketKey struct {
 type bucketEntry struct {
 	key bucketKey
 	run *partial.Run
+	// kept is what the run took after it was cached (its rows encoded as
+	// windows, see partial.Run.Keep); guarded by the cache's mutex.
+	kept int64
 }
 
 // Buckets caches whole final buckets: the event-bucket partitions of a
@@ -234,6 +237,7 @@ func (b *Buckets) put(e *bucketEntry) {
 		b.large.Add(e.key, struct{}{})
 		return
 	}
+	e.run.Keep = func(n int64) bool { return b.keep(e, n) }
 	if old, ok := b.lru.Peek(e.key); ok {
 		b.bytes -= bucketEntrySize(old)
 	}
@@ -248,8 +252,30 @@ func (b *Buckets) put(e *bucketEntry) {
 	}
 }
 
+// keep charges n more bytes to entry e, evicting the oldest entries to
+// stay within the budget. It reports false, charging nothing, when e is
+// no longer cached or would outgrow the largest entry.
+func (b *Buckets) keep(e *bucketEntry, n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cur, ok := b.lru.Peek(e.key); !ok || cur != e || bucketEntrySize(e)+n > b.maxEntry {
+		return false
+	}
+	e.kept += n
+	b.bytes += n
+	b.lru.Get(e.key) // just used
+	for b.bytes > b.maxBytes {
+		_, old, ok := b.lru.RemoveOldest()
+		if !ok {
+			break
+		}
+		b.bytes -= bucketEntrySize(old)
+	}
+	return true
+}
+
 func bucketEntrySize(e *bucketEntry) int64 {
-	return e.run.Bytes() + 160 + int64(len(e.key.series)+len(e.key.table))
+	return e.run.Bytes() + e.kept + 160 + int64(len(e.key.series)+len(e.key.table))
 }
 
 func bucketKeyString(k bucketKey) string {

@@ -242,3 +242,59 @@ func TestBucketsInvalidateASeries(t *testing.T) {
 		t.Fatal("a bucket of an invalidated series was served from memory")
 	}
 }
+
+// The windows a cached rollup run keeps encoded count against the budget:
+// the cache's bytes grow by them, older entries make room, and a run that
+// is no longer cached keeps none.
+func TestBucketsChargeKeptWindows(t *testing.T) {
+	var rows []tiers.Row
+	for ts := int64(0); ts < 40000; ts += 10 {
+		rows = append(rows, tiers.Row{T: ts, Min: -1.5, Max: float64(ts), Sum: 3, Count: 7})
+	}
+	store := &eventReader{countingReader: countingReader{rows: rows}, events: 1}
+	const budget = 512 << 10 // entries up to 32 KiB
+	b := NewBuckets(store, func(tiers.ReadRequest) bool { return true }, budget)
+	ctx := context.Background()
+	load := func(start int64) *partial.Run {
+		run, err := b.Bucket(bucketGroup(start, 1000, 1, tiers.Span{From: start, To: start + 1000})).Load(ctx, &partial.Stats{})
+		if err != nil || run.Len() != 100 {
+			t.Fatalf("load at %d: %v", start, err)
+		}
+		return run
+	}
+	first := load(0)
+	before := b.Bytes()
+	fields := []int{partial.FieldMin, partial.FieldMax, partial.FieldMean, partial.FieldCount}
+	out := first.AppendRows(nil, 0, 100, false, fields)
+	grown := b.Bytes() - before
+	if grown < int64(len(out)) || grown > 2*int64(len(out))+1024 {
+		t.Fatalf("keeping %d bytes of windows grew the cache by %d", len(out), grown)
+	}
+	// Fill the budget: the oldest entries go, and what is cached stays
+	// within it whatever the runs keep.
+	runs := []*partial.Run{first}
+	for start := int64(1000); start < 40000; start += 1000 {
+		run := load(start)
+		run.AppendRows(nil, 0, 100, false, fields)
+		runs = append(runs, run)
+		if b.Bytes() > budget {
+			t.Fatalf("%d bytes cached, budget %d", b.Bytes(), budget)
+		}
+	}
+	for _, run := range runs[len(runs)-10:] {
+		run.AppendRows(nil, 0, 100, true, []int{partial.FieldMax, partial.FieldSum})
+		if b.Bytes() > budget {
+			t.Fatalf("%d bytes cached with a second list of fields kept, budget %d", b.Bytes(), budget)
+		}
+	}
+	// A run the cache let go keeps nothing more.
+	b.Invalidate("s")
+	for start := int64(0); start < 40000; start += 1000 {
+		load(start)
+	}
+	before = b.Bytes()
+	first.AppendRows(nil, 0, 100, false, []int{partial.FieldSum})
+	if b.Bytes() != before {
+		t.Fatalf("a run no longer cached charged %d bytes", b.Bytes()-before)
+	}
+}

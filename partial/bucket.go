@@ -2,7 +2,10 @@ package partial
 
 import (
 	"context"
+	"slices"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	"github.com/tsgate/tsgate/jsonenc"
 	"github.com/tsgate/tsgate/tiers"
@@ -26,6 +29,94 @@ type Run struct {
 	// Ends[i*(1+Fields)+k].
 	JSON []byte
 	Ends []uint32
+
+	// Keep, when set, lets the run also keep its rollup rows encoded as
+	// whole windows for the lists of fields answers ask for (up to
+	// maxWindowEncodings lists), so that a batch of windows is one copy
+	// rather than six per row. A cache sets it to account for the bytes:
+	// it reports whether the run may keep that many more.
+	Keep     func(bytes int64) bool
+	windowMu sync.Mutex
+	windows  atomic.Pointer[[]*windowsJSON]
+}
+
+// maxWindowEncodings bounds the lists of fields a run keeps windows for:
+// a dashboard asks for the same few over and over.
+const maxWindowEncodings = 2
+
+// windowsJSON is every rollup row of a run as a window of one row for a
+// list of fields: "[t,f,...]," with the comma, row i ending at ends[i].
+type windowsJSON struct {
+	fields []int
+	json   []byte
+	ends   []uint32
+}
+
+func (w *windowsJSON) start(i int) uint32 {
+	if i == 0 {
+		return 0
+	}
+	return w.ends[i-1]
+}
+
+// windowsFor returns the run's rows encoded as windows of fields, encoding
+// them now when the run may keep another list; nil when not.
+func (r *Run) windowsFor(fields []int) *windowsJSON {
+	if p := r.windows.Load(); p != nil {
+		for _, w := range *p {
+			if slices.Equal(w.fields, fields) {
+				return w
+			}
+		}
+		if len(*p) >= maxWindowEncodings {
+			return nil
+		}
+	}
+	r.windowMu.Lock()
+	defer r.windowMu.Unlock()
+	var list []*windowsJSON
+	if p := r.windows.Load(); p != nil {
+		list = *p
+		for _, w := range list {
+			if slices.Equal(w.fields, fields) {
+				return w // encoded while this read waited
+			}
+		}
+		if len(list) >= maxWindowEncodings {
+			return nil
+		}
+	}
+	w := &windowsJSON{fields: slices.Clone(fields), ends: make([]uint32, len(r.Rows))}
+	size := 0
+	for i := range r.Rows {
+		base := i * (1 + Fields)
+		size += int(r.Ends[base]-r.piece(base)) + len(fields) + 3 // [t,f...],
+		for _, f := range fields {
+			size += int(r.Ends[base+f+1] - r.Ends[base+f])
+		}
+	}
+	w.json = make([]byte, 0, size)
+	for i := range r.Rows {
+		w.json = append(r.appendRow(append(w.json, '['), i, fields), ']', ',')
+		w.ends[i] = uint32(len(w.json))
+	}
+	if !r.Keep(int64(cap(w.json)) + 4*int64(len(w.ends)) + int64(8*len(fields))) {
+		return nil
+	}
+	r.windows.Store(new(append(slices.Clip(list), w)))
+	return w
+}
+
+// appendRow writes rollup row i's time and fields, comma-separated, from
+// its encoded pieces.
+func (r *Run) appendRow(b []byte, i int, fields []int) []byte {
+	base := i * (1 + Fields)
+	b = append(b, r.JSON[r.piece(base):r.Ends[base]]...)
+	for _, f := range fields {
+		b = append(b, ',')
+		b = append(b, r.JSON[r.Ends[base+f]:r.Ends[base+f+1]]...)
+	}
+	return b
 }
 
 // The numbers of a rollup row that Encode writes, in this order after its
@@ -93,6 +184,22 @@ func appendField(b []byte, row tiers.Row, f int) []byte {
 // is set, as answers write windows of one row each: [t,field,...] with the
 // fields named, arrays separated by commas.
 func (r *Run) AppendRows(b []byte, lo, hi int, desc bool, fields []int) []byte {
+	if r.Keep != nil && r.Rows != nil && r.JSON != nil && hi > lo {
+		if w := r.windowsFor(fields); w != nil {
+			if !desc {
+				// Without the comma after the last window.
+				return append(b, w.json[w.start(lo):w.ends[hi-1]-1]...)
+			}
+			for i := hi - 1; i >= lo; i-- {
+				end := w.ends[i]
+				if i == lo {
+					end--
+				}
+				b = append(b, w.json[w.start(i):end]...)
+			}
+			return b
+		}
+	}
 	for k := range hi - lo {
 		i := nth(lo, hi, k, desc)
 		if k > 0 {
@@ -109,12 +216,7 @@ func (r *Run) AppendRows(b []byte, lo, hi int, desc bool, fields []int) []byte {
 				b = appendField(b, row, f)
 			}
 		} else {
-			base := i * (1 + Fields)
-			b = append(b, r.JSON[r.piece(base):r.Ends[base]]...)
-			for _, f := range fields {
-				b = append(b, ',')
-				b = append(b, r.JSON[r.Ends[base+f]:r.Ends[base+f+1]]...)
-			}
+			b = r.appendRow(b, i, fields)
 		}
 		b = append(b, ']')
 	}

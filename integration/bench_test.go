@@ -56,6 +56,8 @@ import (
 var (
 	benchRounds   = flag.Int("bench.rounds", 5, "rounds of each interleaved comparison")
 	benchTailRuns = flag.Int("bench.tail-runs", 200, "reads per budget in the tail latency benchmark")
+	benchSources  = flag.String("bench.sources", "live,import,late", "how BenchmarkWarmCold's data is written: live, import, late (comma-separated)")
+	benchGC       = flag.Bool("bench.gc", false, "collect garbage before each timed read of BenchmarkWarmCold")
 )
 
 // benchClock is the wall clock plus an offset that benchmarks move forward

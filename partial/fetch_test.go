@@ -469,6 +469,18 @@ func (b runBuckets) cached(g Group) BucketRead {
 	return BucketRead{Run: run, Rest: rest, Covered: len(g.Reads) - len(rest)}
 }
 
+// randomFetch is a random series of 20 buckets of eb event buckets and a
+// span over it; iteration iter reads it descending when odd and with
+// late partitions every third time.
+func randomFetch(r *rand.Rand, iter int) (f *fixture, span tiers.Span, eb int, desc, withLate bool) {
+	desc, withLate = iter%2 == 1, iter%3 == 0
+	eb = 1 + r.IntN(4)
+	w := int64(1000 + r.IntN(5000))
+	f = newFixture(r, tiers.Span{From: 0, To: 20 * w}, w, eb, withLate)
+	a, b := r.Int64N(22*w)-w, r.Int64N(22*w)-w
+	return f, tiers.Span{From: min(a, b), To: max(a, b) + 1}, eb, desc, withLate
+}
+
 // Rows taken in runs (NextRun) and one by one (Next), in any mix, are the
 // brute-force answer in order; after each run the current row is its last
 // and the watermark is just past it. Runs are handed over only for buckets
@@ -476,13 +488,7 @@ func (b runBuckets) cached(g Group) BucketRead {
 func TestFetchNextRunEqualsNext(t *testing.T) {
 	r := rand.New(rand.NewPCG(71, 72))
 	for iter := range 200 {
-		desc := iter%2 == 1
-		withLate := iter%3 == 0
-		eb := 1 + r.IntN(4)
-		w := int64(1000 + r.IntN(5000))
-		f := newFixture(r, tiers.Span{From: 0, To: 20 * w}, w, eb, withLate)
-		a, b := r.Int64N(22*w)-w, r.Int64N(22*w)-w
-		span := tiers.Span{From: min(a, b), To: max(a, b) + 1}
+		f, span, eb, desc, withLate := randomFetch(r, iter)
 		var stats Stats
 		s := Fetch(context.Background(), f.reader, span, f.groups(span, desc, withLate, 1+r.IntN(50)), desc,
 			FetchOptions{Parallelism: eb + 2, Lookahead: 2, Buckets: runBuckets{f: f}}, &stats)
@@ -551,13 +557,7 @@ func TestFetchNextRunEqualsNext(t *testing.T) {
 func TestFetchMixedCachedAndReadBuckets(t *testing.T) {
 	r := rand.New(rand.NewPCG(81, 82))
 	for iter := range 300 {
-		desc := iter%2 == 1
-		withLate := iter%3 == 0
-		eb := 1 + r.IntN(4)
-		w := int64(1000 + r.IntN(5000))
-		f := newFixture(r, tiers.Span{From: 0, To: 20 * w}, w, eb, withLate)
-		a, b := r.Int64N(22*w)-w, r.Int64N(22*w)-w
-		span := tiers.Span{From: min(a, b), To: max(a, b) + 1}
+		f, span, eb, desc, withLate := randomFetch(r, iter)
 		var stats Stats
 		opts := FetchOptions{Parallelism: eb + 2, Lookahead: 2, Buckets: runBuckets{f: f, mixed: true, seed: r.Uint64()}}
 		if iter%4 == 0 {

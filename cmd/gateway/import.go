@@ -228,18 +228,15 @@ func (s *storeSink) finish(ctx context.Context) error {
 	if !s.rollups {
 		return nil
 	}
-	for {
-		rep, err := s.worker.RunOnce(ctx, true)
-		if err != nil {
-			return fmt.Errorf("rollups: %w", err)
-		}
-		if rep.Slots > 0 {
-			fmt.Fprintf(s.stderr, "import: rolled up %v\n", rep.Windows)
-		}
-		if rep.Slots < rollup.DefaultConfig().MaxSlots {
-			return nil
-		}
+	// A forced run takes the whole backlog of the rollup log.
+	rep, err := s.worker.RunOnce(ctx, true)
+	if err != nil {
+		return fmt.Errorf("rollups: %w", err)
 	}
+	if rep.Slots > 0 {
+		fmt.Fprintf(s.stderr, "import: rolled up %v\n", rep.Windows)
+	}
+	return nil
 }
 
 // httpImportSink posts batches to a gateway's POST /v1/import.

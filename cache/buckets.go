@@ -31,6 +31,9 @@ type bucketKey struct {
 	// and so the key.
 	late        bool
 	lateVersion int64
+	// rewritten is the version of the bucket's rewrite mark: an import
+	// into the bucket's raw partitions changes it, and so the key.
+	rewritten int64
 	// gen is the series' generation (see Invalidate).
 	gen uint64
 }
@@ -106,7 +109,8 @@ func (b *Buckets) Bucket(g partial.Group) partial.BucketRead {
 	if first.Bucket != g.Bucket.Start || !b.final(whole) {
 		return partial.BucketRead{}
 	}
-	k := bucketKey{version: bucketKeyVersion, table: first.Table, series: first.Series, start: g.Bucket.Start, end: g.Bucket.End, events: g.Bucket.EventBuckets, gen: b.generation(first.Series)}
+	k := bucketKey{version: bucketKeyVersion, table: first.Table, series: first.Series, start: g.Bucket.Start, end: g.Bucket.End, events: g.Bucket.EventBuckets,
+		rewritten: g.Rewritten, gen: b.generation(first.Series)}
 	if late != nil {
 		lr := *late
 		lr.Span = g.Bucket.Span()
@@ -289,7 +293,7 @@ func bucketKeyString(k bucketKey) string {
 	if k.late {
 		late = 1
 	}
-	for _, n := range []int64{k.start, k.end, int64(k.events), late, k.lateVersion, int64(k.gen)} {
+	for _, n := range []int64{k.start, k.end, int64(k.events), late, k.lateVersion, k.rewritten, int64(k.gen)} {
 		for i := range 8 {
 			b = append(b, byte(n>>(8*i)))
 		}

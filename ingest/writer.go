@@ -211,8 +211,12 @@ func (w *Writer) write(ctx context.Context, points []Point, onTime bool) (Result
 	}
 
 	lateBefore := now - w.cfg.Lateness.Milliseconds()
+	// Points of a backfill go to the raw partitions whatever their age;
+	// those older than the lateness window land in buckets readers may
+	// cache as final, so their buckets get a rewrite mark once written.
+	rewriteBefore := tiers.MinTime
 	if onTime {
-		lateBefore = tiers.MinTime
+		lateBefore, rewriteBefore = tiers.MinTime, lateBefore
 	}
 	type seriesState struct {
 		layout tiers.Layout
@@ -226,6 +230,7 @@ func (w *Writer) write(ctx context.Context, points []Point, onTime bool) (Result
 	seen := map[seriesT]int{} // -> the row's index in its partition write
 	dirty := map[tiers.DirtyWindow]struct{}{}
 	lateMarks := map[tiers.LateMark]struct{}{}
+	rewriteMarks := map[tiers.LateMark]struct{}{}
 	var res Result
 	for _, p := range points {
 		st := series[p.Series]
@@ -244,10 +249,14 @@ func (w *Writer) write(ctx context.Context, points []Point, onTime bool) (Result
 		st.span.Last = max(st.span.Last, p.T)
 		bucket, eb := st.layout.Locate(p.T)
 		key := tiers.PartitionKey{Table: tiers.TableRaw, Series: p.Series, Bucket: bucket, EventBucket: eb}
-		if p.T < lateBefore {
+		switch {
+		case p.T < lateBefore:
 			key = tiers.PartitionKey{Table: tiers.TableLate, Series: p.Series, Bucket: bucket}
 			b := st.layout.BucketOf(p.T)
 			lateMarks[tiers.LateMark{Series: p.Series, Bucket: bucket, Retention: b.End - b.Start + w.raw.Retention}] = struct{}{}
+		case p.T < rewriteBefore:
+			b := st.layout.BucketOf(p.T)
+			rewriteMarks[tiers.LateMark{Series: p.Series, Bucket: bucket, Retention: b.End - b.Start + w.raw.Retention, Rewrite: true}] = struct{}{}
 		}
 		if w.dirtyStep > 0 {
 			dirty[tiers.DirtyWindow{Series: p.Series, Window: tiers.AlignDown(p.T, w.dirtyStep)}] = struct{}{}
@@ -303,10 +312,14 @@ func (w *Writer) write(ctx context.Context, points []Point, onTime bool) (Result
 	if err := w.store.Write(ctx, writes); err != nil {
 		return Result{}, err
 	}
+	for m := range rewriteMarks {
+		marks = append(marks, m)
+	}
 	if len(marks) > 0 {
-		// Marked again now that the late rows are durable: the new version
-		// tells readers that cached the late partition under an earlier
-		// one that it changed.
+		// Marked (again) now that the rows are durable: the new version
+		// tells readers that cached the late partition, or the whole
+		// bucket, under an earlier one that it changed. A reader that saw
+		// the new version reads the new rows.
 		if err := w.store.MarkLate(ctx, marks); err != nil {
 			return Result{}, err
 		}

@@ -10,10 +10,10 @@ import (
 	"github.com/tsgate/tsgate/tiers/cassandra"
 )
 
-// A keyspace created before late marks had versions lacks the column: the
-// gateway refuses to open it, saying to apply the schema, and applying it
-// adds the column without touching the marks already there, which read as
-// version 1 until they are marked again.
+// A keyspace created before late marks had versions (and rewrite marks)
+// lacks the columns: the gateway refuses to open it, saying to apply the
+// schema, and applying it adds the columns without touching the marks
+// already there, which read as version 1 until they are marked again.
 func TestCassandraSchemaAddsTheLateMarkVersion(t *testing.T) {
 	s := newSession(t)
 	ks := newKeyspace(t, s)
@@ -23,7 +23,7 @@ func TestCassandraSchemaAddsTheLateMarkVersion(t *testing.T) {
 	if err := cassandra.ApplySchema(ctx, cfg, p); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Query("ALTER TABLE " + ks + ".late_buckets DROP version").ExecContext(ctx); err != nil {
+	if err := s.Query("ALTER TABLE " + ks + ".late_buckets DROP (version, rewritten)").ExecContext(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Query("INSERT INTO "+ks+".late_buckets (series, bucket) VALUES (?, ?)", "old", int64(3600000)).ExecContext(ctx); err != nil {
@@ -44,7 +44,7 @@ func TestCassandraSchemaAddsTheLateMarkVersion(t *testing.T) {
 	}
 	defer store.Close()
 	got, err := store.LateBuckets(ctx, "old", tiers.Span{From: 0, To: tiers.Day})
-	if err != nil || len(got) != 1 || got[0].Bucket != 3600000 || got[0].Version != 1 {
+	if err != nil || len(got) != 1 || got[0].Bucket != 3600000 || got[0].Version != 1 || got[0].Rewritten != 0 {
 		t.Fatalf("the mark written before versions: %+v, %v", got, err)
 	}
 }

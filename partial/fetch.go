@@ -25,6 +25,10 @@ type Group struct {
 	// is one; a bucket cache keys on it rather than on Span, so that any
 	// part of the bucket is served from one entry.
 	Bucket tiers.Bucket
+	// Rewritten is the version of the bucket's last rewrite mark (see
+	// tiers.LateBucket), 0 if none: a bucket cache keys on it too, so
+	// that points written into the bucket after the fact are read.
+	Rewritten int64
 }
 
 // FetchOptions bounds a fetch.

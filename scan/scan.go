@@ -121,20 +121,21 @@ func (s *Scanner) Segments(info tiers.SeriesInfo, parts []router.Segment, page t
 // index once for the raw segment.
 func (s *Scanner) Groups(ctx context.Context, series string, segs []Segment, desc bool) (iter.Seq[partial.Group], int, error) {
 	maxGroup := 1
-	var late map[int64]int64 // bucket -> version of its late mark
+	var late map[int64]tiers.LateBucket // bucket -> its marks
 	for _, seg := range segs {
 		if seg.Tier.Level != tiers.LevelRaw {
 			continue
 		}
-		// Which raw buckets hold late points: one index read per page.
+		// Which raw buckets hold late points, and which were rewritten
+		// after the fact: one index read per page.
 		from := seg.Layout.BucketOf(seg.Span.From).Start
 		buckets, err := s.store.LateBuckets(ctx, series, tiers.Span{From: from, To: seg.Span.To})
 		if err != nil {
 			return nil, 0, err
 		}
-		late = make(map[int64]int64, len(buckets))
+		late = make(map[int64]tiers.LateBucket, len(buckets))
 		for _, b := range buckets {
-			late[b.Bucket] = b.Version
+			late[b.Bucket] = b
 		}
 		for _, le := range seg.Layout {
 			maxGroup = max(maxGroup, le.EventBuckets+1)
@@ -152,12 +153,15 @@ func (s *Scanner) Groups(ctx context.Context, series string, segs []Segment, des
 						Span: gs, Desc: desc, PageSize: pageSize,
 					})
 				}
-				if v, ok := late[b.Start]; ok && seg.Tier.Level == tiers.LevelRaw {
-					// Last, so that on equal timestamps the late write wins.
-					g.Reads = append(g.Reads, tiers.ReadRequest{
-						Key:  tiers.PartitionKey{Table: tiers.TableLate, Series: series, Bucket: b.Start},
-						Span: gs, Desc: desc, PageSize: pageSize, Version: v,
-					})
+				if m, ok := late[b.Start]; ok && seg.Tier.Level == tiers.LevelRaw {
+					g.Rewritten = m.Rewritten
+					if m.Version != 0 {
+						// Last, so that on equal timestamps the late write wins.
+						g.Reads = append(g.Reads, tiers.ReadRequest{
+							Key:  tiers.PartitionKey{Table: tiers.TableLate, Series: series, Bucket: b.Start},
+							Span: gs, Desc: desc, PageSize: pageSize, Version: m.Version,
+						})
+					}
 				}
 				if !yield(g) {
 					return

@@ -134,33 +134,43 @@ type Registry interface {
 }
 
 // LateMark says that the raw bucket starting at Bucket of a series holds
-// points in TableLate. The mark expires at Bucket + Retention.
+// points in TableLate, or, with Rewrite, that its raw partitions were
+// written to after the fact (an import of history). The mark expires at
+// Bucket + Retention.
 type LateMark struct {
 	Series    string
 	Bucket    int64
 	Retention int64
+	Rewrite   bool
 }
 
-// LateBucket is a marked raw bucket and the version of its mark.
+// LateBucket is a marked raw bucket and the versions of its marks.
 type LateBucket struct {
 	Bucket int64
-	// Version is never 0 and changes every time the bucket is marked again,
-	// never returning to an earlier value. Writers mark a bucket once more
-	// after its late rows are durable, so a read of the late partition made
-	// after seeing version v holds every late row written before the bucket
-	// was last marked with v: it stays current for as long as the version
-	// does, which is what lets late partitions be cached.
+	// Version, when not 0, says the bucket has a late partition. It
+	// changes every time the bucket is marked late again, never returning
+	// to an earlier value. Writers mark a bucket once more after its late
+	// rows are durable, so a read of the late partition made after seeing
+	// version v holds every late row written before the bucket was last
+	// marked with v: it stays current for as long as the version does,
+	// which is what lets late partitions be cached.
 	Version int64
+	// Rewritten, when not 0, is the version of the bucket's last rewrite
+	// mark, given after points were written into its raw partitions after
+	// the fact: a read of the bucket made after seeing it holds those
+	// points, so a cache of whole buckets keys on it. Independent of
+	// Version; both follow the same rules.
+	Rewritten int64
 }
 
 // LateIndex records which raw buckets hold late points, so that reads merge
 // the late table in only where it has something.
 type LateIndex interface {
 	// MarkLate records the marks (no read) and gives each marked bucket a
-	// new version.
+	// new version, or a new rewrite version for marks with Rewrite.
 	MarkLate(ctx context.Context, marks []LateMark) error
 	// LateBuckets returns the marked buckets b of the series with
-	// span.From <= b < span.To, ascending, each with its current version.
+	// span.From <= b < span.To, ascending, each with its current versions.
 	LateBuckets(ctx context.Context, series string, span Span) ([]LateBucket, error)
 }
 

@@ -282,6 +282,7 @@ func Run(t *testing.T, store tiers.Store, p tiers.Pyramid) {
 	t.Run("PagingLawUnderStoreFailures", func(t *testing.T) { pagingLawUnderBudget(t, store, series, truth, env, true) })
 	t.Run("PagesProgressWhenEveryReadIsSlowerThanTheBudget", func(t *testing.T) { pagesProgress(t, store, series, env) })
 	t.Run("CachedBucketsAnswerTheSame", func(t *testing.T) { cachedBuckets(t, store, series, truth, env) })
+	t.Run("ImportsAfterCachedReadsAreSeenByEveryGateway", func(t *testing.T) { importsSeen(t, store, env) })
 	t.Run("UnknownSeries", func(t *testing.T) {
 		_, err := env.Read(context.Background(), env.Req(series+"x", tiers.Span{From: 0, To: 1}, router.Resolution{Kind: router.RawPoints}))
 		if !errors.Is(err, query.ErrSeriesNotFound) {
@@ -690,6 +691,79 @@ func pagesProgress(t *testing.T, store tiers.Store, series string, base *Env) {
 		if d := diff(got, full.Items); d != "" {
 			t.Fatalf("%s span %+v desc %v slo %s, %d pages: %s", res.name, span, req.Desc, req.SLO, pages, d)
 		}
+	}
+}
+
+// importsSeen: a gateway caches final raw buckets; another gateway over
+// the same store imports history into those very buckets (older than the
+// lateness window, so straight into the raw partitions, which the first
+// gateway's cache takes as final). The first gateway's next read has the
+// imported points: the import's rewrite marks change the buckets' cache
+// keys, read with the late index every read makes.
+func importsSeen(t *testing.T, store tiers.Store, base *Env) {
+	ctx := context.Background()
+	reader := NewEnv(t, store, Options{Pyramid: base.Pyramid, Clock: base.Clock, Configure: func(c *gateway.Config) { c.CacheBytes = 64 << 20 }})
+	importer := NewEnv(t, store, Options{Pyramid: base.Pyramid, Clock: base.Clock})
+	series := fmt.Sprintf("qt%08x.imp", rand.Uint32())
+	width := base.Pyramid.Raw().BucketWidth
+	end := tiers.AlignDown(base.Clock.Now().UnixMilli()-2*tiers.Hour, width)
+	span := tiers.Span{From: end - 4*width, To: end}
+	truth := Truth{}
+	r := rand.New(rand.NewPCG(51, 52))
+	importSome := func(n int) {
+		t.Helper()
+		// The first and last millisecond of the span, so that no later
+		// import widens the series' span: the reader caches that for
+		// --series-cache-ttl, a bound of its own.
+		pts := []ingest.Point{{Series: series, T: span.From, V: 1}, {Series: series, T: span.To - 1, V: 2}}
+		for range n - 2 {
+			// Few distinct times, so that imports also overwrite points.
+			ts := span.From + r.Int64N(span.To-span.From)/1000*1000
+			pts = append(pts, ingest.Point{Series: series, T: ts, V: float64(r.IntN(1000))})
+		}
+		res, err := importer.Gateway.Importer.Import(ctx, pts)
+		if err != nil || res.Raw != n {
+			t.Fatalf("import: %+v, %v", res, err)
+		}
+		for _, p := range pts {
+			truth[p.T] = p.V
+		}
+	}
+	read := func(when string) int64 {
+		t.Helper()
+		req := reader.Req(series, span, router.Resolution{Kind: router.RawPoints})
+		hits := int64(0)
+		var got []query.Item
+		for pages := 0; ; pages++ {
+			p, err := reader.Read(ctx, req)
+			if err != nil || p.Trailer.Err != nil {
+				t.Fatal(err, p.Trailer.Err)
+			}
+			hits += p.Trailer.Stats.CacheHits
+			got = append(got, p.Items...)
+			if p.Trailer.NextCursor == "" {
+				break
+			}
+			if pages > 100 {
+				t.Fatal("no end of pages")
+			}
+			req.Cursor = p.Trailer.NextCursor
+		}
+		if d := diff(got, want(truth, span, router.Plan{}, false)); d != "" {
+			t.Fatalf("%s: %s", when, d)
+		}
+		return hits
+	}
+	importSome(200)
+	hits := int64(0)
+	for round := range 6 {
+		read("first read")
+		hits += read("repeated read")
+		importSome(1 + r.IntN(20))
+		read(fmt.Sprintf("round %d, read after another gateway's import", round))
+	}
+	if hits == 0 {
+		t.Fatal("no repeated read was served from the cache: the test shows nothing")
 	}
 }
 

@@ -31,7 +31,11 @@ func (s *Store) MarkLate(ctx context.Context, marks []tiers.LateMark) error {
 		if !ok {
 			continue
 		}
-		bySeries[m.Series] = append(bySeries[m.Series], stmt{s.stmts.markLate, []any{m.Series, m.Bucket, version, ttl, version / 1000}})
+		mark := s.stmts.markLate
+		if m.Rewrite {
+			mark = s.stmts.markRewrite
+		}
+		bySeries[m.Series] = append(bySeries[m.Series], stmt{mark, []any{m.Series, m.Bucket, version, ttl, version / 1000}})
 	}
 	groups := make([]group, 0, len(bySeries))
 	for series, st := range bySeries {
@@ -41,8 +45,9 @@ func (s *Store) MarkLate(ctx context.Context, marks []tiers.LateMark) error {
 }
 
 // LateBuckets reads a clustering slice of the series' marks; expired marks
-// are gone by TTL. A mark written before marks had versions reads as
-// version 1, which the next mark of its bucket replaces.
+// are gone by TTL. A late mark written before marks had versions (a row
+// with neither version) reads as version 1, which the next mark of its
+// bucket replaces.
 //
 // Like LookupSeries, it reads from one replica when too few answer for the
 // configured consistency: the data partitions of such a read fail at that
@@ -60,13 +65,19 @@ func (s *Store) LateBuckets(ctx context.Context, series string, span tiers.Span)
 		iter := q.IterContext(ctx)
 		var out []tiers.LateBucket
 		var b int64
-		var v *int64
-		for iter.Scan(&b, &v) {
-			version := int64(1)
-			if v != nil && *v != 0 {
-				version = *v
+		var v, rw *int64
+		for iter.Scan(&b, &v, &rw) {
+			lb := tiers.LateBucket{Bucket: b}
+			switch {
+			case v != nil && *v != 0:
+				lb.Version = *v
+			case rw == nil:
+				lb.Version = 1
 			}
-			out = append(out, tiers.LateBucket{Bucket: b, Version: version})
+			if rw != nil {
+				lb.Rewritten = *rw
+			}
+			out = append(out, lb)
 		}
 		return out, iter.Close()
 	}

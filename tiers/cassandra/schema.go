@@ -66,13 +66,18 @@ func Schema(cfg Config, p tiers.Pyramid) []string {
 		}
 	}
 	stmts = append(stmts,
-		// One row per raw bucket holding late points; each row has its own
-		// TTL (the bucket's end of retention) and the version of its last
-		// mark, which keys cached reads of the bucket's late partition.
-		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (\n    series text,\n    bucket timestamp,\n    version bigint,\n    PRIMARY KEY ((series), bucket)\n) WITH CLUSTERING ORDER BY (bucket ASC)\n  AND gc_grace_seconds = %d",
+		// One row per raw bucket holding late points or rewritten after the
+		// fact; each cell has its own TTL (the bucket's end of retention).
+		// version is that of its last late mark, which keys cached reads of
+		// the bucket's late partition; rewritten that of its last rewrite
+		// mark (an import into its raw partitions), which keys cached
+		// reads of the whole bucket.
+		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (\n    series text,\n    bucket timestamp,\n    version bigint,\n    rewritten bigint,\n    PRIMARY KEY ((series), bucket)\n) WITH CLUSTERING ORDER BY (bucket ASC)\n  AND gc_grace_seconds = %d",
 			ks, tableLateBuckets, gcGraceSeconds(raw.BucketWidth)),
-		// Keyspaces created before marks had versions gain the column.
+		// Keyspaces created before marks had versions, or rewrite marks,
+		// gain the columns.
 		fmt.Sprintf("ALTER TABLE %s.%s ADD IF NOT EXISTS version bigint", ks, tableLateBuckets),
+		fmt.Sprintf("ALTER TABLE %s.%s ADD IF NOT EXISTS rewritten bigint", ks, tableLateBuckets),
 		// The registry: ids spread over a fixed number of shards so that a
 		// listing is a merge of a few clustering-ordered partitions. The
 		// cells are overwritten on every ingest batch, hence leveled

@@ -29,11 +29,13 @@ func tableStatement(t *testing.T, stmts []string, ks, table string) string {
 func TestSchemaOfTheDefaultPyramid(t *testing.T) {
 	cfg := DefaultConfig()
 	stmts := Schema(cfg, tiers.DefaultPyramid())
-	if len(stmts) != 14 {
-		t.Fatalf("%d statements, want a keyspace, 12 tables and the late index's version column:\n%s", len(stmts), strings.Join(stmts, "\n\n"))
+	if len(stmts) != 15 {
+		t.Fatalf("%d statements, want a keyspace, 12 tables and the late index's version and rewritten columns:\n%s", len(stmts), strings.Join(stmts, "\n\n"))
 	}
-	if want := "ALTER TABLE tsgate.late_buckets ADD IF NOT EXISTS version bigint"; !slices.Contains(stmts, want) {
-		t.Errorf("no statement adds the version column to a late index created without it (%q)", want)
+	for _, col := range []string{"version", "rewritten"} {
+		if want := "ALTER TABLE tsgate.late_buckets ADD IF NOT EXISTS " + col + " bigint"; !slices.Contains(stmts, want) {
+			t.Errorf("no statement adds the %s column to a late index created without it (%q)", col, want)
+		}
 	}
 	for _, s := range stmts {
 		if strings.HasSuffix(strings.TrimSpace(s), ";") {

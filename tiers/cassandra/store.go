@@ -67,7 +67,7 @@ type tableStmts struct {
 // stmts are the statements of the other tables.
 type stmts struct {
 	noteFirst, noteLast, lookup, layout, appendLayout string
-	markLate, lateBuckets                             string
+	markLate, markRewrite, lateBuckets                string
 	markDirty, dirtyWindows                           string
 	setState, getState                                string
 	getMeta, putMeta                                  string
@@ -106,7 +106,8 @@ func newStmts(ks string) stmts {
 		layout:       q("SELECT since, width, event_buckets FROM %s WHERE series = ?", tableSeriesLayout),
 		appendLayout: q("INSERT INTO %s (series, since, width, event_buckets) VALUES (?, ?, ?, ?)", tableSeriesLayout),
 		markLate:     q("INSERT INTO %s (series, bucket, version) VALUES (?, ?, ?) USING TTL ? AND TIMESTAMP ?", tableLateBuckets),
-		lateBuckets:  q("SELECT bucket, version FROM %s WHERE series = ? AND bucket >= ? AND bucket < ?", tableLateBuckets),
+		markRewrite:  q("INSERT INTO %s (series, bucket, rewritten) VALUES (?, ?, ?) USING TTL ? AND TIMESTAMP ?", tableLateBuckets),
+		lateBuckets:  q("SELECT bucket, version, rewritten FROM %s WHERE series = ? AND bucket >= ? AND bucket < ?", tableLateBuckets),
 		markDirty:    q("INSERT INTO %s (slot, shard, series, window) VALUES (?, ?, ?, ?) USING TTL ?", tableRollupDirty),
 		dirtyWindows: q("SELECT series, window FROM %s WHERE slot = ? AND shard = ?", tableRollupDirty),
 		setState:     q("UPDATE %s USING TIMESTAMP ? SET value = ? WHERE name = ?", tableRollupState),
@@ -377,14 +378,16 @@ func (s *Store) checkSchema(ctx context.Context, session *gocql.Session, p tiers
 		slices.Sort(missing)
 		return schemaError{fmt.Errorf("cassandra: keyspace %s lacks the tables %s: %s", ks, strings.Join(missing, ", "), hint)}
 	}
-	var col string
-	err = session.Query("SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ? AND column_name = ?",
-		ks, tableLateBuckets, "version").ScanContext(ctx, &col)
-	if errors.Is(err, gocql.ErrNotFound) {
-		return schemaError{fmt.Errorf("cassandra: table %s.%s lacks the column version: %s", ks, tableLateBuckets, hint)}
-	}
-	if err != nil {
-		return fmt.Errorf("cassandra: read the columns of %s.%s: %w", ks, tableLateBuckets, err)
+	for _, column := range []string{"version", "rewritten"} {
+		var col string
+		err = session.Query("SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ? AND column_name = ?",
+			ks, tableLateBuckets, column).ScanContext(ctx, &col)
+		if errors.Is(err, gocql.ErrNotFound) {
+			return schemaError{fmt.Errorf("cassandra: table %s.%s lacks the column %s: %s", ks, tableLateBuckets, column, hint)}
+		}
+		if err != nil {
+			return fmt.Errorf("cassandra: read the columns of %s.%s: %w", ks, tableLateBuckets, err)
+		}
 	}
 	want := map[tiers.Table]int64{tiers.TableLate: retentionTTL(p.Raw().Retention)}
 	for _, l := range p.Levels() {

@@ -33,6 +33,9 @@ const (
 	kindCheckpoint byte = 0x15
 	kindSecret     byte = 0x16
 	kindBlocked    byte = 0x17
+	// kindRewriteMark keys rewrite marks, beside the late marks: a bucket
+	// may have either or both, each with its own version.
+	kindRewriteMark byte = 0x18
 )
 
 // Widths of the fixed-width parts of keys and values.
@@ -303,6 +306,10 @@ func layoutPrefix(id string) []byte {
 
 func lateMarkPrefix(id string) []byte {
 	return appendID(append(make([]byte, 0, 2+len(id)+timeLen), kindLateMark), id)
+}
+
+func rewriteMarkPrefix(id string) []byte {
+	return appendID(append(make([]byte, 0, 2+len(id)+timeLen), kindRewriteMark), id)
 }
 
 func dirtyPrefix(slot int64) []byte {

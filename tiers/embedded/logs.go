@@ -2,10 +2,12 @@ package embedded
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -40,7 +42,11 @@ func (s *Store) MarkLate(ctx context.Context, marks []tiers.LateMark) error {
 		if expired(exp, now) {
 			continue
 		}
-		key := appendTime(lateMarkPrefix(m.Series), m.Bucket)
+		prefix := lateMarkPrefix(m.Series)
+		if m.Rewrite {
+			prefix = rewriteMarkPrefix(m.Series)
+		}
+		key := appendTime(prefix, m.Bucket)
 		v := binary.LittleEndian.AppendUint64(int64Value(exp), uint64(version))
 		if err := b.Set(key, v, nil); err != nil {
 			return fmt.Errorf("embedded: mark late: %w", err)
@@ -49,9 +55,9 @@ func (s *Store) MarkLate(ctx context.Context, marks []tiers.LateMark) error {
 	return s.commitExpiring(b)
 }
 
-// LateBuckets scans the series' marks between the span's bounds. A mark
-// written before marks had versions reads as version 1, which the next
-// mark of its bucket replaces.
+// LateBuckets scans the series' late and rewrite marks between the span's
+// bounds. A late mark written before marks had versions reads as version
+// 1, which the next mark of its bucket replaces.
 func (s *Store) LateBuckets(ctx context.Context, series string, span tiers.Span) ([]tiers.LateBucket, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -59,24 +65,48 @@ func (s *Store) LateBuckets(ctx context.Context, series string, span tiers.Span)
 	if !validID(series) || span.Empty() {
 		return nil, nil
 	}
-	prefix := lateMarkPrefix(series)
-	lower := appendTime(bytes.Clone(prefix), span.From)
-	upper := appendTime(bytes.Clone(prefix), span.To)
-	var out []tiers.LateBucket
-	err := s.scan(ctx, lower, upper, func(key, v []byte, now int64) error {
-		if len(key) != len(prefix)+timeLen || (len(v) != expiryLen && len(v) != expiryLen+8) {
-			return fmt.Errorf("embedded: corrupt late mark %x", key)
+	byBucket := map[int64]*tiers.LateBucket{}
+	for _, rewrite := range []bool{false, true} {
+		prefix := lateMarkPrefix(series)
+		if rewrite {
+			prefix = rewriteMarkPrefix(series)
 		}
-		if !expired(getExpiry(v), now) {
+		lower := appendTime(bytes.Clone(prefix), span.From)
+		upper := appendTime(bytes.Clone(prefix), span.To)
+		err := s.scan(ctx, lower, upper, func(key, v []byte, now int64) error {
+			if len(key) != len(prefix)+timeLen || (len(v) != expiryLen && len(v) != expiryLen+8) {
+				return fmt.Errorf("embedded: corrupt late mark %x", key)
+			}
+			if expired(getExpiry(v), now) {
+				return nil
+			}
 			version := int64(1)
 			if len(v) == expiryLen+8 {
 				version = int64(binary.LittleEndian.Uint64(v[expiryLen:]))
 			}
-			out = append(out, tiers.LateBucket{Bucket: getTime(key[len(prefix):]), Version: version})
+			bucket := getTime(key[len(prefix):])
+			lb := byBucket[bucket]
+			if lb == nil {
+				lb = &tiers.LateBucket{Bucket: bucket}
+				byBucket[bucket] = lb
+			}
+			if rewrite {
+				lb.Rewritten = version
+			} else {
+				lb.Version = version
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
-		return nil
-	})
-	return out, err
+	}
+	out := make([]tiers.LateBucket, 0, len(byBucket))
+	for _, lb := range byBucket {
+		out = append(out, *lb)
+	}
+	slices.SortFunc(out, func(a, b tiers.LateBucket) int { return cmp.Compare(a.Bucket, b.Bucket) })
+	return out, nil
 }
 
 // MarkDirty files each window under (slot, series, window), plus a merge

@@ -506,6 +506,63 @@ func (s suite) lateIndex(t *testing.T) {
 			t.Fatalf("a mark of bucket %d changed the version of bucket %d", base, base+3*tiers.Hour)
 		}
 	}
+
+	// Rewrite marks: a bucket rewritten only has no late partition
+	// (Version 0); rewrite and late versions move independently, each to a
+	// value never seen before; expired rewrite marks are gone.
+	marksOf := func() map[int64]tiers.LateBucket {
+		t.Helper()
+		got, err := s.store.LateBuckets(ctx(t), id, all)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[int64]tiers.LateBucket{}
+		for i, b := range got {
+			if i > 0 && got[i-1].Bucket >= b.Bucket {
+				t.Fatalf("LateBuckets out of order: %v", got)
+			}
+			out[b.Bucket] = b
+		}
+		return out
+	}
+	rewrite := func(bucket, retention int64) {
+		t.Helper()
+		if err := s.store.MarkLate(ctx(t), []tiers.LateMark{{Series: id, Bucket: bucket, Retention: retention, Rewrite: true}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	only := base + 5*tiers.Hour
+	rewrite(only, tiers.Week)
+	rewrite(base-30*tiers.Day, tiers.Week) // already expired
+	m := marksOf()
+	if b := m[only]; b.Version != 0 || b.Rewritten == 0 {
+		t.Fatalf("a bucket rewritten only: %+v, want version 0 and a rewrite version", b)
+	}
+	if _, ok := m[base-30*tiers.Day]; ok {
+		t.Fatal("an expired rewrite mark is listed")
+	}
+	if m[base].Rewritten != 0 {
+		t.Fatalf("a bucket marked late only has rewrite version %d", m[base].Rewritten)
+	}
+	rewriteSeen := map[int64]bool{m[only].Rewritten: true}
+	for i := range 4 {
+		lateBefore := m[base].Version
+		rewrite(base, tiers.Week)
+		m = marksOf()
+		if m[base].Version != lateBefore || m[base].Rewritten == 0 || rewriteSeen[m[base].Rewritten] {
+			t.Fatalf("rewrite %d of bucket %d: %+v (late version before %d)", i, base, m[base], lateBefore)
+		}
+		rewriteSeen[m[base].Rewritten] = true
+		rewrittenBefore := m[base].Rewritten
+		if err := s.store.MarkLate(ctx(t), []tiers.LateMark{{Series: id, Bucket: base, Retention: tiers.Week}}); err != nil {
+			t.Fatal(err)
+		}
+		m = marksOf()
+		if m[base].Rewritten != rewrittenBefore || seen[m[base].Version] {
+			t.Fatalf("late mark %d of a rewritten bucket: %+v (rewrite version before %d)", i, m[base], rewrittenBefore)
+		}
+		seen[m[base].Version] = true
+	}
 }
 
 func (s suite) rollupLog(t *testing.T) {

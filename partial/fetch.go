@@ -221,14 +221,14 @@ func (s *Stream) startLauncher(head *pendingGroup) bool {
 		for {
 			var g Group
 			var br BucketRead
+			looked := false // up in the cache of buckets
 			if head != nil {
-				g, br, head = head.g, head.br, nil
+				g, br, looked, head = head.g, head.br, true, nil
 			} else {
 				var ok bool
 				if g, ok = s.pull(); !ok {
 					break
 				}
-				br = BucketRead{}
 			}
 			if opts.Rows > 0 && !s.waitRows(ctx, launchedGroups, opts.Rows) {
 				return nil
@@ -247,7 +247,7 @@ func (s *Stream) startLauncher(head *pendingGroup) bool {
 				}
 			}
 			first = false
-			if br.Run == nil && br.Load == nil {
+			if !looked {
 				br = s.bucketRead(g)
 			}
 			reads := g.Reads

@@ -33,7 +33,9 @@ type bucketKey struct {
 	lateVersion int64
 	// rewritten is the version of the bucket's rewrite mark: an import
 	// into the bucket's raw partitions changes it, and so the key.
-	rewritten int64
+	// seriesGen is the series' generation, which an import of history
+	// into its rollup tiers changes.
+	rewritten, seriesGen int64
 	// gen is the series' generation (see Invalidate).
 	gen uint64
 }
@@ -110,7 +112,7 @@ func (b *Buckets) Bucket(g partial.Group) partial.BucketRead {
 		return partial.BucketRead{}
 	}
 	k := bucketKey{version: bucketKeyVersion, table: first.Table, series: first.Series, start: g.Bucket.Start, end: g.Bucket.End, events: g.Bucket.EventBuckets,
-		rewritten: g.Rewritten, gen: b.generation(first.Series)}
+		rewritten: g.Rewritten, seriesGen: g.Generation, gen: b.generation(first.Series)}
 	if late != nil {
 		lr := *late
 		lr.Span = g.Bucket.Span()
@@ -293,7 +295,7 @@ func bucketKeyString(k bucketKey) string {
 	if k.late {
 		late = 1
 	}
-	for _, n := range []int64{k.start, k.end, int64(k.events), late, k.lateVersion, k.rewritten, int64(k.gen)} {
+	for _, n := range []int64{k.start, k.end, int64(k.events), late, k.lateVersion, k.rewritten, k.seriesGen, int64(k.gen)} {
 		for i := range 8 {
 			b = append(b, byte(n>>(8*i)))
 		}

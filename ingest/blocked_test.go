@@ -20,6 +20,7 @@ func (s *recordingStore) NoteSeries(context.Context, []tiers.SeriesInfo) error {
 	return nil
 }
 func (s *recordingStore) MarkLate(context.Context, []tiers.LateMark) error { return nil }
+func (s *recordingStore) MarkRewritten(context.Context, []string) error    { return nil }
 func (s *recordingStore) LateBuckets(context.Context, string, tiers.Span) ([]tiers.LateBucket, error) {
 	return nil, nil
 }

@@ -158,6 +158,12 @@ func (im *Importer) Import(ctx context.Context, points []Point) (ImportResult, e
 				res.Windows[tier] += c
 			}
 		}
+		// Rows readers may cache as final changed: a new generation, once
+		// they are durable, makes every instance's cache load them again
+		// (within its series-cache TTL).
+		if err := w.store.MarkRewritten(ctx, series); err != nil {
+			return ImportResult{}, err
+		}
 	}
 	slices.Sort(touched)
 	im.invalidated(slices.Compact(touched)...)

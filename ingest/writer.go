@@ -23,6 +23,7 @@ import (
 type Store interface {
 	tiers.PartitionWriter
 	NoteSeries(ctx context.Context, spans []tiers.SeriesInfo) error
+	MarkRewritten(ctx context.Context, ids []string) error
 	tiers.LateIndex
 	MarkDirty(ctx context.Context, slot, retention int64, windows []tiers.DirtyWindow) error
 }

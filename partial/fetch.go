@@ -26,9 +26,10 @@ type Group struct {
 	// part of the bucket is served from one entry.
 	Bucket tiers.Bucket
 	// Rewritten is the version of the bucket's last rewrite mark (see
-	// tiers.LateBucket), 0 if none: a bucket cache keys on it too, so
-	// that points written into the bucket after the fact are read.
-	Rewritten int64
+	// tiers.LateBucket), 0 if none, and Generation the series' (see
+	// tiers.SeriesInfo): a bucket cache keys on both too, so that rows
+	// written into the bucket after the fact are read.
+	Rewritten, Generation int64
 }
 
 // FetchOptions bounds a fetch.

@@ -79,6 +79,9 @@ type Segment struct {
 	Span   tiers.Span
 	Tier   *tiers.Tier
 	Layout tiers.Layout
+	// Generation is the series' (see tiers.SeriesInfo), which groups carry
+	// for a cache of buckets to key on.
+	Generation int64
 }
 
 // Segments lays out the parts of page that the plan's segments serve, in
@@ -106,7 +109,7 @@ func (s *Scanner) Segments(info tiers.SeriesInfo, parts []router.Segment, page t
 		if t.Level == tiers.LevelRaw && info.Layout != nil {
 			layout = info.Layout
 		}
-		segs = append(segs, Segment{Span: span, Tier: t, Layout: layout})
+		segs = append(segs, Segment{Span: span, Tier: t, Layout: layout, Generation: info.Generation})
 	}
 	if desc {
 		for i, j := 0, len(segs)-1; i < j; i, j = i+1, j-1 {
@@ -146,7 +149,7 @@ func (s *Scanner) Groups(ctx context.Context, series string, segs []Segment, des
 		for _, seg := range segs {
 			for b := range seg.Layout.Buckets(seg.Span, desc) {
 				gs := b.Span().Intersect(seg.Span)
-				g := partial.Group{Span: gs, Bucket: b, Reads: make([]tiers.ReadRequest, 0, b.EventBuckets+1)}
+				g := partial.Group{Span: gs, Bucket: b, Reads: make([]tiers.ReadRequest, 0, b.EventBuckets+1), Generation: seg.Generation}
 				for eb := range b.EventBuckets {
 					g.Reads = append(g.Reads, tiers.ReadRequest{
 						Key:  tiers.PartitionKey{Table: seg.Tier.Table, Series: series, Bucket: b.Start, EventBucket: eb},

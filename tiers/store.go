@@ -110,6 +110,11 @@ type SeriesInfo struct {
 	// Layout is the raw tier's partitioning history of the series; nil means
 	// the raw tier's default layout. Only LookupSeries fills it.
 	Layout Layout
+	// Generation, when not 0, is the version of the series' last rewrite
+	// mark (see Registry.MarkRewritten): rows that readers may cache as
+	// final were rewritten after the fact, and a cache keys on it. Only
+	// LookupSeries fills it.
+	Generation int64
 }
 
 // Span returns [First, Last+1), the instants where the series can have
@@ -127,6 +132,12 @@ type Registry interface {
 	// ListSeries returns up to limit series whose id starts with prefix and
 	// sorts after `after` (all, when after is empty), in ascending id order.
 	ListSeries(ctx context.Context, prefix, after string, limit int) ([]SeriesInfo, error)
+	// MarkRewritten gives each series a new generation, never 0 and never
+	// an earlier value (no read): a writer calls it once it has rewritten
+	// rows of the series that readers may cache as final — rollup rows of
+	// history an import aggregated — so that caches keyed on the
+	// generation load them again.
+	MarkRewritten(ctx context.Context, ids []string) error
 	// AppendLayout records that, from entry.Since on, the series' raw points
 	// are partitioned as entry says. Entries must be appended in increasing
 	// Since order and Since must lie in the future of every stored point.

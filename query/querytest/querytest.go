@@ -765,6 +765,58 @@ func importsSeen(t *testing.T, store tiers.Store, base *Env) {
 	if hits == 0 {
 		t.Fatal("no repeated read was served from the cache: the test shows nothing")
 	}
+
+	// History older than the finer tiers keep goes straight into the hour
+	// tier, whose old buckets the reader caches as final. The importing
+	// gateway gives the series a new generation; the reader keys its
+	// buckets on it once its series cache has expired.
+	hist := series + ".hist"
+	h0 := tiers.AlignDown(base.Clock.Now().UnixMilli()-100*tiers.Day, tiers.Day)
+	histSpan := tiers.Span{From: h0, To: h0 + tiers.Day}
+	histTruth := Truth{}
+	importAt := func(ts []int64) {
+		t.Helper()
+		var pts []ingest.Point
+		for _, at := range ts {
+			pts = append(pts, ingest.Point{Series: hist, T: at, V: float64(r.IntN(1000))})
+		}
+		res, err := importer.Gateway.Importer.Import(ctx, pts)
+		if err != nil || res.Raw != 0 || res.Dropped != 0 || len(res.Aggregated) != 1 {
+			t.Fatalf("import of history: %+v, %v", res, err)
+		}
+		for _, p := range pts {
+			histTruth[p.T] = p.V
+		}
+	}
+	readHours := func(when string) int64 {
+		t.Helper()
+		req := reader.Req(hist, histSpan, router.Resolution{Kind: router.Window, Window: tiers.Hour})
+		req.Aggs = []query.Agg{query.Min, query.Max, query.Sum, query.Count}
+		p, err := reader.Read(ctx, req)
+		if err != nil || p.Trailer.Err != nil || p.Trailer.NextCursor != "" {
+			t.Fatal(err, p.Trailer)
+		}
+		if d := diff(p.Items, histTruth.Windows(histSpan, tiers.Hour)); d != "" {
+			t.Fatalf("%s: %s", when, d)
+		}
+		return p.Trailer.Stats.CacheHits
+	}
+	// Windows of the first ten hours and the last, so that later imports
+	// fall inside the series' span: only the cache of buckets is at stake.
+	var first []int64
+	for m := int64(0); m < 10*60; m += 10 {
+		first = append(first, h0+m*tiers.Minute)
+	}
+	importAt(append(first, h0+23*tiers.Hour+30*tiers.Minute))
+	readHours("first read of history")
+	if readHours("repeated read of history") == 0 {
+		t.Fatal("the hour tier's old bucket was not served from the cache: the test shows nothing")
+	}
+	for hour := int64(12); hour < 15; hour++ {
+		importAt([]int64{h0 + hour*tiers.Hour + 7*tiers.Minute, h0 + hour*tiers.Hour + 40*tiers.Minute})
+		base.Clock.Advance(reader.Gateway.Config.SeriesTTL + time.Second)
+		readHours(fmt.Sprintf("read after an import of hour %d", hour))
+	}
 }
 
 // cachedBuckets: with the cache of final buckets on, large enough to hold

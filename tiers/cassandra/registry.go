@@ -42,6 +42,25 @@ func (s *Store) NoteSeries(ctx context.Context, spans []tiers.SeriesInfo) error 
 	return s.execGroups(ctx, groups)
 }
 
+// MarkRewritten writes a new generation cell for each series, its write
+// timestamp the version (in microseconds), so that the largest wins on
+// every replica whatever the order the writes reach them in.
+func (s *Store) MarkRewritten(ctx context.Context, ids []string) error {
+	version := tiers.NewVersion()
+	var shards [seriesShards][]stmt
+	for _, id := range ids {
+		sh := seriesShard(id)
+		shards[sh] = append(shards[sh], stmt{s.stmts.markGeneration, []any{version / 1000, version, sh, id}})
+	}
+	var groups []group
+	for sh, st := range shards {
+		if len(st) > 0 {
+			groups = append(groups, group{what: fmt.Sprintf("series generations, registry shard %d", sh), stmts: st})
+		}
+	}
+	return s.execGroups(ctx, groups)
+}
+
 // LookupSeries reads the series' registry entry and its layout history at
 // the same time.
 //
@@ -85,8 +104,8 @@ func (s *Store) lookupSeries(ctx context.Context, session *gocql.Session, id str
 	info := tiers.SeriesInfo{ID: id}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		var first, last *int64
-		err := query(s.stmts.lookup, seriesShard(id), id).ScanContext(gctx, &first, &last)
+		var first, last, gen *int64
+		err := query(s.stmts.lookup, seriesShard(id), id).ScanContext(gctx, &first, &last, &gen)
 		if errors.Is(err, gocql.ErrNotFound) || (err == nil && first == nil && last == nil) {
 			return tiers.ErrNotFound
 		}
@@ -103,6 +122,9 @@ func (s *Store) lookupSeries(ctx context.Context, session *gocql.Session, id str
 			last = first
 		}
 		info.First, info.Last = *first, *last
+		if gen != nil {
+			info.Generation = *gen
+		}
 		return nil
 	})
 	g.Go(func() error {
@@ -225,7 +247,9 @@ func (it *seriesIter) Next() bool {
 	it.started = true
 	switch {
 	case first == nil && last == nil:
-		it.cur.First, it.cur.Last = 0, 0
+		// Only a generation (MarkRewritten of an id never noted): no
+		// series.
+		return it.Next()
 	case first == nil:
 		it.cur.First, it.cur.Last = *last, *last
 	case last == nil:

@@ -82,8 +82,10 @@ func Schema(cfg Config, p tiers.Pyramid) []string {
 		// listing is a merge of a few clustering-ordered partitions. The
 		// cells are overwritten on every ingest batch, hence leveled
 		// compaction, which bounds the SSTables a lookup reads.
-		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (\n    shard int,\n    id text,\n    first timestamp,\n    last timestamp,\n    PRIMARY KEY ((shard), id)\n) WITH CLUSTERING ORDER BY (id ASC)\n  AND compaction = {'class': 'LeveledCompactionStrategy'}",
+		// generation is the version of the series' last rewrite mark.
+		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (\n    shard int,\n    id text,\n    first timestamp,\n    last timestamp,\n    generation bigint,\n    PRIMARY KEY ((shard), id)\n) WITH CLUSTERING ORDER BY (id ASC)\n  AND compaction = {'class': 'LeveledCompactionStrategy'}",
 			ks, tableSeries),
+		fmt.Sprintf("ALTER TABLE %s.%s ADD IF NOT EXISTS generation bigint", ks, tableSeries),
 		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (\n    series text,\n    since timestamp,\n    width bigint,\n    event_buckets int,\n    PRIMARY KEY ((series), since)\n) WITH CLUSTERING ORDER BY (since ASC)",
 			ks, tableSeriesLayout),
 		// The rollup log is written in write-time order and expires by TTL,

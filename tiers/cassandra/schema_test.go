@@ -29,12 +29,12 @@ func tableStatement(t *testing.T, stmts []string, ks, table string) string {
 func TestSchemaOfTheDefaultPyramid(t *testing.T) {
 	cfg := DefaultConfig()
 	stmts := Schema(cfg, tiers.DefaultPyramid())
-	if len(stmts) != 15 {
-		t.Fatalf("%d statements, want a keyspace, 12 tables and the late index's version and rewritten columns:\n%s", len(stmts), strings.Join(stmts, "\n\n"))
+	if len(stmts) != 16 {
+		t.Fatalf("%d statements, want a keyspace, 12 tables, the late index's version and rewritten columns and the registry's generation:\n%s", len(stmts), strings.Join(stmts, "\n\n"))
 	}
-	for _, col := range []string{"version", "rewritten"} {
-		if want := "ALTER TABLE tsgate.late_buckets ADD IF NOT EXISTS " + col + " bigint"; !slices.Contains(stmts, want) {
-			t.Errorf("no statement adds the %s column to a late index created without it (%q)", col, want)
+	for _, col := range []string{"late_buckets ADD IF NOT EXISTS version", "late_buckets ADD IF NOT EXISTS rewritten", "series ADD IF NOT EXISTS generation"} {
+		if want := "ALTER TABLE tsgate." + col + " bigint"; !slices.Contains(stmts, want) {
+			t.Errorf("no statement adds a column to a table created without it (%q)", want)
 		}
 	}
 	for _, s := range stmts {

@@ -67,6 +67,7 @@ type tableStmts struct {
 // stmts are the statements of the other tables.
 type stmts struct {
 	noteFirst, noteLast, lookup, layout, appendLayout string
+	markGeneration                                    string
 	markLate, markRewrite, lateBuckets                string
 	markDirty, dirtyWindows                           string
 	setState, getState                                string
@@ -100,24 +101,25 @@ func newTableStmts(ks string, name tiers.Table, k kind) *tableStmts {
 func newStmts(ks string) stmts {
 	q := func(format string, table string) string { return fmt.Sprintf(format, ks+"."+table) }
 	return stmts{
-		noteFirst:    q("UPDATE %s USING TIMESTAMP ? SET first = ? WHERE shard = ? AND id = ?", tableSeries),
-		noteLast:     q("UPDATE %s USING TIMESTAMP ? SET last = ? WHERE shard = ? AND id = ?", tableSeries),
-		lookup:       q("SELECT first, last FROM %s WHERE shard = ? AND id = ?", tableSeries),
-		layout:       q("SELECT since, width, event_buckets FROM %s WHERE series = ?", tableSeriesLayout),
-		appendLayout: q("INSERT INTO %s (series, since, width, event_buckets) VALUES (?, ?, ?, ?)", tableSeriesLayout),
-		markLate:     q("INSERT INTO %s (series, bucket, version) VALUES (?, ?, ?) USING TTL ? AND TIMESTAMP ?", tableLateBuckets),
-		markRewrite:  q("INSERT INTO %s (series, bucket, rewritten) VALUES (?, ?, ?) USING TTL ? AND TIMESTAMP ?", tableLateBuckets),
-		lateBuckets:  q("SELECT bucket, version, rewritten FROM %s WHERE series = ? AND bucket >= ? AND bucket < ?", tableLateBuckets),
-		markDirty:    q("INSERT INTO %s (slot, shard, series, window) VALUES (?, ?, ?, ?) USING TTL ?", tableRollupDirty),
-		dirtyWindows: q("SELECT series, window FROM %s WHERE slot = ? AND shard = ?", tableRollupDirty),
-		setState:     q("UPDATE %s USING TIMESTAMP ? SET value = ? WHERE name = ?", tableRollupState),
-		getState:     q("SELECT value FROM %s WHERE name = ?", tableRollupState),
-		getMeta:      q("SELECT value FROM %s WHERE name = ?", tableMeta),
-		putMeta:      q("INSERT INTO %s (name, value) VALUES (?, ?) IF NOT EXISTS", tableMeta),
-		block:        q("INSERT INTO %s (shard, series, reason, since) VALUES (0, ?, ?, ?)", tableBlocked),
-		unblock:      q("DELETE FROM %s WHERE shard = 0 AND series = ?", tableBlocked),
-		listBlocked:  q("SELECT series, reason, since FROM %s WHERE shard = 0", tableBlocked),
-		isBlocked:    q("SELECT reason, since FROM %s WHERE shard = 0 AND series = ?", tableBlocked),
+		noteFirst:      q("UPDATE %s USING TIMESTAMP ? SET first = ? WHERE shard = ? AND id = ?", tableSeries),
+		noteLast:       q("UPDATE %s USING TIMESTAMP ? SET last = ? WHERE shard = ? AND id = ?", tableSeries),
+		lookup:         q("SELECT first, last, generation FROM %s WHERE shard = ? AND id = ?", tableSeries),
+		markGeneration: q("UPDATE %s USING TIMESTAMP ? SET generation = ? WHERE shard = ? AND id = ?", tableSeries),
+		layout:         q("SELECT since, width, event_buckets FROM %s WHERE series = ?", tableSeriesLayout),
+		appendLayout:   q("INSERT INTO %s (series, since, width, event_buckets) VALUES (?, ?, ?, ?)", tableSeriesLayout),
+		markLate:       q("INSERT INTO %s (series, bucket, version) VALUES (?, ?, ?) USING TTL ? AND TIMESTAMP ?", tableLateBuckets),
+		markRewrite:    q("INSERT INTO %s (series, bucket, rewritten) VALUES (?, ?, ?) USING TTL ? AND TIMESTAMP ?", tableLateBuckets),
+		lateBuckets:    q("SELECT bucket, version, rewritten FROM %s WHERE series = ? AND bucket >= ? AND bucket < ?", tableLateBuckets),
+		markDirty:      q("INSERT INTO %s (slot, shard, series, window) VALUES (?, ?, ?, ?) USING TTL ?", tableRollupDirty),
+		dirtyWindows:   q("SELECT series, window FROM %s WHERE slot = ? AND shard = ?", tableRollupDirty),
+		setState:       q("UPDATE %s USING TIMESTAMP ? SET value = ? WHERE name = ?", tableRollupState),
+		getState:       q("SELECT value FROM %s WHERE name = ?", tableRollupState),
+		getMeta:        q("SELECT value FROM %s WHERE name = ?", tableMeta),
+		putMeta:        q("INSERT INTO %s (name, value) VALUES (?, ?) IF NOT EXISTS", tableMeta),
+		block:          q("INSERT INTO %s (shard, series, reason, since) VALUES (0, ?, ?, ?)", tableBlocked),
+		unblock:        q("DELETE FROM %s WHERE shard = 0 AND series = ?", tableBlocked),
+		listBlocked:    q("SELECT series, reason, since FROM %s WHERE shard = 0", tableBlocked),
+		isBlocked:      q("SELECT reason, since FROM %s WHERE shard = 0 AND series = ?", tableBlocked),
 	}
 }
 
@@ -378,15 +380,15 @@ func (s *Store) checkSchema(ctx context.Context, session *gocql.Session, p tiers
 		slices.Sort(missing)
 		return schemaError{fmt.Errorf("cassandra: keyspace %s lacks the tables %s: %s", ks, strings.Join(missing, ", "), hint)}
 	}
-	for _, column := range []string{"version", "rewritten"} {
+	for _, c := range []struct{ table, column string }{{tableLateBuckets, "version"}, {tableLateBuckets, "rewritten"}, {tableSeries, "generation"}} {
 		var col string
 		err = session.Query("SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ? AND column_name = ?",
-			ks, tableLateBuckets, column).ScanContext(ctx, &col)
+			ks, c.table, c.column).ScanContext(ctx, &col)
 		if errors.Is(err, gocql.ErrNotFound) {
-			return schemaError{fmt.Errorf("cassandra: table %s.%s lacks the column %s: %s", ks, tableLateBuckets, column, hint)}
+			return schemaError{fmt.Errorf("cassandra: table %s.%s lacks the column %s: %s", ks, c.table, c.column, hint)}
 		}
 		if err != nil {
-			return fmt.Errorf("cassandra: read the columns of %s.%s: %w", ks, tableLateBuckets, err)
+			return fmt.Errorf("cassandra: read the columns of %s.%s: %w", ks, c.table, err)
 		}
 	}
 	want := map[tiers.Table]int64{tiers.TableLate: retentionTTL(p.Raw().Retention)}

@@ -36,6 +36,9 @@ const (
 	// kindRewriteMark keys rewrite marks, beside the late marks: a bucket
 	// may have either or both, each with its own version.
 	kindRewriteMark byte = 0x18
+	// kindGeneration keys each series' generation (see
+	// tiers.Registry.MarkRewritten).
+	kindGeneration byte = 0x19
 )
 
 // Widths of the fixed-width parts of keys and values.
@@ -295,6 +298,10 @@ func getRow(v []byte, raw bool, t int64) (tiers.Row, bool) {
 }
 
 // Keys of the other record kinds.
+
+func generationKey(id string) []byte {
+	return appendID(append(make([]byte, 0, 2+len(id)), kindGeneration), id)
+}
 
 func seriesKey(id string) []byte {
 	return appendID(append(make([]byte, 0, 2+len(id)), kindSeries), id)

@@ -47,6 +47,32 @@ func (s *Store) NoteSeries(ctx context.Context, spans []tiers.SeriesInfo) error 
 	return s.commit(b)
 }
 
+// MarkRewritten sets each series' generation to a new version. Commits are
+// ordered and versions increase, so the last one's is the current one.
+func (s *Store) MarkRewritten(ctx context.Context, ids []string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if !validID(id) {
+			return errBadID
+		}
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	version := tiers.NewVersion()
+	b := s.db.NewBatch()
+	defer b.Close()
+	for _, id := range ids {
+		if err := b.Set(generationKey(id), binary.LittleEndian.AppendUint64(nil, uint64(version)), nil); err != nil {
+			return fmt.Errorf("embedded: mark rewritten: %w", err)
+		}
+	}
+	return s.commit(b)
+}
+
 // LookupSeries returns the series' span and its layout history.
 func (s *Store) LookupSeries(ctx context.Context, id string) (tiers.SeriesInfo, error) {
 	if err := ctx.Err(); err != nil {
@@ -70,6 +96,18 @@ func (s *Store) LookupSeries(ctx context.Context, id string) (tiers.SeriesInfo, 
 	closer.Close()
 	if !ok {
 		return tiers.SeriesInfo{}, fmt.Errorf("embedded: corrupt registry entry for %s", id)
+	}
+	g, closer, err := s.db.Get(generationKey(id))
+	switch {
+	case err == nil:
+		if len(g) != 8 {
+			closer.Close()
+			return tiers.SeriesInfo{}, fmt.Errorf("embedded: corrupt generation of %s", id)
+		}
+		info.Generation = int64(binary.LittleEndian.Uint64(g))
+		closer.Close()
+	case !errors.Is(err, pebble.ErrNotFound):
+		return tiers.SeriesInfo{}, fmt.Errorf("embedded: generation of %s: %w", id, err)
 	}
 	info.Layout, err = s.layout(id)
 	if err != nil {

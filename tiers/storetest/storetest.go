@@ -40,6 +40,7 @@ func Run(t *testing.T, store tiers.Store, p tiers.Pyramid) {
 	t.Run("ExpiredRowsAreNotStored", s.expiredRowsAreNotStored)
 	t.Run("ReadHonoursContext", s.readHonoursContext)
 	t.Run("RegistryWidensWithoutReading", s.registryWidens)
+	t.Run("Generations", s.generations)
 	t.Run("ListSeries", s.listSeries)
 	t.Run("Layout", s.layout)
 	t.Run("LateIndex", s.lateIndex)
@@ -315,6 +316,52 @@ func (s suite) readHonoursContext(t *testing.T) {
 	_, _, err := ReadAll(s.store.Read(c, tiers.ReadRequest{Key: key, Span: tiers.Span{From: base, To: base + tiers.Hour}, PageSize: 100}))
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("read with a cancelled context: err = %v, want context.Canceled", err)
+	}
+}
+
+// generations: MarkRewritten gives a series a new generation each time,
+// never 0 nor one seen before, leaves other series alone, and creates no
+// series.
+func (s suite) generations(t *testing.T) {
+	a, b, ghost := s.series("gen.a"), s.series("gen.b"), s.series("gen.ghost")
+	if err := s.store.NoteSeries(ctx(t), []tiers.SeriesInfo{{ID: a, First: 10, Last: 20}, {ID: b, First: 10, Last: 20}}); err != nil {
+		t.Fatal(err)
+	}
+	gen := func(id string) int64 {
+		t.Helper()
+		info, err := s.store.LookupSeries(ctx(t), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.First != 10 || info.Last != 20 {
+			t.Fatalf("series %s spans [%d, %d] after generations were marked, want [10, 20]", id, info.First, info.Last)
+		}
+		return info.Generation
+	}
+	if g := gen(a); g != 0 {
+		t.Fatalf("a series never rewritten has generation %d", g)
+	}
+	seen := map[int64]bool{}
+	for i := range 4 {
+		bBefore := gen(b)
+		if err := s.store.MarkRewritten(ctx(t), []string{a, ghost}); err != nil {
+			t.Fatal(err)
+		}
+		g := gen(a)
+		if g == 0 || seen[g] {
+			t.Fatalf("mark %d: generation %d, seen before or 0", i, g)
+		}
+		seen[g] = true
+		if gen(b) != bBefore {
+			t.Fatal("marking one series changed another's generation")
+		}
+	}
+	if _, err := s.store.LookupSeries(ctx(t), ghost); !errors.Is(err, tiers.ErrNotFound) {
+		t.Fatalf("a series only marked rewritten: %v, want not found", err)
+	}
+	listed, err := s.store.ListSeries(ctx(t), s.prefix+"gen.", "", 10)
+	if err != nil || len(listed) != 2 || listed[0].ID != a || listed[1].ID != b {
+		t.Fatalf("ListSeries after generations were marked: %v, %v; want %s and %s only", listed, err, a, b)
 	}
 }
 

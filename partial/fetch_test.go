@@ -193,10 +193,7 @@ func TestFetchEqualsBruteForce(t *testing.T) {
 		s := Fetch(context.Background(), f.reader, span, f.groups(span, desc, withLate, 1+r.IntN(50)), desc,
 			FetchOptions{Parallelism: par, Lookahead: 1 + r.IntN(3)}, &stats)
 		got := drain(s)
-		s.Close()
-		if s.Err() != nil {
-			t.Fatal(s.Err())
-		}
+		closeClean(t, s)
 		want := f.want(span, desc)
 		if !slices.Equal(got, want) && len(got)+len(want) > 0 {
 			t.Fatalf("iteration %d desc %v: got %d rows, want %d", iter, desc, len(got), len(want))
@@ -234,10 +231,7 @@ func TestFetchReadsAheadUpToParallelism(t *testing.T) {
 		s := Fetch(context.Background(), f.reader, span, f.groups(span, false, false, 1000), false,
 			FetchOptions{Parallelism: par, Lookahead: 1}, &stats)
 		got := drain(s)
-		s.Close()
-		if s.Err() != nil {
-			t.Fatal(s.Err())
-		}
+		closeClean(t, s)
 		if !slices.Equal(got, f.want(span, false)) {
 			t.Fatalf("%d event buckets: got %d rows, want %d", eb, len(got), len(f.want(span, false)))
 		}
@@ -528,10 +522,7 @@ func TestFetchNextRunEqualsNext(t *testing.T) {
 			}
 			got = append(got, s.At())
 		}
-		s.Close()
-		if s.Err() != nil {
-			t.Fatal(s.Err())
-		}
+		closeClean(t, s)
 		want := f.want(span, desc)
 		if !slices.Equal(got, want) && len(got)+len(want) > 0 {
 			t.Fatalf("iteration %d desc %v late %v: got %d rows, want %d", iter, desc, withLate, len(got), len(want))
@@ -585,10 +576,7 @@ func TestFetchMixedCachedAndReadBuckets(t *testing.T) {
 			}
 			got = append(got, s.At())
 		}
-		s.Close()
-		if s.Err() != nil {
-			t.Fatal(s.Err())
-		}
+		closeClean(t, s)
 		if stopAt > len(want) {
 			if !slices.Equal(got, want) && len(got)+len(want) > 0 {
 				t.Fatalf("iteration %d desc %v late %v: got %d rows, want %d", iter, desc, withLate, len(got), len(want))
@@ -603,5 +591,14 @@ func TestFetchMixedCachedAndReadBuckets(t *testing.T) {
 		} else if !slices.Equal(got, want[:len(got)]) {
 			t.Fatalf("iteration %d: the first %d rows differ from the answer's", iter, len(got))
 		}
+	}
+}
+
+// closeClean closes s and fails t if the stream stopped on an error.
+func closeClean(t *testing.T, s *Stream) {
+	t.Helper()
+	s.Close()
+	if s.Err() != nil {
+		t.Fatal(s.Err())
 	}
 }

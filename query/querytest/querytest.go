@@ -694,6 +694,27 @@ func pagesProgress(t *testing.T, store tiers.Store, series string, base *Env) {
 	}
 }
 
+// readPages follows the cursors of req, at most maxPages pages, and
+// returns the items and the partitions served from the cache.
+func (e *Env) readPages(t *testing.T, req query.Request, maxPages int) (items []query.Item, cacheHits int64) {
+	t.Helper()
+	for pages := 0; ; pages++ {
+		p, err := e.Read(context.Background(), req)
+		if err != nil || p.Trailer.Err != nil {
+			t.Fatal(err, p.Trailer.Err)
+		}
+		cacheHits += p.Trailer.Stats.CacheHits
+		items = append(items, p.Items...)
+		if p.Trailer.NextCursor == "" {
+			return items, cacheHits
+		}
+		if pages > maxPages {
+			t.Fatal("no end of pages")
+		}
+		req.Cursor = p.Trailer.NextCursor
+	}
+}
+
 // importsSeen: a gateway caches final raw buckets; another gateway over
 // the same store imports history into those very buckets (older than the
 // lateness window, so straight into the raw partitions, which the first
@@ -731,24 +752,7 @@ func importsSeen(t *testing.T, store tiers.Store, base *Env) {
 	}
 	read := func(when string) int64 {
 		t.Helper()
-		req := reader.Req(series, span, router.Resolution{Kind: router.RawPoints})
-		hits := int64(0)
-		var got []query.Item
-		for pages := 0; ; pages++ {
-			p, err := reader.Read(ctx, req)
-			if err != nil || p.Trailer.Err != nil {
-				t.Fatal(err, p.Trailer.Err)
-			}
-			hits += p.Trailer.Stats.CacheHits
-			got = append(got, p.Items...)
-			if p.Trailer.NextCursor == "" {
-				break
-			}
-			if pages > 100 {
-				t.Fatal("no end of pages")
-			}
-			req.Cursor = p.Trailer.NextCursor
-		}
+		got, hits := reader.readPages(t, reader.Req(series, span, router.Resolution{Kind: router.RawPoints}), 100)
 		if d := diff(got, want(truth, span, router.Plan{}, false)); d != "" {
 			t.Fatalf("%s: %s", when, d)
 		}
@@ -837,22 +841,8 @@ func cachedBuckets(t *testing.T, store tiers.Store, series string, truth Truth, 
 			for _, desc := range []bool{false, true} {
 				req := e.Req(series, span, router.Resolution{Kind: router.RawPoints})
 				req.Desc, req.Limit = desc, limit
-				var got []query.Item
-				for pages := 0; ; pages++ {
-					p, err := e.Read(context.Background(), req)
-					if err != nil || p.Trailer.Err != nil {
-						t.Fatal(err, p.Trailer.Err)
-					}
-					hits += p.Trailer.Stats.CacheHits
-					got = append(got, p.Items...)
-					if p.Trailer.NextCursor == "" {
-						break
-					}
-					if pages > len(truth)/limit+2 {
-						t.Fatal("no end of pages")
-					}
-					req.Cursor = p.Trailer.NextCursor
-				}
+				got, h := e.readPages(t, req, len(truth)/limit+2)
+				hits += h
 				if d := diff(got, want(truth, span, router.Plan{}, desc)); d != "" {
 					t.Fatalf("cache of %d bytes, limit %d desc %v: %s", size, limit, desc, d)
 				}

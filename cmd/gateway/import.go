@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,6 +69,13 @@ type importInput struct {
 // and records after each acknowledged batch how far the input is written,
 // so that --resume continues there.
 func (m Main) importCmd(ctx context.Context, args []string) error {
+	if _, set := m.LookupEnv("GOGC"); !set {
+		// A bulk load's live heap is a few batches in flight, while every
+		// batch allocates its decoded points and the driver's frames: with
+		// the default pacing the collector takes a large share of the CPU
+		// for little memory saved.
+		defer debug.SetGCPercent(debug.SetGCPercent(400))
+	}
 	c := defaultServeConfig()
 	ic := importConfig{format: "auto", batch: 5000, parallel: 8, rollups: true, progress: time.Second}
 	fs := flag.NewFlagSet("gateway import", flag.ContinueOnError)

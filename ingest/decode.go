@@ -166,6 +166,7 @@ func DecodeNDJSON(r io.Reader, now int64) ([]Point, error) {
 	verr := &ValidationError{}
 	var points []Point
 	var series string
+	var lines scanner
 	i := 0
 	for sc.Scan() {
 		line := bytes.TrimSpace(sc.Bytes())
@@ -174,7 +175,7 @@ func DecodeNDJSON(r io.Reader, now int64) ([]Point, error) {
 		}
 		// Lines of the plain form, and valid, take the scanner; any other
 		// line gets encoding/json's decoding and error report.
-		if p, ok := ndjsonLineFast(line, i, now, &series); ok {
+		if p, ok := ndjsonLineFast(&lines, line, i, now, &series); ok {
 			points = append(points, p)
 			verr.decoded = append(verr.decoded, i)
 			i++

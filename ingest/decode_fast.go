@@ -59,7 +59,6 @@ func decodeJSONFast(body []byte, now int64) ([]Point, bool) {
 // '}'. series holds the last series id read, reused while points repeat it.
 func (s *scanner) point(series *string) (rawPoint, bool) {
 	var rp rawPoint
-	var v json.RawMessage
 	for {
 		key, ok := s.str()
 		if !ok || !s.next(':') {
@@ -74,8 +73,8 @@ func (s *scanner) point(series *string) (rawPoint, bool) {
 			if string(b) != *series {
 				*series = string(b)
 			}
-			id := *series
-			rp.Series = &id
+			s.id = *series
+			rp.Series = &s.id
 		case "t":
 			if rp.T != nil {
 				return rp, false
@@ -99,8 +98,8 @@ func (s *scanner) point(series *string) (rawPoint, bool) {
 			if !s.number() {
 				return rp, false
 			}
-			v = json.RawMessage(s.b[start:s.i])
-			rp.V = &v
+			s.v = json.RawMessage(s.b[start:s.i])
+			rp.V = &s.v
 		default:
 			return rp, false
 		}
@@ -118,8 +117,9 @@ func (s *scanner) point(series *string) (rawPoint, bool) {
 // ndjsonLineFast decodes one NDJSON line of the plain form, a single
 // point object, and checks it; ok is false for any other line, which the
 // caller leaves to encoding/json so that its errors are reported the same.
-func ndjsonLineFast(line []byte, i int, now int64, series *string) (Point, bool) {
-	s := scanner{b: line}
+// s is the caller's, reused from line to line.
+func ndjsonLineFast(s *scanner, line []byte, i int, now int64, series *string) (Point, bool) {
+	s.b, s.i = line, 0
 	if !s.next('{') {
 		return Point{}, false
 	}
@@ -139,6 +139,11 @@ func ndjsonLineFast(line []byte, i int, now int64, series *string) (Point, bool)
 type scanner struct {
 	b []byte
 	i int
+	// The point being read points its members here rather than at fresh
+	// variables, which would each be allocated: checkPoint copies them out
+	// before the next point is read.
+	id string
+	v  json.RawMessage
 }
 
 // skipSpace skips JSON whitespace.

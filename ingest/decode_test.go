@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/tsgate/tsgate/tiers"
 )
 
 const testNow = 1768400000000
@@ -213,4 +215,24 @@ func BenchmarkDecodeJSON(b *testing.B) {
 			b.ReportMetric(5000*float64(b.N)/b.Elapsed().Seconds(), "points/s")
 		})
 	}
+}
+
+// BenchmarkDecodeNDJSON decodes 200,000 NDJSON points of four series, as
+// gateway import and POST /v1/import read them.
+func BenchmarkDecodeNDJSON(b *testing.B) {
+	var buf bytes.Buffer
+	start := int64(testNow) - 5*tiers.Day
+	for i := range 200000 {
+		t := start + int64(i)*1000
+		fmt.Fprintf(&buf, `{"series":"bench.import.s%d","t":%d,"v":%d}`+"\n", i/50000, t, (t/1000)%1000)
+	}
+	body := buf.Bytes()
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeNDJSON(bytes.NewReader(body), testNow); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(200000*float64(b.N)/b.Elapsed().Seconds(), "points/s")
 }

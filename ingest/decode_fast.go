@@ -71,7 +71,7 @@ func (s *scanner) point(series *string) (rawPoint, bool) {
 				return rp, false
 			}
 			if string(b) != *series {
-				*series = string(b)
+				*series = s.intern(b)
 			}
 			s.id = *series
 			rp.Series = &s.id
@@ -144,6 +144,29 @@ type scanner struct {
 	// before the next point is read.
 	id string
 	v  json.RawMessage
+	// names interns series ids, so that a batch interleaving a few series
+	// allocates each id once rather than at every change of series.
+	names map[string]string
+}
+
+// maxInterned bounds the ids a scanner interns: beyond it, a batch of
+// that many distinct series allocates each id anyway.
+const maxInterned = 4096
+
+// intern returns b as a string, the same string for the same bytes while
+// fewer than maxInterned ids were seen.
+func (s *scanner) intern(b []byte) string {
+	if id, ok := s.names[string(b)]; ok {
+		return id
+	}
+	id := string(b)
+	if s.names == nil {
+		s.names = map[string]string{}
+	}
+	if len(s.names) < maxInterned {
+		s.names[id] = id
+	}
+	return id
 }
 
 // skipSpace skips JSON whitespace.

@@ -52,39 +52,36 @@ type windowsJSON struct {
 	ends   []uint32
 }
 
-func (w *windowsJSON) start(i int) uint32 {
-	if i == 0 {
-		return 0
+// keptWindows returns the windows kept for fields, if any, and whether
+// the run may keep another list.
+func (r *Run) keptWindows(fields []int) (w *windowsJSON, room bool) {
+	p := r.windows.Load()
+	if p == nil {
+		return nil, true
 	}
-	return w.ends[i-1]
+	for _, w := range *p {
+		if slices.Equal(w.fields, fields) {
+			return w, false
+		}
+	}
+	return nil, len(*p) < maxWindowEncodings
 }
 
 // windowsFor returns the run's rows encoded as windows of fields, encoding
 // them now when the run may keep another list; nil when not.
 func (r *Run) windowsFor(fields []int) *windowsJSON {
-	if p := r.windows.Load(); p != nil {
-		for _, w := range *p {
-			if slices.Equal(w.fields, fields) {
-				return w
-			}
-		}
-		if len(*p) >= maxWindowEncodings {
-			return nil
-		}
+	if w, room := r.keptWindows(fields); w != nil || !room {
+		return w
 	}
 	r.windowMu.Lock()
 	defer r.windowMu.Unlock()
+	// Checked again: another read may have encoded them meanwhile.
+	if w, room := r.keptWindows(fields); w != nil || !room {
+		return w
+	}
 	var list []*windowsJSON
 	if p := r.windows.Load(); p != nil {
 		list = *p
-		for _, w := range list {
-			if slices.Equal(w.fields, fields) {
-				return w // encoded while this read waited
-			}
-		}
-		if len(list) >= maxWindowEncodings {
-			return nil
-		}
 	}
 	w := &windowsJSON{fields: slices.Clone(fields), ends: make([]uint32, len(r.Rows))}
 	size := 0
@@ -186,18 +183,7 @@ func appendField(b []byte, row tiers.Row, f int) []byte {
 func (r *Run) AppendRows(b []byte, lo, hi int, desc bool, fields []int) []byte {
 	if r.Keep != nil && r.Rows != nil && r.JSON != nil && hi > lo {
 		if w := r.windowsFor(fields); w != nil {
-			if !desc {
-				// Without the comma after the last window.
-				return append(b, w.json[w.start(lo):w.ends[hi-1]-1]...)
-			}
-			for i := hi - 1; i >= lo; i-- {
-				end := w.ends[i]
-				if i == lo {
-					end--
-				}
-				b = append(b, w.json[w.start(i):end]...)
-			}
-			return b
+			return appendItems(b, w.json, w.ends, lo, hi, desc)
 		}
 	}
 	for k := range hi - lo {
@@ -256,16 +242,29 @@ func (r *Run) AppendJSON(b []byte, lo, hi int, desc bool) []byte {
 		}
 		return b
 	}
+	return appendItems(b, r.JSON, r.Ends, lo, hi, desc)
+}
+
+// appendItems appends items [lo, hi) of enc, where item i is
+// enc[ends[i-1]:ends[i]] (from 0 for the first) and ends with its comma,
+// in descending order when desc is set, without the comma after the last
+// item written: ascending, one copy.
+func appendItems(b, enc []byte, ends []uint32, lo, hi int, desc bool) []byte {
+	start := func(i int) uint32 {
+		if i == 0 {
+			return 0
+		}
+		return ends[i-1]
+	}
 	if !desc {
-		// Without the comma after the last point.
-		return append(b, r.JSON[r.piece(lo):r.Ends[hi-1]-1]...)
+		return append(b, enc[start(lo):ends[hi-1]-1]...)
 	}
 	for i := hi - 1; i >= lo; i-- {
-		end := r.Ends[i]
+		end := ends[i]
 		if i == lo {
-			end-- // no comma after the last point written
+			end--
 		}
-		b = append(b, r.JSON[r.piece(i):end]...)
+		b = append(b, enc[start(i):end]...)
 	}
 	return b
 }

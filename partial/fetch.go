@@ -254,15 +254,12 @@ func (s *Stream) startLauncher(head *pendingGroup) bool {
 			reads := g.Reads
 			if br.Run != nil || br.Load != nil {
 				// The run covers the bucket's partitions but Rest.
-				stats.Partitions.Add(int64(br.Covered))
 				reads = br.Rest
 			}
+			s.countBucket(br)
 			gf := &groupFeeds{span: g.Span, ctx: gctx, feeds: make([]*feed, len(reads)), run: br.Run}
 			for i := range reads {
 				gf.feeds[i] = &feed{ctx: gctx, pages: make(chan []tiers.Row, s.lookahead)}
-			}
-			if br.Run != nil {
-				stats.CacheHits.Add(int64(br.Covered))
 			}
 			oversized := len(reads) > limit
 			if oversized {
@@ -271,7 +268,6 @@ func (s *Stream) startLauncher(head *pendingGroup) bool {
 					f.fail(fmt.Errorf("partial: a group of %d partitions exceeds the read parallelism %d", len(g.Reads), limit))
 				}
 			}
-			stats.Buckets.Add(1)
 			// Open the partitions of upcoming groups while the merge works on
 			// earlier ones, as many as the parallelism allows: a group takes a
 			// token per partition (at least one) and the merge gives them back
@@ -322,6 +318,19 @@ func (s *Stream) startLauncher(head *pendingGroup) bool {
 	return true
 }
 
+// countBucket counts a group handed to the merge: the partitions a run
+// covers, and as cache hits when the run was cached already (a load
+// counts its own reads).
+func (s *Stream) countBucket(br BucketRead) {
+	s.stats.Buckets.Add(1)
+	if br.Run != nil || br.Load != nil {
+		s.stats.Partitions.Add(int64(br.Covered))
+	}
+	if br.Run != nil {
+		s.stats.CacheHits.Add(int64(br.Covered))
+	}
+}
+
 // nextGroup returns the next group to merge: taken inline while the
 // launcher has not started and the group is a cached bucket with nothing
 // on top, else from the launcher. ok is false at the end of the groups
@@ -339,9 +348,7 @@ func (s *Stream) nextGroup() (gf *groupFeeds, ok bool, err error) {
 		br := s.bucketRead(g)
 		if br.Run != nil && len(br.Rest) == 0 {
 			s.inlined++
-			s.stats.Buckets.Add(1)
-			s.stats.Partitions.Add(int64(br.Covered))
-			s.stats.CacheHits.Add(int64(br.Covered))
+			s.countBucket(br)
 			return &groupFeeds{span: g.Span, ctx: s.ctx, run: br.Run}, true, nil
 		}
 		if !s.startLauncher(&pendingGroup{g, br}) {
@@ -427,11 +434,7 @@ func (s *Stream) Next() bool {
 		if s.it.Next() {
 			s.row = s.it.At()
 			s.groupRows++
-			if s.desc {
-				s.watermark = min(s.watermark, s.row.T)
-			} else {
-				s.watermark = max(s.watermark, s.row.T+1)
-			}
+			s.passRow()
 			return true
 		}
 		if err := s.it.Err(); err != nil {
@@ -474,11 +477,7 @@ func (s *Stream) NextRun(limit int) (RunSlice, bool) {
 	}
 	s.row = ri.At()
 	s.groupRows += hi - lo
-	if s.desc {
-		s.watermark = min(s.watermark, s.row.T)
-	} else {
-		s.watermark = max(s.watermark, s.row.T+1)
-	}
+	s.passRow()
 	return RunSlice{Run: ri.run, Lo: lo, Hi: hi, Desc: s.desc}, true
 }
 
@@ -608,6 +607,15 @@ func (s *Stream) groupEnd() int64 {
 		return s.cur.span.From
 	}
 	return s.cur.span.To
+}
+
+// passRow moves the watermark past the current row, delivered.
+func (s *Stream) passRow() {
+	if s.desc {
+		s.advanceWatermark(s.row.T)
+	} else {
+		s.advanceWatermark(s.row.T + 1)
+	}
 }
 
 // advanceWatermark moves the watermark to t if that is further along: rows

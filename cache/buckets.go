@@ -249,13 +249,7 @@ func (b *Buckets) put(e *bucketEntry) {
 	}
 	b.lru.Add(e.key, e)
 	b.bytes += size
-	for b.bytes > b.maxBytes {
-		_, old, ok := b.lru.RemoveOldest()
-		if !ok {
-			break
-		}
-		b.bytes -= bucketEntrySize(old)
-	}
+	b.evict()
 }
 
 // keep charges n more bytes to entry e, evicting the oldest entries to
@@ -270,14 +264,20 @@ func (b *Buckets) keep(e *bucketEntry, n int64) bool {
 	e.kept += n
 	b.bytes += n
 	b.lru.Get(e.key) // just used
+	b.evict()
+	return true
+}
+
+// evict drops the oldest entries until the cache is within its budget;
+// b.mu must be held.
+func (b *Buckets) evict() {
 	for b.bytes > b.maxBytes {
 		_, old, ok := b.lru.RemoveOldest()
 		if !ok {
-			break
+			return
 		}
 		b.bytes -= bucketEntrySize(old)
 	}
-	return true
 }
 
 func bucketEntrySize(e *bucketEntry) int64 {

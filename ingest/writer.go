@@ -213,8 +213,8 @@ func (w *Writer) write(ctx context.Context, points []Point, onTime bool) (Result
 
 	lateBefore := now - w.cfg.Lateness.Milliseconds()
 	// Points of a backfill go to the raw partitions whatever their age;
-	// those older than the lateness window land in buckets readers may
-	// cache as final, so their buckets get a rewrite mark once written.
+	// buckets that begin before the lateness window may be cached as final
+	// by readers, so they get a rewrite mark once written.
 	rewriteBefore := tiers.MinTime
 	if onTime {
 		lateBefore, rewriteBefore = tiers.MinTime, lateBefore
@@ -248,16 +248,10 @@ func (w *Writer) write(ctx context.Context, points []Point, onTime bool) (Result
 		}
 		st.span.First = min(st.span.First, p.T)
 		st.span.Last = max(st.span.Last, p.T)
-		bucket, eb := st.layout.Locate(p.T)
-		key := tiers.PartitionKey{Table: tiers.TableRaw, Series: p.Series, Bucket: bucket, EventBucket: eb}
-		switch {
-		case p.T < lateBefore:
-			key = tiers.PartitionKey{Table: tiers.TableLate, Series: p.Series, Bucket: bucket}
-			b := st.layout.BucketOf(p.T)
-			lateMarks[tiers.LateMark{Series: p.Series, Bucket: bucket, Retention: b.End - b.Start + w.raw.Retention}] = struct{}{}
-		case p.T < rewriteBefore:
-			b := st.layout.BucketOf(p.T)
-			rewriteMarks[tiers.LateMark{Series: p.Series, Bucket: bucket, Retention: b.End - b.Start + w.raw.Retention, Rewrite: true}] = struct{}{}
+		b := st.layout.BucketOf(p.T)
+		key := tiers.PartitionKey{Table: tiers.TableRaw, Series: p.Series, Bucket: b.Start, EventBucket: tiers.EventBucket(p.T, b.EventBuckets)}
+		if p.T < lateBefore {
+			key = tiers.PartitionKey{Table: tiers.TableLate, Series: p.Series, Bucket: b.Start}
 		}
 		if w.dirtyStep > 0 {
 			dirty[tiers.DirtyWindow{Series: p.Series, Window: tiers.AlignDown(p.T, w.dirtyStep)}] = struct{}{}
@@ -267,6 +261,18 @@ func (w *Writer) write(ctx context.Context, points []Point, onTime bool) (Result
 			wi = len(writes)
 			parts[key] = wi
 			writes = append(writes, tiers.PartitionWrite{Key: key, Retention: w.raw.Retention})
+			// The bucket's marks, once per partition rather than per point:
+			// a late partition is its bucket's; a raw partition of a bucket
+			// that begins before the lateness window may be cached as
+			// final somewhere.
+			mark := tiers.LateMark{Series: p.Series, Bucket: b.Start, Retention: b.End - b.Start + w.raw.Retention}
+			switch {
+			case key.Table == tiers.TableLate:
+				lateMarks[mark] = struct{}{}
+			case b.Start < rewriteBefore:
+				mark.Rewrite = true
+				rewriteMarks[mark] = struct{}{}
+			}
 		}
 		id := seriesT{series: p.Series, t: p.T}
 		if ri, dup := seen[id]; dup {

@@ -60,8 +60,9 @@ type Importer struct {
 	pyramid tiers.Pyramid
 	rollups Rollups
 	cfg     ImportConfig
-	// invalidate, when set, is told the series whose stored rows an import
-	// changed, after the writes are durable.
+	// invalidate, when set, is told the series whose rollup rows an import
+	// rewrote, after the writes are durable (raw buckets carry rewrite
+	// marks instead).
 	invalidate func(series ...string)
 }
 
@@ -122,16 +123,15 @@ func (im *Importer) Import(ctx context.Context, points []Point) (ImportResult, e
 		}
 		byLevel[l] = append(byLevel[l], p)
 	}
-	var touched []string
 	if raw := byLevel[tiers.LevelRaw]; len(raw) > 0 {
+		// Buckets readers may cache get rewrite marks, which every
+		// instance reads with the late index.
 		if _, err := w.Backfill(ctx, raw); err != nil {
 			return ImportResult{}, err
 		}
 		res.Raw = len(raw)
-		for _, p := range raw {
-			touched = append(touched, p.Series)
-		}
 	}
+	var rewritten []string // series whose rollup rows changed
 	for _, l := range levels[1:] {
 		pts := byLevel[l]
 		if len(pts) == 0 {
@@ -145,10 +145,7 @@ func (im *Importer) Import(ctx context.Context, points []Point) (ImportResult, e
 		}
 		res.Windows[name] += int64(countWindows(windows))
 		series := slices.Sorted(maps.Keys(windows))
-		touched = append(touched, series...)
-		// Coarser windows are recomputed from this tier's rows, which the
-		// cache may hold as they were before.
-		im.invalidated(series...)
+		rewritten = append(rewritten, series...)
 		for _, s := range series {
 			n, err := im.rollups.RollUpFrom(ctx, s, l, windows[s])
 			if err != nil {
@@ -158,15 +155,18 @@ func (im *Importer) Import(ctx context.Context, points []Point) (ImportResult, e
 				res.Windows[tier] += c
 			}
 		}
-		// Rows readers may cache as final changed: a new generation, once
-		// they are durable, makes every instance's cache load them again
-		// (within its series-cache TTL).
-		if err := w.store.MarkRewritten(ctx, series); err != nil {
+	}
+	if len(rewritten) > 0 {
+		// Rollup rows readers may cache as final changed: a new generation,
+		// once they are durable, makes every instance's cache load them
+		// again (within its series-cache TTL); this one's drops them now.
+		slices.Sort(rewritten)
+		rewritten = slices.Compact(rewritten)
+		if err := w.store.MarkRewritten(ctx, rewritten); err != nil {
 			return ImportResult{}, err
 		}
+		im.invalidated(rewritten...)
 	}
-	slices.Sort(touched)
-	im.invalidated(slices.Compact(touched)...)
 	return res, nil
 }
 

@@ -165,8 +165,7 @@ func DecodeNDJSON(r io.Reader, now int64) ([]Point, error) {
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
 	verr := &ValidationError{}
 	var points []Point
-	var series string
-	var lines scanner
+	var lines scanner // reused from line to line
 	i := 0
 	for sc.Scan() {
 		line := bytes.TrimSpace(sc.Bytes())
@@ -175,7 +174,7 @@ func DecodeNDJSON(r io.Reader, now int64) ([]Point, error) {
 		}
 		// Lines of the plain form, and valid, take the scanner; any other
 		// line gets encoding/json's decoding and error report.
-		if p, ok := ndjsonLineFast(&lines, line, i, now, &series); ok {
+		if p, ok := ndjsonLineFast(&lines, line, i, now); ok {
 			points = append(points, p)
 			verr.decoded = append(verr.decoded, i)
 			i++

@@ -26,12 +26,11 @@ func decodeJSONFast(body []byte, now int64) ([]Point, bool) {
 	// About 50 bytes per point in practice; a guess, not a bound.
 	points := make([]Point, 0, len(body)/48+1)
 	verr := &ValidationError{}
-	var series string // the last series id, reused while points repeat it
 	for i := 0; ; i++ {
 		if !s.next('{') {
 			return nil, false // also an empty array: the stream reports it
 		}
-		rp, ok := s.point(&series)
+		rp, ok := s.point()
 		if !ok {
 			return nil, false
 		}
@@ -56,8 +55,8 @@ func decodeJSONFast(body []byte, now int64) ([]Point, bool) {
 }
 
 // point reads the members of one point object after its '{', through its
-// '}'. series holds the last series id read, reused while points repeat it.
-func (s *scanner) point(series *string) (rawPoint, bool) {
+// '}'.
+func (s *scanner) point() (rawPoint, bool) {
 	var rp rawPoint
 	for {
 		key, ok := s.str()
@@ -70,10 +69,9 @@ func (s *scanner) point(series *string) (rawPoint, bool) {
 			if !ok || rp.Series != nil {
 				return rp, false
 			}
-			if string(b) != *series {
-				*series = s.intern(b)
+			if string(b) != s.id {
+				s.id = s.intern(b)
 			}
-			s.id = *series
 			rp.Series = &s.id
 		case "t":
 			if rp.T != nil {
@@ -118,12 +116,12 @@ func (s *scanner) point(series *string) (rawPoint, bool) {
 // point object, and checks it; ok is false for any other line, which the
 // caller leaves to encoding/json so that its errors are reported the same.
 // s is the caller's, reused from line to line.
-func ndjsonLineFast(s *scanner, line []byte, i int, now int64, series *string) (Point, bool) {
+func ndjsonLineFast(s *scanner, line []byte, i int, now int64) (Point, bool) {
 	s.b, s.i = line, 0
 	if !s.next('{') {
 		return Point{}, false
 	}
-	rp, ok := s.point(series)
+	rp, ok := s.point()
 	if !ok {
 		return Point{}, false
 	}
@@ -141,7 +139,8 @@ type scanner struct {
 	i int
 	// The point being read points its members here rather than at fresh
 	// variables, which would each be allocated: checkPoint copies them out
-	// before the next point is read.
+	// before the next point is read. id is also the last series id read,
+	// reused while points repeat it.
 	id string
 	v  json.RawMessage
 	// names interns series ids, so that a batch interleaving a few series

@@ -33,9 +33,6 @@ const (
 	kindCheckpoint byte = 0x15
 	kindSecret     byte = 0x16
 	kindBlocked    byte = 0x17
-	// kindRewriteMark keys rewrite marks, beside the late marks: a bucket
-	// may have either or both, each with its own version.
-	kindRewriteMark byte = 0x18
 	// kindGeneration keys each series' generation (see
 	// tiers.Registry.MarkRewritten).
 	kindGeneration byte = 0x19
@@ -315,9 +312,10 @@ func lateMarkPrefix(id string) []byte {
 	return appendID(append(make([]byte, 0, 2+len(id)+timeLen), kindLateMark), id)
 }
 
-func rewriteMarkPrefix(id string) []byte {
-	return appendID(append(make([]byte, 0, 2+len(id)+timeLen), kindRewriteMark), id)
-}
+// rewriteMarkSuffix ends a rewrite mark's key, which is otherwise its
+// bucket's late-mark key: a bucket may have either mark or both, each
+// with its own version.
+const rewriteMarkSuffix byte = 0x01
 
 func dirtyPrefix(slot int64) []byte {
 	return appendTime(append(make([]byte, 0, 1+timeLen), kindDirty), slot)

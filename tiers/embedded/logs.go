@@ -2,21 +2,22 @@ package embedded
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/tsgate/tsgate/tiers"
 )
 
-// MarkLate sets one key per (series, bucket) holding the mark's expiry and
-// a new version; a repeated mark overwrites both, as a Cassandra upsert
-// would. Commits are ordered, so the last one's version is the current one.
+// MarkLate sets one key per (series, bucket) and kind of mark holding the
+// mark's expiry and a new version; a repeated mark overwrites both, as a
+// Cassandra upsert would. A rewrite mark's key is the late mark's with a
+// byte more, so one ordered scan finds both marks of a bucket side by side.
+// Versions are taken and committed under one lock, so the last commit's
+// version is the largest.
 func (s *Store) MarkLate(ctx context.Context, marks []tiers.LateMark) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -33,6 +34,8 @@ func (s *Store) MarkLate(ctx context.Context, marks []tiers.LateMark) error {
 		return err
 	}
 	defer s.mu.RUnlock()
+	s.versionMu.Lock()
+	defer s.versionMu.Unlock()
 	now := s.nowMs()
 	version := tiers.NewVersion()
 	b := s.db.NewBatch()
@@ -42,11 +45,10 @@ func (s *Store) MarkLate(ctx context.Context, marks []tiers.LateMark) error {
 		if expired(exp, now) {
 			continue
 		}
-		prefix := lateMarkPrefix(m.Series)
+		key := appendTime(lateMarkPrefix(m.Series), m.Bucket)
 		if m.Rewrite {
-			prefix = rewriteMarkPrefix(m.Series)
+			key = append(key, rewriteMarkSuffix)
 		}
-		key := appendTime(prefix, m.Bucket)
 		v := binary.LittleEndian.AppendUint64(int64Value(exp), uint64(version))
 		if err := b.Set(key, v, nil); err != nil {
 			return fmt.Errorf("embedded: mark late: %w", err)
@@ -55,9 +57,10 @@ func (s *Store) MarkLate(ctx context.Context, marks []tiers.LateMark) error {
 	return s.commitExpiring(b)
 }
 
-// LateBuckets scans the series' late and rewrite marks between the span's
-// bounds. A late mark written before marks had versions reads as version
-// 1, which the next mark of its bucket replaces.
+// LateBuckets scans the series' marks between the span's bounds, a
+// bucket's late mark and rewrite mark next to each other. A late mark
+// written before marks had versions reads as version 1, which the next
+// mark of its bucket replaces.
 func (s *Store) LateBuckets(ctx context.Context, series string, span tiers.Span) ([]tiers.LateBucket, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -65,48 +68,35 @@ func (s *Store) LateBuckets(ctx context.Context, series string, span tiers.Span)
 	if !validID(series) || span.Empty() {
 		return nil, nil
 	}
-	byBucket := map[int64]*tiers.LateBucket{}
-	for _, rewrite := range []bool{false, true} {
-		prefix := lateMarkPrefix(series)
-		if rewrite {
-			prefix = rewriteMarkPrefix(series)
+	prefix := lateMarkPrefix(series)
+	lower := appendTime(bytes.Clone(prefix), span.From)
+	upper := appendTime(bytes.Clone(prefix), span.To)
+	var out []tiers.LateBucket
+	err := s.scan(ctx, lower, upper, func(key, v []byte, now int64) error {
+		rest := key[len(prefix):]
+		rewrite := len(rest) == timeLen+1 && rest[timeLen] == rewriteMarkSuffix
+		if (len(rest) != timeLen && !rewrite) || (len(v) != expiryLen && len(v) != expiryLen+8) {
+			return fmt.Errorf("embedded: corrupt late mark %x", key)
 		}
-		lower := appendTime(bytes.Clone(prefix), span.From)
-		upper := appendTime(bytes.Clone(prefix), span.To)
-		err := s.scan(ctx, lower, upper, func(key, v []byte, now int64) error {
-			if len(key) != len(prefix)+timeLen || (len(v) != expiryLen && len(v) != expiryLen+8) {
-				return fmt.Errorf("embedded: corrupt late mark %x", key)
-			}
-			if expired(getExpiry(v), now) {
-				return nil
-			}
-			version := int64(1)
-			if len(v) == expiryLen+8 {
-				version = int64(binary.LittleEndian.Uint64(v[expiryLen:]))
-			}
-			bucket := getTime(key[len(prefix):])
-			lb := byBucket[bucket]
-			if lb == nil {
-				lb = &tiers.LateBucket{Bucket: bucket}
-				byBucket[bucket] = lb
-			}
-			if rewrite {
-				lb.Rewritten = version
-			} else {
-				lb.Version = version
-			}
+		if expired(getExpiry(v), now) {
 			return nil
-		})
-		if err != nil {
-			return nil, err
 		}
-	}
-	out := make([]tiers.LateBucket, 0, len(byBucket))
-	for _, lb := range byBucket {
-		out = append(out, *lb)
-	}
-	slices.SortFunc(out, func(a, b tiers.LateBucket) int { return cmp.Compare(a.Bucket, b.Bucket) })
-	return out, nil
+		version := int64(1)
+		if len(v) == expiryLen+8 {
+			version = int64(binary.LittleEndian.Uint64(v[expiryLen:]))
+		}
+		bucket := getTime(rest[:timeLen])
+		if n := len(out); n == 0 || out[n-1].Bucket != bucket {
+			out = append(out, tiers.LateBucket{Bucket: bucket})
+		}
+		if rewrite {
+			out[len(out)-1].Rewritten = version
+		} else {
+			out[len(out)-1].Version = version
+		}
+		return nil
+	})
+	return out, err
 }
 
 // MarkDirty files each window under (slot, series, window), plus a merge

@@ -47,8 +47,8 @@ func (s *Store) NoteSeries(ctx context.Context, spans []tiers.SeriesInfo) error 
 	return s.commit(b)
 }
 
-// MarkRewritten sets each series' generation to a new version. Commits are
-// ordered and versions increase, so the last one's is the current one.
+// MarkRewritten sets each series' generation to a new version, taken and
+// committed under the lock MarkLate takes too.
 func (s *Store) MarkRewritten(ctx context.Context, ids []string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -62,6 +62,8 @@ func (s *Store) MarkRewritten(ctx context.Context, ids []string) error {
 		return err
 	}
 	defer s.mu.RUnlock()
+	s.versionMu.Lock()
+	defer s.versionMu.Unlock()
 	version := tiers.NewVersion()
 	b := s.db.NewBatch()
 	defer b.Close()

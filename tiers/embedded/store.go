@@ -76,6 +76,10 @@ type Store struct {
 	// retention between the sweeper's scan and its delete would be lost.
 	sweepMu sync.RWMutex
 
+	// versionMu makes taking a version for marks or generations and
+	// committing them one step, so that versions stored never go back.
+	versionMu sync.Mutex
+
 	// secretMu makes get-or-create of a secret atomic: Pebble has no
 	// conditional write, and it is single-process, so a mutex is enough.
 	secretMu sync.Mutex

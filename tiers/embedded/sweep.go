@@ -22,11 +22,10 @@ const (
 )
 
 // expiringRanges are the key ranges whose records carry an expiry: the row
-// tables, then the late index and the rollup log, then the rewrite marks.
+// tables, then the late index and the rollup log.
 var expiringRanges = [][2][]byte{
 	{{kindRaw}, {kindRollup + 1}},
 	{{kindLateMark}, {kindDirty + 1}},
-	{{kindRewriteMark}, {kindRewriteMark + 1}},
 }
 
 func (s *Store) sweepLoop(ctx context.Context, interval time.Duration) {

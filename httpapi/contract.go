@@ -23,8 +23,10 @@ import (
 // finding one costs a map lookup.
 type contract struct {
 	doc *openapi3.T
-	// ops maps "METHOD /pattern" to its operation.
-	ops map[string]*routers.Route
+	// ops maps "METHOD /pattern" to its operation; checks to the same
+	// operation without security requirements, which requests are
+	// validated against (see newContract).
+	ops, checks map[string]*routers.Route
 	// all validates parameters and body; params leaves the body to the
 	// handler.
 	all, params openapi3filter.Options
@@ -47,13 +49,20 @@ func newContract(maxLimit int) (*contract, error) {
 		max := float64(maxLimit)
 		p.Value.Schema.Value.Max = &max
 	}
-	c := &contract{doc: doc, ops: map[string]*routers.Route{}}
+	c := &contract{doc: doc, ops: map[string]*routers.Route{}, checks: map[string]*routers.Route{}}
+	noSecurity := &openapi3.SecurityRequirements{}
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
-			c.ops[method+" "+path] = &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: op}
+			key := method + " " + path
+			c.ops[key] = &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: op}
+			// Tokens are checked by the route guards, before validation.
+			// The validator would read every body whole, unbounded, to
+			// hand it to an authentication function: it checks none here.
+			v := *op
+			v.Security = noSecurity
+			c.checks[key] = &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: &v}
 		}
 	}
-	// Tokens are checked by the route guards, before validation.
 	c.all = openapi3filter.Options{MultiError: true, SkipSettingDefaults: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
 	c.params = c.all
 	c.params.ExcludeRequestBody = true
@@ -71,7 +80,7 @@ func (s *Server) validateRequests(c *contract) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			rctx := chi.RouteContext(r.Context())
 			key := r.Method + " " + rctx.RoutePattern()
-			route := c.ops[key]
+			route := c.checks[key]
 			if route == nil {
 				next.ServeHTTP(w, r)
 				return

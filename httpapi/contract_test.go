@@ -18,6 +18,7 @@ import (
 
 	"github.com/tsgate/tsgate/api"
 	"github.com/tsgate/tsgate/httpapi/apitest"
+	"github.com/tsgate/tsgate/problem"
 )
 
 // The contract, api/openapi.yaml, is enforced three ways: the routes of
@@ -107,7 +108,7 @@ func TestProblemTypesAreDocumented(t *testing.T) {
 	}
 	var enum []string
 	for _, v := range doc.Components.Schemas["Problem"].Value.Properties["type"].Value.Enum {
-		enum = append(enum, strings.TrimPrefix(v.(string), "/docs#problem/"))
+		enum = append(enum, problem.Slug(v.(string)))
 	}
 	used := problemTypesInCode(t)
 	for _, slugs := range []struct {

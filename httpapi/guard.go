@@ -71,7 +71,6 @@ func newGuardMetrics(reg prometheus.Registerer) *guardMetrics {
 	return g
 }
 
-// refuse counts a refusal; the metrics may be absent.
 // CountRefusals wraps e so that its refusals of reads that would plan too
 // many partitions (--max-partitions) are counted among the gateway's
 // refusals, whichever front end sent the read.
@@ -96,6 +95,7 @@ func (c refusalCounter) Query(ctx context.Context, req query.Request) (query.Res
 	return res, c.count(err)
 }
 
+// refuse counts a refusal; the metrics may be absent.
 func (m *Metrics) refuse(reason string) {
 	if m != nil && m.guard != nil {
 		m.guard.refused.WithLabelValues(reason).Inc()
@@ -376,7 +376,7 @@ func refusalOf(p *Problem) string {
 	case http.StatusRequestEntityTooLarge:
 		return refusedBodyTooLarge
 	}
-	return strings.TrimPrefix(p.Type, "/docs#problem/")
+	return problem.Slug(p.Type)
 }
 
 // The names this file and its neighbours use for the problem package's

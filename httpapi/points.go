@@ -21,8 +21,7 @@ type pointDecoder = func(r io.Reader, now int64) ([]ingest.Point, error)
 func (s *Server) decodePoints(w http.ResponseWriter, r *http.Request, decoders map[string]pointDecoder, want string, check func(*ingest.ValidationError)) (points []ingest.Point, ok bool) {
 	decode := decoders[mediaType(r)]
 	if decode == nil {
-		s.deps.Metrics.refuse(refusedMediaType)
-		s.writeProblem(w, r, unsupportedMedia(want, r.Header.Get("Content-Type")))
+		s.refuseProblem(w, r, unsupportedMedia(want, r.Header.Get("Content-Type")))
 		return nil, false
 	}
 	points, err := decode(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), s.deps.Now().UnixMilli())

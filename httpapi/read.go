@@ -180,8 +180,9 @@ func appendAnswerHead(b []byte, res *query.Head) []byte {
 
 // appendItems writes the items of a page separated by commas, and calls
 // flush with b whenever it holds more than flushAt bytes, going on with the
-// buffer flush returns. Raw points of a cached
-// bucket are copied in batches, already encoded.
+// buffer flush returns. Items the result hands over in batches (runs of
+// raw points or of one-row windows, cached or merged in one pass) are
+// copied a batch at a time.
 func appendItems(b []byte, res query.Result, flushAt int, flush func([]byte) ([]byte, error)) ([]byte, error) {
 	h := res.Head()
 	// A batch fills the buffer up to flushAt, as far as the bytes of the

@@ -124,11 +124,10 @@ func BenchmarkWarmHourRead(b *testing.B) {
 	if hits := read(); hits == 0 {
 		b.Fatal("the hour tier's buckets are not served from the cache")
 	}
-	u2 := u
 	b.ReportAllocs()
 	for b.Loop() {
 		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest("GET", u2, nil))
+		h.ServeHTTP(w, httptest.NewRequest("GET", u, nil))
 	}
 }
 

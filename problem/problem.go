@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/params"
@@ -45,7 +46,12 @@ func (p *Problem) Error() string { return p.Detail }
 
 // Type is the type URI of a problem: a fragment of the API reference this
 // gateway serves at /docs, where each is explained.
-func Type(slug string) string { return "/docs#problem/" + slug }
+func Type(slug string) string { return typePrefix + slug }
+
+// Slug is the name a problem type ends in: Type's inverse.
+func Slug(typ string) string { return strings.TrimPrefix(typ, typePrefix) }
+
+const typePrefix = "/docs#problem/"
 
 // New returns a problem of the given slug, title and status.
 func New(status int, slug, title, detail string) *Problem {

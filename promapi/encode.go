@@ -191,7 +191,7 @@ func appendLabels(b []byte, ls labelSet) []byte {
 // types for these; the type is the problem's, so that a client tells them
 // apart.
 func WriteRefusal(w http.ResponseWriter, p *problem.Problem) {
-	typ := strings.TrimPrefix(p.Type, "/docs#problem/")
+	typ := problem.Slug(p.Type)
 	b, _ := json.Marshal(struct {
 		Status    string `json:"status"`
 		ErrorType string `json:"errorType"`

@@ -21,6 +21,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/tsgate/tsgate/api"
+	"github.com/tsgate/tsgate/problem"
 )
 
 // NotInSpec lists routes the server has on purpose outside the document,
@@ -78,7 +79,7 @@ var checkerSetup = sync.OnceValues(func() (*checkerContract, error) {
 	}
 	statuses := map[string]int{}
 	for _, p := range types {
-		statuses["/docs#problem/"+p.Slug] = p.Status
+		statuses[problem.Type(p.Slug)] = p.Status
 	}
 	return &checkerContract{doc: doc, router: router, problemStatus: statuses}, nil
 })

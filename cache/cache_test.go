@@ -87,6 +87,16 @@ func (f *fakeRegistry) NoteSeries(_ context.Context, spans []tiers.SeriesInfo) e
 	return nil
 }
 
+func (f *fakeRegistry) MarkRewritten(_ context.Context, ids []string) error {
+	for _, id := range ids {
+		if info, ok := f.infos[id]; ok {
+			info.Generation++
+			f.infos[id] = info
+		}
+	}
+	return nil
+}
+
 func TestSeriesCacheWidensOnLocalWrites(t *testing.T) {
 	reg := &fakeRegistry{infos: map[string]tiers.SeriesInfo{"a": {ID: "a", First: 10, Last: 20}}}
 	clock := time.Unix(0, 0)

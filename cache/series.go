@@ -16,6 +16,7 @@ import (
 type SeriesRegistry interface {
 	LookupSeries(ctx context.Context, id string) (tiers.SeriesInfo, error)
 	NoteSeries(ctx context.Context, spans []tiers.SeriesInfo) error
+	MarkRewritten(ctx context.Context, ids []string) error
 }
 
 // Series caches registry lookups. A series' span is served from the cache
@@ -118,6 +119,19 @@ func (s *Series) NoteSeries(ctx context.Context, spans []tiers.SeriesInfo) error
 			n.info.Last = max(n.info.Last, sp.Last)
 		}
 		s.lru.Add(sp.ID, &n)
+	}
+	return nil
+}
+
+// MarkRewritten writes through to the registry and drops the series'
+// cached entries, so that local reads key their cached buckets on the new
+// generation at once.
+func (s *Series) MarkRewritten(ctx context.Context, ids []string) error {
+	if err := s.next.MarkRewritten(ctx, ids); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		s.Invalidate(id)
 	}
 	return nil
 }

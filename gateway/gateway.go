@@ -223,16 +223,8 @@ func (w writerStore) NoteSeries(ctx context.Context, spans []tiers.SeriesInfo) e
 	return w.series.NoteSeries(ctx, spans)
 }
 
-// MarkRewritten drops the series' cached entries too, so that local reads
-// key their cached buckets on the new generation at once.
 func (w writerStore) MarkRewritten(ctx context.Context, ids []string) error {
-	if err := w.Store.MarkRewritten(ctx, ids); err != nil {
-		return err
-	}
-	for _, id := range ids {
-		w.series.Invalidate(id)
-	}
-	return nil
+	return w.series.MarkRewritten(ctx, ids)
 }
 
 // registryView looks series up through the cache and lists them from the

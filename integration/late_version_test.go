@@ -5,6 +5,7 @@ package integration
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/cassandra"
@@ -46,5 +47,14 @@ func TestCassandraSchemaAddsTheLateMarkVersion(t *testing.T) {
 	got, err := store.LateBuckets(ctx, "old", tiers.Span{From: 0, To: tiers.Day})
 	if err != nil || len(got) != 1 || got[0].Bucket != 3600000 || got[0].Version != 1 || got[0].Rewritten != 0 {
 		t.Fatalf("the mark written before versions: %+v, %v", got, err)
+	}
+	// A rewrite mark on the same bucket leaves it marked late: its late
+	// points are still read.
+	if err := store.MarkLate(ctx, []tiers.LateMark{{Series: "old", Bucket: 3600000, Retention: time.Now().UnixMilli() - 3600000 + tiers.Day, Rewrite: true}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = store.LateBuckets(ctx, "old", tiers.Span{From: 0, To: tiers.Day})
+	if err != nil || len(got) != 1 || got[0].Version == 0 || got[0].Rewritten == 0 {
+		t.Fatalf("the mark written before versions, then rewritten: %+v, %v", got, err)
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -188,6 +190,43 @@ func ApplySchema(ctx context.Context, cfg Config, p tiers.Pyramid) error {
 	}
 	if err := session.AwaitSchemaAgreement(ctx); err != nil {
 		return fmt.Errorf("cassandra: waiting for schema agreement: %w", err)
+	}
+	return versionLegacyLateMarks(ctx, session, cfg.Keyspace, p.Raw().Retention)
+}
+
+// versionLegacyLateMarks gives late marks written before marks had
+// versions version 1, written at the time the scan starts: a mark written
+// since (which the scan may not have seen) wins, one written before has a
+// version already. Without it such a mark (no version cell) would read, once the
+// bucket also has a rewrite mark, as a bucket without a late partition, and
+// its late points would be left out. It reads the whole late index, one
+// row per marked bucket, so it runs here and not when a gateway starts.
+func versionLegacyLateMarks(ctx context.Context, session *gocql.Session, ks string, rawRetention int64) error {
+	stamp, now := time.Now().UnixMicro(), time.Now().UnixMilli()
+	iter := session.Query(fmt.Sprintf("SELECT series, bucket, version, rewritten FROM %s.%s", ks, tableLateBuckets)).IterContext(ctx)
+	update := fmt.Sprintf("UPDATE %s.%s USING TTL ? AND TIMESTAMP ? SET version = 1 WHERE series = ? AND bucket = ?", ks, tableLateBuckets)
+	var series string
+	var bucket int64
+	var v, rw *int64
+	for iter.Scan(&series, &bucket, &v, &rw) {
+		if v != nil || rw != nil {
+			continue
+		}
+		// The bucket's width is the series' layout's; a month more than the
+		// raw retention outlives every late row of the bucket. A mark past
+		// that would be gone already, unless it was written without a TTL:
+		// then the version has none either.
+		ttl, ok := rowTTL(bucket, rawRetention+31*tiers.Day, now)
+		if !ok {
+			ttl = 0
+		}
+		if err := session.Query(update, ttl, stamp, series, bucket).ExecContext(ctx); err != nil {
+			iter.Close()
+			return fmt.Errorf("cassandra: version the late mark of %q at %d: %w", series, bucket, err)
+		}
+	}
+	if err := iter.Close(); err != nil {
+		return fmt.Errorf("cassandra: read the late index: %w", err)
 	}
 	return nil
 }

@@ -48,7 +48,7 @@ func benchEncode(b *testing.B, rows []tiers.Row) {
 				if i > 0 {
 					buf = append(buf, ',')
 				}
-				buf = appendItem(buf, res, query.Item{T: r.T, Row: r})
+				buf = res.AppendItem(buf, query.Item{T: r.T, Row: r})
 			}
 			buf = append(buf, ']')
 		}

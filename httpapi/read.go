@@ -205,7 +205,7 @@ func appendItems(b []byte, res query.Result, flushAt int, flush func([]byte) ([]
 				b = append(b, ',')
 			}
 			first = false
-			b = appendItem(b, h, res.Item())
+			b = h.AppendItem(b, res.Item())
 		} else {
 			return b, nil
 		}
@@ -216,24 +216,6 @@ func appendItems(b []byte, res query.Result, flushAt int, flush func([]byte) ([]
 			}
 		}
 	}
-}
-
-// appendItem writes one point or window as an array in column order.
-func appendItem(b []byte, res *query.Head, it query.Item) []byte {
-	if res.Plan.Step == 0 {
-		return jsonenc.AppendPoint(b, it.T, it.Row.Value())
-	}
-	b = append(b, '[')
-	b = jsonenc.AppendInt(b, it.T)
-	for _, a := range res.Aggs {
-		b = append(b, ',')
-		if a == query.Count {
-			b = jsonenc.AppendInt(b, it.Row.Count)
-		} else {
-			b = jsonenc.AppendFloat(b, a.Of(it.Row))
-		}
-	}
-	return append(b, ']')
 }
 
 // appendAnswerTail closes the points and writes what is known at the end.

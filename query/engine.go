@@ -17,6 +17,7 @@ import (
 	"iter"
 	"time"
 
+	"github.com/tsgate/tsgate/jsonenc"
 	"github.com/tsgate/tsgate/merge"
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/partial"
@@ -578,6 +579,26 @@ func (r *result) itemOf(row tiers.Row) Item {
 // Item returns the current item.
 func (r *result) Item() Item { return r.item }
 
+// AppendItem writes one item of the page as answers carry it: a raw
+// point as [t,v] (jsonenc.AppendPoint), a window as [t, then the page's
+// aggregates in order], counts as integers.
+func (h *Head) AppendItem(b []byte, it Item) []byte {
+	if h.Plan.Step == 0 {
+		return jsonenc.AppendPoint(b, it.T, it.Row.Value())
+	}
+	b = append(b, '[')
+	b = jsonenc.AppendInt(b, it.T)
+	for _, a := range h.Aggs {
+		b = append(b, ',')
+		if a == Count {
+			b = jsonenc.AppendInt(b, it.Row.Count)
+		} else {
+			b = jsonenc.AppendFloat(b, a.Of(it.Row))
+		}
+	}
+	return append(b, ']')
+}
+
 // Batch is consecutive items of a page handed over at once: raw points,
 // or windows that are one rollup row each.
 type Batch struct {
@@ -591,10 +612,8 @@ func (b Batch) Len() int { return b.s.Len() }
 // Item is the i-th item in the page's order.
 func (b Batch) Item(i int) Item { return b.r.itemOf(b.s.Row(i)) }
 
-// AppendJSON appends the items as an answer writes them, separated by
-// commas, in the page's order: raw points as [t,v]
-// (jsonenc.AppendPoint), windows as [t, then the page's aggregates in
-// order], counts as integers.
+// AppendJSON appends the items as Head.AppendItem writes them, separated
+// by commas, in the page's order.
 func (b Batch) AppendJSON(dst []byte) []byte {
 	if b.r.head.Plan.Step == 0 {
 		return b.s.AppendJSON(dst)

@@ -24,7 +24,6 @@ import (
 	"github.com/tsgate/tsgate/auth"
 	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/ingest"
-	"github.com/tsgate/tsgate/jsonenc"
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/rollup"
@@ -222,22 +221,7 @@ func checkBatch(b query.Batch, h *query.Head, current query.Item) error {
 		if i > 0 {
 			want = append(want, ',')
 		}
-		it := b.Item(i)
-		if h.Plan.Step == 0 {
-			want = jsonenc.AppendPoint(want, it.T, it.Row.Value())
-			continue
-		}
-		want = append(want, '[')
-		want = jsonenc.AppendInt(want, it.T)
-		for _, a := range h.Aggs {
-			want = append(want, ',')
-			if a == query.Count {
-				want = jsonenc.AppendInt(want, it.Row.Count)
-			} else {
-				want = jsonenc.AppendFloat(want, a.Of(it.Row))
-			}
-		}
-		want = append(want, ']')
+		want = h.AppendItem(want, b.Item(i))
 	}
 	if got := b.AppendJSON(nil); string(got) != string(want) {
 		return fmt.Errorf("a batch of %d points encodes as %.60q..., want %.60q...", b.Len(), got, want)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/tsgate/tsgate/gateway"
-	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/embedded"
@@ -132,21 +131,8 @@ func BenchmarkWarmHourRead(b *testing.B) {
 }
 
 // backfill writes one point of series every step over span, with value
-// v(t), through the writer's backfill path in batches.
+// v(t), through the writer's backfill path.
 func backfill(b *testing.B, env *querytest.Env, series string, span tiers.Span, step int64, v func(t int64) float64) {
 	b.Helper()
-	batch := make([]ingest.Point, 0, 50000)
-	flush := func() {
-		if _, err := env.Writer.Backfill(context.Background(), batch); err != nil {
-			b.Fatal(err)
-		}
-		batch = batch[:0]
-	}
-	for t := span.From; t < span.To; t += step {
-		batch = append(batch, ingest.Point{Series: series, T: t, V: v(t)})
-		if len(batch) == cap(batch) {
-			flush()
-		}
-	}
-	flush()
+	querytest.Backfill(b, env.Writer, series, span, step, v)
 }

@@ -41,11 +41,11 @@ import (
 
 	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/httpapi"
-	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/merge"
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/partial"
 	"github.com/tsgate/tsgate/query"
+	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/rollup"
 	"github.com/tsgate/tsgate/router"
 	"github.com/tsgate/tsgate/scan"
@@ -112,27 +112,7 @@ func benchValue(t int64) float64 { return float64((t / 1000) % 1000) }
 // batches, as history imports do.
 func (g *benchGateway) backfill(b *testing.B, series string, span tiers.Span, step int64) int {
 	b.Helper()
-	ctx := context.Background()
-	batch := make([]ingest.Point, 0, 50000)
-	n := 0
-	flush := func() {
-		if len(batch) == 0 {
-			return
-		}
-		if _, err := g.Writer.Backfill(ctx, batch); err != nil {
-			b.Fatalf("backfill %s: %v", series, err)
-		}
-		n += len(batch)
-		batch = batch[:0]
-	}
-	for t := span.From; t < span.To; t += step {
-		batch = append(batch, ingest.Point{Series: series, T: t, V: benchValue(t)})
-		if len(batch) == cap(batch) {
-			flush()
-		}
-	}
-	flush()
-	return n
+	return querytest.Backfill(b, g.Writer, series, span, step, benchValue)
 }
 
 // point is one raw point as a client keeps it.

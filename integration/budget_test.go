@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/router"
@@ -30,19 +29,7 @@ func TestBudgetOnCassandra(t *testing.T) {
 	ctx := context.Background()
 	now := env.Clock.Now().UnixMilli()
 	span := tiers.Span{From: now - 2*tiers.Day, To: now - tiers.Minute}
-	batch := make([]ingest.Point, 0, 20000)
-	for ts := span.From; ts < span.To; ts += tiers.Second {
-		batch = append(batch, ingest.Point{Series: "budget", T: ts, V: float64(ts % 9973)})
-		if len(batch) == cap(batch) {
-			if _, err := env.Writer.Backfill(ctx, batch); err != nil {
-				t.Fatal(err)
-			}
-			batch = batch[:0]
-		}
-	}
-	if _, err := env.Writer.Backfill(ctx, batch); err != nil {
-		t.Fatal(err)
-	}
+	querytest.Backfill(t, env.Writer, "budget", span, tiers.Second, func(ts int64) float64 { return float64(ts % 9973) })
 	raw := router.Resolution{Kind: router.RawPoints}
 	full, _, err := env.ReadAll(ctx, env.Req("budget", span, raw), 100)
 	if err != nil {

@@ -480,7 +480,7 @@ func BenchmarkIngest(b *testing.B) {
 			for c := range bodies {
 				eg.Go(func() error {
 					for _, body := range bodies[c] {
-						if err := post(client, ts.URL+"/v1/points", body); err != nil {
+						if err := post(client, ts.URL+"/v1/points", "application/json", body); err != nil {
 							return err
 						}
 					}
@@ -575,15 +575,16 @@ func jsonBody(series string, batch []point) []byte {
 	return append(buf, ']', '}')
 }
 
-func post(c *http.Client, url string, body []byte) error {
-	resp, err := c.Post(url, "application/json", bytes.NewReader(body))
+// post sends body, of media type ct, and wants a 200.
+func post(c *http.Client, url, ct string, body []byte) error {
+	resp, err := c.Post(url, ct, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("POST /v1/points: %d %s", resp.StatusCode, msg)
+		return fmt.Errorf("POST %s: %d %.500s", url, resp.StatusCode, msg)
 	}
 	return nil
 }

@@ -66,17 +66,26 @@ func httpRead(b *testing.B, base, series, query string, limit int, onPage func(p
 		if i < 0 || j < 0 {
 			b.Fatalf("no points in %.300s", body)
 		}
-		if bytes.Contains(body[j:], []byte(`"partial":true`)) {
-			b.Fatalf("page %d cut short: %.300s", pages, body[j:])
-		}
 		onPage(body[i+len(`"points":[`) : j])
-		k := bytes.Index(body[j:], []byte(`"next_cursor":"`))
-		if k < 0 {
+		var more bool
+		if cursor, more = nextCursor(b, body[j:]); !more {
 			return pages
 		}
-		rest := body[j+k+len(`"next_cursor":"`):]
-		cursor = string(rest[:bytes.IndexByte(rest, '"')])
 	}
+}
+
+// nextCursor reads the end of a page, after its points: the page must be
+// complete; more says whether it has a next cursor.
+func nextCursor(b *testing.B, tail []byte) (cursor string, more bool) {
+	if bytes.Contains(tail, []byte(`"partial":true`)) {
+		b.Fatalf("a page cut short: %.300s", tail)
+	}
+	k := bytes.Index(tail, []byte(`"next_cursor":"`))
+	if k < 0 {
+		return "", false
+	}
+	rest := tail[k+len(`"next_cursor":"`):]
+	return string(rest[:bytes.IndexByte(rest, '"')]), true
 }
 
 // pageBuf is httpRead's body buffer.
@@ -162,15 +171,10 @@ func streamDecodeRead(b *testing.B, base, series, query string, limit int, out [
 		if resp.StatusCode != 200 || state != 2 {
 			b.Fatalf("GET %s: %d %.300s", u, resp.StatusCode, tail)
 		}
-		if bytes.Contains(tail, []byte(`"partial":true`)) {
-			b.Fatalf("a page cut short: %.300s", tail)
-		}
-		k := bytes.Index(tail, []byte(`"next_cursor":"`))
-		if k < 0 {
+		var more bool
+		if cursor, more = nextCursor(b, tail); !more {
 			return out
 		}
-		rest := tail[k+len(`"next_cursor":"`):]
-		cursor = string(rest[:bytes.IndexByte(rest, '"')])
 	}
 }
 
@@ -405,14 +409,8 @@ func appendNDJSON(w *bytes.Buffer, series string, span tiers.Span, step int64) i
 
 func postBody(b *testing.B, url string, body *bytes.Buffer) {
 	b.Helper()
-	resp, err := http.Post(url, "application/x-ndjson", body)
-	if err != nil {
+	if err := post(http.DefaultClient, url, "application/x-ndjson", body.Bytes()); err != nil {
 		b.Fatal(err)
-	}
-	msg, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		b.Fatalf("POST %s: %d %.500s", url, resp.StatusCode, msg)
 	}
 }
 
@@ -627,15 +625,10 @@ func streamRead(b *testing.B, base, series, query string, limit int) {
 		if err != nil || resp.StatusCode != 200 {
 			b.Fatalf("GET %s: %d %v %.300s", u, resp.StatusCode, err, tail.buf)
 		}
-		if bytes.Contains(tail.buf, []byte(`"partial":true`)) {
-			b.Fatalf("a page cut short: %s", tail.buf)
-		}
-		k := bytes.Index(tail.buf, []byte(`"next_cursor":"`))
-		if k < 0 {
+		var more bool
+		if cursor, more = nextCursor(b, tail.buf); !more {
 			return
 		}
-		rest := tail.buf[k+len(`"next_cursor":"`):]
-		cursor = string(rest[:bytes.IndexByte(rest, '"')])
 	}
 }
 

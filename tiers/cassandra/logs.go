@@ -82,10 +82,7 @@ func (s *Store) LateBuckets(ctx context.Context, series string, span tiers.Span)
 		return out, iter.Close()
 	}
 	q := func() *gocql.Query { return s.read(session.Query(s.stmts.lateBuckets, series, span.From, span.To)) }
-	out, err := scan(q())
-	if s.lostRace(err) {
-		out, err = scan(noSpeculation(q()))
-	}
+	out, err := retryLostRace(s, q, scan)
 	if tooFewReplicas(err) {
 		if weak, werr := scan(noSpeculation(q()).Consistency(s.weaker())); werr == nil {
 			return weak, nil
@@ -167,10 +164,7 @@ func (s *Store) DirtyWindows(ctx context.Context, slot int64) ([]tiers.DirtyWind
 				return out, iter.Close()
 			}
 			q := func() *gocql.Query { return s.read(session.Query(s.stmts.dirtyWindows, slot, sh)) }
-			rows, err := scan(q())
-			if s.lostRace(err) {
-				rows, err = scan(noSpeculation(q()))
-			}
+			rows, err := retryLostRace(s, q, scan)
 			if err != nil {
 				return fmt.Errorf("cassandra: rollup log slot %d shard %d: %w", slot, sh, wrapCtx(gctx, err))
 			}

@@ -311,11 +311,20 @@ func (s *Store) lostRace(err error) bool {
 // readOne reads one row into dest with the query q builds, marked as a
 // read, and sends it again without speculation when it lost the race.
 func (s *Store) readOne(ctx context.Context, q func() *gocql.Query, dest ...any) error {
-	err := s.read(q()).ScanContext(ctx, dest...)
-	if s.lostRace(err) {
-		err = noSpeculation(s.read(q())).ScanContext(ctx, dest...)
-	}
+	_, err := retryLostRace(s, func() *gocql.Query { return s.read(q()) }, func(q *gocql.Query) (struct{}, error) {
+		return struct{}{}, q.ScanContext(ctx, dest...)
+	})
 	return err
+}
+
+// retryLostRace reads with the query q builds, and reads again without
+// speculation when the first read lost the race (see lostRace).
+func retryLostRace[T any](s *Store, q func() *gocql.Query, read func(*gocql.Query) (T, error)) (T, error) {
+	v, err := read(q())
+	if s.lostRace(err) {
+		v, err = read(noSpeculation(q()))
+	}
+	return v, err
 }
 
 // noSpeculation turns speculative execution off for one query.

@@ -55,10 +55,10 @@ func TestCassandraStoreConformance(t *testing.T) {
 // reads after a nanosecond, on one node. A speculative attempt there finds
 // no host, and the driver fails the whole read with "no hosts available"
 // while the first attempt is still on its way: the store must not
-// speculate with one node up, and every read path (data pages, registry,
-// listings, logs, checkpoints, the health read) sends a read that lost
-// that race again without speculation (nodes can go down between the
-// store's counts of them).
+// speculate with one node up (it failed before it counted nodes). The
+// second defence, every read path sending a read that lost that race
+// again without speculation (nodes can go down between the store's counts
+// of them), is not reached here: with one node no read speculates.
 func TestSpeculationWithOneNode(t *testing.T) {
 	store, _, _ := freshStore(t, tiers.DefaultPyramid(), func(c *cassandra.Config) {
 		c.SpeculativeDelay = time.Nanosecond

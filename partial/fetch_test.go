@@ -241,6 +241,66 @@ func TestFetchReadsAheadUpToParallelism(t *testing.T) {
 	}
 }
 
+// A read that ends late does not hold the others back: while the first
+// bucket's slow partition is read, the fetch goes on reading later
+// buckets, keeping the parallelism busy, until it has opened aheadFactor
+// times the parallelism of partitions the merge has not passed — and no
+// more, however many buckets remain.
+func TestFetchReadsPastASlowPartition(t *testing.T) {
+	r := rand.New(rand.NewPCG(39, 40))
+	const eb, par = 4, 8
+	span := tiers.Span{From: 0, To: 40000}
+	f := newFixture(r, span, 1000, eb, false)
+	slow := tiers.PartitionKey{Table: tiers.TableRaw, Series: "s", Bucket: 0, EventBucket: 0}
+	release := make(chan struct{})
+	var reads atomic.Int64
+	f.reader.delay = func(k tiers.PartitionKey) time.Duration {
+		if k != slow {
+			reads.Add(1)
+		}
+		return 0
+	}
+	gate := &gatedReader{memReader: f.reader, slow: slow, release: release}
+	var stats Stats
+	s := Fetch(context.Background(), gate, span, f.groups(span, false, false, 1000), false,
+		FetchOptions{Parallelism: par, Lookahead: 1}, &stats)
+	got := make(chan []tiers.Row)
+	go func() { got <- drain(s) }()
+	// Every partition the launcher may open ahead, but the slow one.
+	want := int64(aheadFactor*par - 1)
+	deadline := time.Now().Add(10 * time.Second)
+	for reads.Load() < want && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // a read too many would show now
+	if n := reads.Load(); n != want {
+		t.Fatalf("%d partitions read while the first bucket's slow partition was, want %d", n, want)
+	}
+	close(release)
+	if rows := <-got; !slices.Equal(rows, f.want(span, false)) {
+		t.Fatalf("got %d rows, want %d", len(rows), len(f.want(span, false)))
+	}
+	closeClean(t, s)
+	if m := f.reader.maxOpen.Load(); m > par {
+		t.Fatalf("%d partitions open at once, more than the parallelism %d", m, par)
+	}
+}
+
+// gatedReader holds the read of one partition until release is closed.
+type gatedReader struct {
+	*memReader
+	slow    tiers.PartitionKey
+	release chan struct{}
+}
+
+func (r *gatedReader) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPages {
+	pages := r.memReader.Read(ctx, req)
+	if req.Key == r.slow {
+		<-r.release
+	}
+	return pages
+}
+
 // checkPrefix asserts the watermark law: everything delivered lies before
 // the watermark, and everything before the watermark was delivered.
 func checkPrefix(t *testing.T, got, want []tiers.Row, wm int64, desc bool) {

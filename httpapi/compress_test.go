@@ -209,3 +209,41 @@ func TestCompressedRequestBodies(t *testing.T) {
 		}
 	}
 }
+
+// An answer the spool holds whole goes with its length, in one piece; a
+// longer one streams in chunks. Compressed, neither carries the length of
+// the uncompressed bytes.
+func TestAnswerLength(t *testing.T) {
+	s := newTestServer(t)
+	now := s.Now()
+	var pts []string
+	for i := range 5000 {
+		pts = append(pts, fmt.Sprintf(`{"series":"len","t":%d,"v":%d.5}`, now-2*tiers.Hour+int64(i)*1000, i%89))
+	}
+	s.WritePoints(pts...)
+	for _, c := range []struct {
+		limit  int
+		accept string
+		whole  bool // sent with its own length
+	}{{10, "", true}, {2000, "", true}, {5000, "", false}, {2000, "gzip", false}, {5000, "zstd", false}} {
+		path := fmt.Sprintf("/v1/series/len/points?from=%d&to=%d&resolution=raw&limit=%d", now-2*tiers.Hour, now, c.limit)
+		h := http.Header{}
+		if c.accept != "" {
+			h.Set("Accept-Encoding", c.accept)
+		}
+		resp, b := send(t, s, "GET", path, h, nil)
+		var got struct {
+			Points [][]float64 `json:"points"`
+		}
+		if err := json.Unmarshal(inflate(t, c.accept, b), &got); resp.StatusCode != 200 || err != nil || len(got.Points) != c.limit {
+			t.Fatalf("limit %d %q: %d, %d points, %v", c.limit, c.accept, resp.StatusCode, len(got.Points), err)
+		}
+		chunked := slices.Contains(resp.TransferEncoding, "chunked")
+		if c.whole && (resp.ContentLength != int64(len(b)) || chunked) || !c.whole && c.accept == "" && (resp.ContentLength != -1 || !chunked) {
+			t.Errorf("limit %d %q: %d bytes sent with Content-Length %d, transfer encoding %q", c.limit, c.accept, len(b), resp.ContentLength, resp.TransferEncoding)
+		}
+		if c.accept != "" && resp.ContentLength != -1 && resp.ContentLength != int64(len(b)) {
+			t.Errorf("limit %d %q: %d compressed bytes sent with Content-Length %d", c.limit, c.accept, len(b), resp.ContentLength)
+		}
+	}
+}

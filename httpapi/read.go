@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/go-chi/chi/v5"
@@ -130,6 +131,12 @@ func (s *spool) flushed(b []byte) ([]byte, error) {
 }
 
 func (s *spool) finish() error {
+	if !s.committed {
+		// The whole answer is here: sent with its length, in one write,
+		// rather than as chunks, which cost the client a parse each and
+		// the connection a write per chunk boundary.
+		s.w.Header().Set("Content-Length", strconv.Itoa(len(s.buf)))
+	}
 	s.commit()
 	_, err := s.w.Write(s.buf)
 	s.buf = s.buf[:0]

@@ -84,16 +84,16 @@ func TestCompressedAnswers(t *testing.T) {
 	now := s.Now()
 	var pts []string
 	// More than the spool holds, so that the answer streams in pieces.
-	for i := range 5000 {
-		pts = append(pts, fmt.Sprintf(`{"series":"z","t":%d,"v":%d.25}`, now-2*tiers.Hour+int64(i)*1000, i%97))
+	for i := range 15000 {
+		pts = append(pts, fmt.Sprintf(`{"series":"z","t":%d,"v":%d.25}`, now-5*tiers.Hour+int64(i)*1000, i%97))
 	}
 	s.WritePoints(pts...)
-	path := fmt.Sprintf("/v1/series/z/points?from=%d&to=%d&resolution=raw", now-2*tiers.Hour, now)
+	path := fmt.Sprintf("/v1/series/z/points?from=%d&to=%d&resolution=raw&limit=15000", now-5*tiers.Hour, now)
 	type answer struct {
 		Points [][]float64 `json:"points"`
 	}
 	var plain answer
-	if status := s.Get(path, &plain); status != 200 || len(plain.Points) != 5000 {
+	if status := s.Get(path, &plain); status != 200 || len(plain.Points) != 15000 {
 		t.Fatalf("plain read: %d, %d points", status, len(plain.Points))
 	}
 	plainBytes := 0
@@ -217,16 +217,16 @@ func TestAnswerLength(t *testing.T) {
 	s := newTestServer(t)
 	now := s.Now()
 	var pts []string
-	for i := range 5000 {
-		pts = append(pts, fmt.Sprintf(`{"series":"len","t":%d,"v":%d.5}`, now-2*tiers.Hour+int64(i)*1000, i%89))
+	for i := range 15000 {
+		pts = append(pts, fmt.Sprintf(`{"series":"len","t":%d,"v":%d.5}`, now-5*tiers.Hour+int64(i)*1000, i%89))
 	}
 	s.WritePoints(pts...)
 	for _, c := range []struct {
 		limit  int
 		accept string
 		whole  bool // sent with its own length
-	}{{10, "", true}, {2000, "", true}, {5000, "", false}, {2000, "gzip", false}, {5000, "zstd", false}} {
-		path := fmt.Sprintf("/v1/series/len/points?from=%d&to=%d&resolution=raw&limit=%d", now-2*tiers.Hour, now, c.limit)
+	}{{10, "", true}, {5000, "", true}, {15000, "", false}, {5000, "gzip", false}, {15000, "zstd", false}} {
+		path := fmt.Sprintf("/v1/series/len/points?from=%d&to=%d&resolution=raw&limit=%d", now-5*tiers.Hour, now, c.limit)
 		h := http.Header{}
 		if c.accept != "" {
 			h.Set("Accept-Encoding", c.accept)

@@ -110,8 +110,8 @@ loadtest: build
 # Benchmarks never run in make test. The ones against Cassandra run once
 # (-benchtime 1x): each runs its own interleaved rounds and reports medians.
 bench:
-	$(GO) test -run '^$$' -bench 'EncodePoints|ReadMemory|CompressedPage|DecodeJSON|DecodeNDJSON|Merge|Write|ReadPartition' -benchmem \
-	  ./httpapi/ ./ingest/ ./merge/ ./tiers/embedded/
+	$(GO) test -run '^$$' -bench 'EncodePoints|ReadMemory|CompressedPage|DecodeJSON|DecodeNDJSON|Merge|Write|ReadPartition|ParsePoint' -benchmem \
+	  ./httpapi/ ./ingest/ ./merge/ ./partial/ ./jsonenc/ ./tiers/embedded/
 	scripts/cassandra.sh run $(GO) test -tags integration -run '^$$' -bench . -benchtime 1x -timeout 60m \
 	  ./integration/ $(if $(BENCH_ARGS),-args $(BENCH_ARGS))
 

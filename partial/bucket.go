@@ -135,10 +135,20 @@ func (r *Run) Encode() {
 	var b []byte
 	var ends []uint32
 	if r.Rows == nil {
-		// 13-digit times and short values: about 27 bytes a point.
-		b, ends = make([]byte, 0, 28*len(r.T)), make([]uint32, len(r.T))
-		for i, t := range r.T {
-			b = jsonenc.AppendPoint(b, t, r.V[i])
+		// Sized from the first points, whose times and values are as long
+		// as the rest's as a rule, so that the buffer is written once and
+		// not copied again to drop spare room.
+		n := len(r.T)
+		head := min(n, 64)
+		b, ends = make([]byte, 0, 48*head), make([]uint32, n)
+		for i := range head {
+			b = jsonenc.AppendPoint(b, r.T[i], r.V[i])
+			b = append(b, ',')
+			ends[i] = uint32(len(b))
+		}
+		b = append(make([]byte, 0, len(b)*n/head+len(b)*n/head/32+64), b...)
+		for i := head; i < n; i++ {
+			b = jsonenc.AppendPoint(b, r.T[i], r.V[i])
 			b = append(b, ',')
 			ends[i] = uint32(len(b))
 		}

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/tsgate/tsgate/jsonenc"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -63,6 +64,36 @@ func TestKeptWindowsEqualPieces(t *testing.T) {
 		}
 		if held != charged {
 			t.Fatalf("iteration %d: the run holds %d bytes of windows, charged %d", iter, held, charged)
+		}
+	}
+}
+
+// A raw run's encoding is each point as answers write it, followed by a
+// comma, and Ends marks where each ends: for any length, and when later
+// points are longer than the first ones the buffer was sized from.
+func TestRawEncodingEqualsPoints(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for iter := range 300 {
+		n := r.IntN(400)
+		run := &Run{T: make([]int64, n), V: make([]float64, n)}
+		for i := range n {
+			if i < n/2 || iter%2 == 0 {
+				run.T[i], run.V[i] = int64(i), float64(r.IntN(10))
+			} else {
+				run.T[i], run.V[i] = 1<<62+int64(i), r.NormFloat64()*1e300
+			}
+		}
+		run.Encode()
+		var want []byte
+		for i := range n {
+			want = jsonenc.AppendPoint(want, run.T[i], run.V[i])
+			want = append(want, ',')
+			if int(run.Ends[i]) != len(want) {
+				t.Fatalf("iteration %d: point %d ends at %d, want %d", iter, i, run.Ends[i], len(want))
+			}
+		}
+		if string(run.JSON) != string(want) {
+			t.Fatalf("iteration %d: %d points encoded as\n%.200s\nwant\n%.200s", iter, n, run.JSON, want)
 		}
 	}
 }

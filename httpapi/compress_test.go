@@ -77,17 +77,24 @@ func gzipped(b []byte) []byte {
 	return buf.Bytes()
 }
 
+// writeSeconds writes n points of series, one a second from five hours
+// ago, with values of one decimal.
+func writeSeconds(s *testServer, series string, n int) {
+	now := s.Now()
+	pts := make([]string, n)
+	for i := range pts {
+		pts[i] = fmt.Sprintf(`{"series":%q,"t":%d,"v":%d.25}`, series, now-5*tiers.Hour+int64(i)*1000, i%97)
+	}
+	s.WritePoints(pts...)
+}
+
 // Answers are compressed as Accept-Encoding asks, and only when large
 // enough; each decodes to the answer sent uncompressed.
 func TestCompressedAnswers(t *testing.T) {
 	s := newTestServer(t)
 	now := s.Now()
-	var pts []string
 	// More than the spool holds, so that the answer streams in pieces.
-	for i := range 15000 {
-		pts = append(pts, fmt.Sprintf(`{"series":"z","t":%d,"v":%d.25}`, now-5*tiers.Hour+int64(i)*1000, i%97))
-	}
-	s.WritePoints(pts...)
+	writeSeconds(s, "z", 15000)
 	path := fmt.Sprintf("/v1/series/z/points?from=%d&to=%d&resolution=raw&limit=15000", now-5*tiers.Hour, now)
 	type answer struct {
 		Points [][]float64 `json:"points"`
@@ -216,11 +223,7 @@ func TestCompressedRequestBodies(t *testing.T) {
 func TestAnswerLength(t *testing.T) {
 	s := newTestServer(t)
 	now := s.Now()
-	var pts []string
-	for i := range 15000 {
-		pts = append(pts, fmt.Sprintf(`{"series":"len","t":%d,"v":%d.5}`, now-5*tiers.Hour+int64(i)*1000, i%89))
-	}
-	s.WritePoints(pts...)
+	writeSeconds(s, "len", 15000)
 	for _, c := range []struct {
 		limit  int
 		accept string

@@ -32,6 +32,16 @@ func ParseInt(b []byte) (int64, error) {
 	return n, nil
 }
 
+// appendDigits reads the decimal digits of b from i on into mant, as its
+// lower digits, and returns where they end. (mant may overflow for more
+// than 19 digits in all; the callers check the count.)
+func appendDigits(b []byte, i int, mant uint64) (int, uint64) {
+	for ; i < len(b) && b[i]-'0' <= 9; i++ {
+		mant = mant*10 + uint64(b[i]-'0')
+	}
+	return i, mant
+}
+
 // exactPow10 are the powers of ten a float64 holds exactly.
 var exactPow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
@@ -49,28 +59,20 @@ func ParseFloat(b []byte) (float64, error) {
 	if neg {
 		i++
 	}
-	var mant uint64
-	digits, scale := 0, 0
 	start := i
-	for ; i < len(b) && b[i]-'0' <= 9; i++ {
-		mant = mant*10 + uint64(b[i]-'0')
-		digits++
-	}
+	i, mant := appendDigits(b, i, 0)
 	if i == start {
 		return strconv.ParseFloat(string(b), 64)
 	}
+	scale, point := 0, 0
 	if i < len(b) && b[i] == '.' {
-		i++
-		frac := i
-		for ; i < len(b) && b[i]-'0' <= 9; i++ {
-			mant = mant*10 + uint64(b[i]-'0')
-			digits++
-		}
-		if i == frac {
+		frac := i + 1
+		if i, mant = appendDigits(b, frac, mant); i == frac {
 			return strconv.ParseFloat(string(b), 64)
 		}
-		scale = frac - i
+		scale, point = frac-i, 1
 	}
+	digits := i - start - point
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
 		i++
 		eneg := i < len(b) && b[i] == '-'

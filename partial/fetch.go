@@ -583,10 +583,14 @@ func MergePages(pages [][]tiers.Row, desc bool) *Run {
 			points = r == tiers.PointRow(r.T, r.Sum)
 		}
 	}
-	if points && !desc {
+	if points {
 		run := &Run{T: make([]int64, n), V: make([]float64, n)}
-		k := mergePoints(pages, run.T, run.V)
+		k := mergePoints(pages, desc, run.T, run.V)
 		run.T, run.V = run.T[:k], run.V[:k]
+		if desc {
+			slices.Reverse(run.T)
+			slices.Reverse(run.V)
+		}
 		return run
 	}
 	run := &Run{T: make([]int64, 0, n)}

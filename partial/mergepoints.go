@@ -12,7 +12,8 @@ import (
 // the scan. mergePoints merges them pairwise instead, as a balanced tree
 // of two-way merges over the points' two columns: each point is compared
 // once per level (two levels for the usual four partitions plus one for a
-// late partition), with one comparison and one branch per point.
+// late partition), with one comparison and one branch per point. Pages in
+// descending order merge the same way into descending columns.
 
 // pointColumns are the columns of merged raw points, and scratch space
 // for the levels of a merge.
@@ -23,18 +24,19 @@ type pointColumns struct {
 
 var scratchPool = sync.Pool{New: func() any { return new(pointColumns) }}
 
-// mergePoints merges ascending pages of raw points into t and v (each as
-// long as all pages together), the later page winning on equal times,
-// and returns how many points it wrote.
-func mergePoints(pages [][]tiers.Row, t []int64, v []float64) int {
+// mergePoints merges pages of raw points, ascending or, when desc is
+// set, descending, into t and v (each as long as all pages together) in
+// the same order, the later page winning on equal times, and returns how
+// many points it wrote.
+func mergePoints(pages [][]tiers.Row, desc bool, t []int64, v []float64) int {
 	if len(pages) <= 2 {
-		return mergePointPair(pages, t, v)
+		return mergePointPair(pages, desc, t, v)
 	}
 	sc := scratchPool.Get().(*pointColumns)
 	if cap(sc.t) < len(t) {
 		sc.t, sc.v = make([]int64, len(t)), make([]float64, len(t))
 	}
-	n := mergeLevels(pages, t, v, sc.t[:len(t)], sc.v[:len(t)])
+	n := mergeLevels(pages, desc, t, v, sc.t[:len(t)], sc.v[:len(t)])
 	scratchPool.Put(sc)
 	return n
 }
@@ -43,22 +45,22 @@ func mergePoints(pages [][]tiers.Row, t []int64, v []float64) int {
 // long) for the levels below: each half is merged into the scratch with
 // this level's output as its own scratch, which is free until the halves
 // are merged into it.
-func mergeLevels(pages [][]tiers.Row, t []int64, v []float64, tmpT []int64, tmpV []float64) int {
+func mergeLevels(pages [][]tiers.Row, desc bool, t []int64, v []float64, tmpT []int64, tmpV []float64) int {
 	if len(pages) <= 2 {
-		return mergePointPair(pages, t, v)
+		return mergePointPair(pages, desc, t, v)
 	}
 	h := len(pages) / 2
 	nl := 0
 	for _, p := range pages[:h] {
 		nl += len(p)
 	}
-	a := mergeLevels(pages[:h], tmpT[:nl], tmpV[:nl], t[:nl], v[:nl])
-	b := mergeLevels(pages[h:], tmpT[nl:], tmpV[nl:], t[nl:], v[nl:])
-	return mergeColumns(tmpT[:a], tmpV[:a], tmpT[nl:nl+b], tmpV[nl:nl+b], t, v)
+	a := mergeLevels(pages[:h], desc, tmpT[:nl], tmpV[:nl], t[:nl], v[:nl])
+	b := mergeLevels(pages[h:], desc, tmpT[nl:], tmpV[nl:], t[nl:], v[nl:])
+	return mergeColumns(tmpT[:a], tmpV[:a], tmpT[nl:nl+b], tmpV[nl:nl+b], desc, t, v)
 }
 
 // mergePointPair merges up to two pages of rows into columns.
-func mergePointPair(pages [][]tiers.Row, t []int64, v []float64) int {
+func mergePointPair(pages [][]tiers.Row, desc bool, t []int64, v []float64) int {
 	switch len(pages) {
 	case 0:
 		return 0
@@ -74,7 +76,7 @@ func mergePointPair(pages [][]tiers.Row, t []int64, v []float64) int {
 	i, j, k := 0, 0, 0
 	for i < len(a) && j < len(b) {
 		x, y := a[i].T, b[j].T
-		if x < y {
+		if x != y && (x < y) != desc {
 			t[k], v[k] = x, a[i].Sum
 			i++
 		} else {
@@ -97,14 +99,14 @@ func mergePointPair(pages [][]tiers.Row, t []int64, v []float64) int {
 	return k
 }
 
-// mergeColumns merges two ascending runs of points, b winning on equal
-// times.
-func mergeColumns(at []int64, av []float64, bt []int64, bv []float64, t []int64, v []float64) int {
+// mergeColumns merges two runs of points in the same order, b winning on
+// equal times.
+func mergeColumns(at []int64, av []float64, bt []int64, bv []float64, desc bool, t []int64, v []float64) int {
 	av, bv = av[:len(at)], bv[:len(bt)]
 	i, j, k := 0, 0, 0
 	for i < len(at) && j < len(bt) {
 		x, y := at[i], bt[j]
-		if x < y {
+		if x != y && (x < y) != desc {
 			t[k], v[k] = x, av[i]
 			i++
 		} else {

@@ -90,15 +90,19 @@ func TestMergePagesEqualsBruteForce(t *testing.T) {
 }
 
 // BenchmarkMergePages merges a bucket of 1 Hz raw points read from its
-// four event-bucket partitions, as a cold raw read does for every hour:
-// ascending (the pairwise merge of points) and descending (the scan of
-// every page's head, which descending reads and rollup rows still take).
+// four event-bucket partitions, as a cold raw read does for every hour,
+// in either order (the pairwise merge of points), and the same rows as
+// rollup rows (the scan of every page's head, which rollup rows take).
 func BenchmarkMergePages(b *testing.B) {
 	const n, eb = 3600, 4
 	asc := make([][]tiers.Row, eb)
+	rows := make([][]tiers.Row, eb)
 	for t := range int64(n) {
 		i := tiers.EventBucket(t*1000, eb)
 		asc[i] = append(asc[i], tiers.PointRow(t*1000, float64(t%1000)))
+		row := tiers.PointRow(t*1000, float64(t%1000))
+		row.Count = 60
+		rows[i] = append(rows[i], row)
 	}
 	desc := make([][]tiers.Row, eb)
 	for i, p := range asc {
@@ -109,7 +113,7 @@ func BenchmarkMergePages(b *testing.B) {
 		name  string
 		pages [][]tiers.Row
 		desc  bool
-	}{{"order=asc", asc, false}, {"order=desc", desc, true}} {
+	}{{"points/order=asc", asc, false}, {"points/order=desc", desc, true}, {"rollup-rows/order=asc", rows, false}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
 				if run := MergePages(c.pages, c.desc); len(run.T) != n {

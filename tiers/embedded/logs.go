@@ -16,8 +16,8 @@ import (
 // mark's expiry and a new version; a repeated mark overwrites both, as a
 // Cassandra upsert would. A rewrite mark's key is the late mark's with a
 // byte more, so one ordered scan finds both marks of a bucket side by side.
-// Versions are taken and committed under one lock, so the last commit's
-// version is the largest.
+// Versions are taken and committed in one step (commitVersioned), so the
+// last commit's version is the largest.
 func (s *Store) MarkLate(ctx context.Context, marks []tiers.LateMark) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -30,31 +30,45 @@ func (s *Store) MarkLate(ctx context.Context, marks []tiers.LateMark) error {
 			return fmt.Errorf("embedded: negative retention %d", m.Retention)
 		}
 	}
+	now := s.nowMs()
+	return s.commitVersioned(true, func(b *pebble.Batch, version int64) error {
+		for _, m := range marks {
+			exp := expiry(m.Bucket, m.Retention)
+			if expired(exp, now) {
+				continue
+			}
+			key := appendTime(lateMarkPrefix(m.Series), m.Bucket)
+			if m.Rewrite {
+				key = append(key, rewriteMarkSuffix)
+			}
+			v := binary.LittleEndian.AppendUint64(int64Value(exp), uint64(version))
+			if err := b.Set(key, v, nil); err != nil {
+				return fmt.Errorf("embedded: mark late: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// commitVersioned takes a new version and commits what fill writes with it
+// in one step under versionMu, so that the versions stored never go back.
+// Records that expire are committed as commitExpiring does.
+func (s *Store) commitVersioned(expiring bool, fill func(b *pebble.Batch, version int64) error) error {
 	if err := s.enter(); err != nil {
 		return err
 	}
 	defer s.mu.RUnlock()
 	s.versionMu.Lock()
 	defer s.versionMu.Unlock()
-	now := s.nowMs()
-	version := tiers.NewVersion()
 	b := s.db.NewBatch()
 	defer b.Close()
-	for _, m := range marks {
-		exp := expiry(m.Bucket, m.Retention)
-		if expired(exp, now) {
-			continue
-		}
-		key := appendTime(lateMarkPrefix(m.Series), m.Bucket)
-		if m.Rewrite {
-			key = append(key, rewriteMarkSuffix)
-		}
-		v := binary.LittleEndian.AppendUint64(int64Value(exp), uint64(version))
-		if err := b.Set(key, v, nil); err != nil {
-			return fmt.Errorf("embedded: mark late: %w", err)
-		}
+	if err := fill(b, tiers.NewVersion()); err != nil {
+		return err
 	}
-	return s.commitExpiring(b)
+	if expiring {
+		return s.commitExpiring(b)
+	}
+	return s.commit(b)
 }
 
 // LateBuckets scans the series' marks between the span's bounds, a

@@ -47,8 +47,8 @@ func (s *Store) NoteSeries(ctx context.Context, spans []tiers.SeriesInfo) error 
 	return s.commit(b)
 }
 
-// MarkRewritten sets each series' generation to a new version, taken and
-// committed under the lock MarkLate takes too.
+// MarkRewritten sets each series' generation to a new version (see
+// commitVersioned).
 func (s *Store) MarkRewritten(ctx context.Context, ids []string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -58,21 +58,14 @@ func (s *Store) MarkRewritten(ctx context.Context, ids []string) error {
 			return errBadID
 		}
 	}
-	if err := s.enter(); err != nil {
-		return err
-	}
-	defer s.mu.RUnlock()
-	s.versionMu.Lock()
-	defer s.versionMu.Unlock()
-	version := tiers.NewVersion()
-	b := s.db.NewBatch()
-	defer b.Close()
-	for _, id := range ids {
-		if err := b.Set(generationKey(id), binary.LittleEndian.AppendUint64(nil, uint64(version)), nil); err != nil {
-			return fmt.Errorf("embedded: mark rewritten: %w", err)
+	return s.commitVersioned(false, func(b *pebble.Batch, version int64) error {
+		for _, id := range ids {
+			if err := b.Set(generationKey(id), binary.LittleEndian.AppendUint64(nil, uint64(version)), nil); err != nil {
+				return fmt.Errorf("embedded: mark rewritten: %w", err)
+			}
 		}
-	}
-	return s.commit(b)
+		return nil
+	})
 }
 
 // LookupSeries returns the series' span and its layout history.

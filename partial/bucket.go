@@ -139,16 +139,13 @@ func (r *Run) Encode() {
 		// as the rest's as a rule, so that the buffer is written once and
 		// not copied again to drop spare room.
 		n := len(r.T)
-		head := min(n, 64)
-		b, ends = make([]byte, 0, 48*head), make([]uint32, n)
-		for i := range head {
-			b = jsonenc.AppendPoint(b, r.T[i], r.V[i])
-			b = append(b, ',')
-			ends[i] = uint32(len(b))
-		}
-		b = append(make([]byte, 0, len(b)*n/head+len(b)*n/head/32+64), b...)
-		for i := head; i < n; i++ {
-			b = jsonenc.AppendPoint(b, r.T[i], r.V[i])
+		const head = 64
+		b, ends = make([]byte, 0, 48*min(n, head)), make([]uint32, n)
+		for i, t := range r.T {
+			if i == head {
+				b = append(make([]byte, 0, len(b)*n/head+len(b)*n/head/32+64), b...)
+			}
+			b = jsonenc.AppendPoint(b, t, r.V[i])
 			b = append(b, ',')
 			ends[i] = uint32(len(b))
 		}

@@ -593,12 +593,8 @@ func MergePages(pages [][]tiers.Row, desc bool) *Run {
 		}
 		return run
 	}
-	run := &Run{T: make([]int64, 0, n)}
-	if points {
-		run.V = make([]float64, 0, n)
-	} else {
-		run.Rows = make([]tiers.Row, 0, n)
-	}
+	// Rollup rows: a scan of every page's head for each row.
+	run := &Run{T: make([]int64, 0, n), Rows: make([]tiers.Row, 0, n)}
 	pos := make([]int, len(pages))
 	for {
 		best := -1
@@ -622,15 +618,10 @@ func MergePages(pages [][]tiers.Row, desc bool) *Run {
 		r := pages[best][pos[best]]
 		pos[best]++
 		run.T = append(run.T, r.T)
-		if points {
-			run.V = append(run.V, r.Sum)
-		} else {
-			run.Rows = append(run.Rows, r)
-		}
+		run.Rows = append(run.Rows, r)
 	}
 	if desc {
 		slices.Reverse(run.T)
-		slices.Reverse(run.V)
 		slices.Reverse(run.Rows)
 	}
 	return run

@@ -129,12 +129,6 @@ func (s *Server) need(role auth.Role) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler { return &roleGuard{role: role, s: s, next: next} }
 }
 
-// needGrafana is need for the Grafana datasource routes, whose refusals
-// take the shape the plugin shows.
-func (s *Server) needGrafana(role auth.Role) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler { return &roleGuard{role: role, s: s, grafana: true, next: next} }
-}
-
 func (g *roleGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	toks := g.s.deps.Tokens
 	// A browser sends CORS preflights without credentials; the front end

@@ -289,15 +289,6 @@ type label struct{ name, value string }
 // labelSet is a set of labels sorted by name.
 type labelSet []label
 
-func (ls labelSet) get(name string) (string, bool) {
-	for _, l := range ls {
-		if l.name == name {
-			return l.value, true
-		}
-	}
-	return "", false
-}
-
 func (ls labelSet) key() string {
 	var b strings.Builder
 	for _, l := range ls {

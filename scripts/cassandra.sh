@@ -91,23 +91,8 @@ STOP_TIMEOUT="${CASSANDRA_STOP_TIMEOUT:-60}"
 log() { echo "cassandra.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
 
-# as_root runs a command as root, through sudo when not root already.
-as_root() {
-  if [ "$(id -u)" -eq 0 ]; then
-    "$@"
-  elif command -v sudo >/dev/null 2>&1; then
-    sudo "$@"
-  else
-    die "need root (or sudo) to run: $*"
-  fi
-}
-
-apt_install() {
-  command -v apt-get >/dev/null 2>&1 || die "apt-get not found; install $* by hand"
-  log "installing $* with apt-get"
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
-}
+# shellcheck source=lib/install.sh
+. "$ROOT/scripts/lib/install.sh"
 
 # java_major prints the major version of the java binary $1.
 java_major() {

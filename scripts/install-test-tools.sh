@@ -12,6 +12,10 @@
 # scripts: none of these packages needs one, and some would call home.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+log() { echo "install-test-tools.sh: $*" >&2; }
+die() { log "$*"; exit 1; }
+# shellcheck source=lib/install.sh
+. scripts/lib/install.sh
 missing=()
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
@@ -22,11 +26,8 @@ command -v curl >/dev/null || missing+=(curl)
 command -v python3 >/dev/null || missing+=(python3)
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
-  sudo=""
-  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-  echo "installing ${missing[*]} for the tests (apt-get install)" >&2
-  $sudo apt-get update -qq
-  $sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  echo "installing ${missing[*]} for the tests" >&2
+  apt_install "${missing[@]}"
 fi
 
 # An npm project is installed again when its lock file changed since.

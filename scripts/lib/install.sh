@@ -1,0 +1,23 @@
+# shellcheck shell=bash
+# Installing Debian packages from the project's scripts, as root or as a
+# user with sudo. Source it after defining log and die.
+
+# as_root runs a command as root, through sudo when not root already.
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then
+    "$@"
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo "$@"
+  else
+    die "need root (or sudo) to run: $*"
+  fi
+}
+
+# apt_install installs Debian packages. The environment goes through env,
+# so that the same line works with and without sudo in front of it.
+apt_install() {
+  command -v apt-get >/dev/null 2>&1 || die "apt-get not found; install $* by hand"
+  log "installing $* with apt-get"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}

@@ -14,10 +14,13 @@ as_root() {
 }
 
 # apt_install installs Debian packages. The environment goes through env,
-# so that the same line works with and without sudo in front of it.
+# so that the same line works with and without sudo in front of it; apt
+# waits for the package lock rather than failing when another install
+# (a second test target, the system's own updates) holds it.
 apt_install() {
   command -v apt-get >/dev/null 2>&1 || die "apt-get not found; install $* by hand"
   log "installing $* with apt-get"
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+  local wait=(-o DPkg::Lock::Timeout=600)
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get "${wait[@]}" update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get "${wait[@]}" install -y -qq "$@" >/dev/null
 }

@@ -261,6 +261,21 @@ func (g *Gateway) Handler() http.Handler {
 	return srv.Handler()
 }
 
+// Starting returns the handler a server answers with until the gateway is
+// assembled over a store that ping asks (httpapi.Server.Starting): the
+// routes that need no store, served with the configuration and options
+// New will get, opts.Instruments included.
+func Starting(cfg Config, opts Options, ping func(context.Context) error) http.Handler {
+	if opts.Instruments == nil {
+		opts.Instruments = NewInstruments(opts.Version)
+	}
+	return httpapi.New(httpapi.Deps{
+		Limits: cfg.Query.Limits, Pyramid: cfg.Pyramid, Ready: ping, Logger: opts.Logger, Now: opts.Now,
+		Metrics: opts.Instruments.HTTP, Gatherer: opts.Instruments.Registry, Home: opts.Home,
+		Tokens: opts.Tokens, AuthMetrics: cfg.Auth.Metrics,
+	}, cfg.HTTP).Starting()
+}
+
 // mounts adds the operators' routes to the front ends m.
 func (g *Gateway) mounts(m map[string]http.Handler) map[string]http.Handler {
 	if g.Config.Pprof {

@@ -1673,7 +1673,9 @@ type ClientInterface interface {
 
 	// Readyz Readiness
 	//
-	// The store answers within 2 s.
+	// The store answers within 2 s and the gateway is assembled over it;
+	// otherwise 503 `store-unavailable` whose detail says why (the
+	// store's error, or that the gateway is starting).
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2481,7 +2483,9 @@ func (c *Client) GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) 
 
 // Readyz Readiness
 //
-// The store answers within 2 s.
+// The store answers within 2 s and the gateway is assembled over it;
+// otherwise 503 `store-unavailable` whose detail says why (the
+// store's error, or that the gateway is starting).
 //
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4715,7 +4719,9 @@ type ClientWithResponsesInterface interface {
 
 	// ReadyzWithResponse Readiness
 	//
-	// The store answers within 2 s.
+	// The store answers within 2 s and the gateway is assembled over it;
+	// otherwise 503 `store-unavailable` whose detail says why (the
+	// store's error, or that the gateway is starting).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5932,6 +5938,11 @@ func (r GetOpenAPIResponse) ContentType() string {
 	return ""
 }
 
+// ReadyzResponse503Headers the declared response headers of an HTTP 503 response for Readyz
+type ReadyzResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ReadyzResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -5939,6 +5950,8 @@ type ReadyzResponse struct {
 	JSON200 *Status
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationProblemJSON503 *StoreUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReadyzResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -5985,6 +5998,11 @@ type ListBlockedSeriesResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ListBlockedSeriesResponse503Headers the declared response headers of an HTTP 503 response for ListBlockedSeries
+type ListBlockedSeriesResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ListBlockedSeriesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6002,6 +6020,8 @@ type ListBlockedSeriesResponse struct {
 	ApplicationProblemJSON503 *StoreUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListBlockedSeriesResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListBlockedSeriesResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -6156,6 +6176,11 @@ type RunRollupsResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// RunRollupsResponse503Headers the declared response headers of an HTTP 503 response for RunRollups
+type RunRollupsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type RunRollupsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6179,6 +6204,8 @@ type RunRollupsResponse struct {
 	Headers202 *RunRollupsResponse202Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RunRollupsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RunRollupsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -6352,6 +6379,11 @@ type UnblockSeriesResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// UnblockSeriesResponse503Headers the declared response headers of an HTTP 503 response for UnblockSeries
+type UnblockSeriesResponse503Headers struct {
+	RetryAfter *int
+}
+
 type UnblockSeriesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6369,6 +6401,8 @@ type UnblockSeriesResponse struct {
 	ApplicationProblemJSON503 *StoreUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UnblockSeriesResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UnblockSeriesResponse503Headers
 }
 
 // GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -6435,6 +6469,11 @@ type BlockSeriesResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// BlockSeriesResponse503Headers the declared response headers of an HTTP 503 response for BlockSeries
+type BlockSeriesResponse503Headers struct {
+	RetryAfter *int
+}
+
 type BlockSeriesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6454,6 +6493,8 @@ type BlockSeriesResponse struct {
 	ApplicationProblemJSON503 *StoreUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BlockSeriesResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *BlockSeriesResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -6525,6 +6566,11 @@ type ChangeSeriesLayoutResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ChangeSeriesLayoutResponse503Headers the declared response headers of an HTTP 503 response for ChangeSeriesLayout
+type ChangeSeriesLayoutResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ChangeSeriesLayoutResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6546,6 +6592,8 @@ type ChangeSeriesLayoutResponse struct {
 	ApplicationProblemJSON503 *StoreUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ChangeSeriesLayoutResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ChangeSeriesLayoutResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -6622,6 +6670,11 @@ type ImportPointsResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ImportPointsResponse503Headers the declared response headers of an HTTP 503 response for ImportPoints
+type ImportPointsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ImportPointsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6645,6 +6698,8 @@ type ImportPointsResponse struct {
 	ApplicationProblemJSON503 *StoreUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ImportPointsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ImportPointsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -6731,6 +6786,11 @@ type WritePointsResponse429Headers struct {
 	RetryAfter *int
 }
 
+// WritePointsResponse503Headers the declared response headers of an HTTP 503 response for WritePoints
+type WritePointsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type WritePointsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6758,6 +6818,8 @@ type WritePointsResponse struct {
 	Headers401 *WritePointsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *WritePointsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *WritePointsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -6955,6 +7017,11 @@ type ListSeriesResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ListSeriesResponse503Headers the declared response headers of an HTTP 503 response for ListSeries
+type ListSeriesResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ListSeriesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6974,6 +7041,8 @@ type ListSeriesResponse struct {
 	ApplicationProblemJSON503 *StoreUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListSeriesResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListSeriesResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -7045,6 +7114,11 @@ type GetSeriesResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetSeriesResponse503Headers the declared response headers of an HTTP 503 response for GetSeries
+type GetSeriesResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetSeriesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7066,6 +7140,8 @@ type GetSeriesResponse struct {
 	ApplicationProblemJSON503 *StoreUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetSeriesResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetSeriesResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -7142,6 +7218,11 @@ type GetSeriesLayoutResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetSeriesLayoutResponse503Headers the declared response headers of an HTTP 503 response for GetSeriesLayout
+type GetSeriesLayoutResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetSeriesLayoutResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7163,6 +7244,8 @@ type GetSeriesLayoutResponse struct {
 	ApplicationProblemJSON503 *StoreUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetSeriesLayoutResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetSeriesLayoutResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -7239,6 +7322,11 @@ type ExplainReadResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ExplainReadResponse503Headers the declared response headers of an HTTP 503 response for ExplainRead
+type ExplainReadResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ExplainReadResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7260,6 +7348,8 @@ type ExplainReadResponse struct {
 	ApplicationProblemJSON503 *StoreUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ExplainReadResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ExplainReadResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -7336,6 +7426,11 @@ type ReadPointsResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ReadPointsResponse503Headers the declared response headers of an HTTP 503 response for ReadPoints
+type ReadPointsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ReadPointsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7359,6 +7454,8 @@ type ReadPointsResponse struct {
 	ApplicationProblemJSON504 *BudgetExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ReadPointsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReadPointsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -7798,7 +7895,9 @@ func (c *ClientWithResponses) GetOpenAPIWithResponse(ctx context.Context, reqEdi
 
 // ReadyzWithResponse Readiness
 //
-// The store answers within 2 s.
+// The store answers within 2 s and the gateway is assembled over it;
+// otherwise 503 `store-unavailable` whose detail says why (the
+// store's error, or that the gateway is starting).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8978,6 +9077,19 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 
 	}
 
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ReadyzResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
 	return response, nil
 }
 
@@ -9050,6 +9162,16 @@ func ParseListBlockedSeriesResponse(rsp *http.Response) (*ListBlockedSeriesRespo
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListBlockedSeriesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9222,6 +9344,16 @@ func ParseRunRollupsResponse(rsp *http.Response) (*RunRollupsResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers RunRollupsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9390,6 +9522,16 @@ func ParseUnblockSeriesResponse(rsp *http.Response) (*UnblockSeriesResponse, err
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers UnblockSeriesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9471,6 +9613,16 @@ func ParseBlockSeriesResponse(rsp *http.Response) (*BlockSeriesResponse, error) 
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers BlockSeriesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9559,6 +9711,16 @@ func ParseChangeSeriesLayoutResponse(rsp *http.Response) (*ChangeSeriesLayoutRes
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ChangeSeriesLayoutResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9654,6 +9816,16 @@ func ParseImportPointsResponse(rsp *http.Response) (*ImportPointsResponse, error
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ImportPointsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9766,6 +9938,16 @@ func ParseWritePointsResponse(rsp *http.Response) (*WritePointsResponse, error) 
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers WritePointsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9952,6 +10134,16 @@ func ParseListSeriesResponse(rsp *http.Response) (*ListSeriesResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListSeriesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -10040,6 +10232,16 @@ func ParseGetSeriesResponse(rsp *http.Response) (*GetSeriesResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetSeriesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -10128,6 +10330,16 @@ func ParseGetSeriesLayoutResponse(rsp *http.Response) (*GetSeriesLayoutResponse,
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetSeriesLayoutResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -10216,6 +10428,16 @@ func ParseExplainReadResponse(rsp *http.Response) (*ExplainReadResponse, error) 
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ExplainReadResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -10311,6 +10533,16 @@ func ParseReadPointsResponse(rsp *http.Response) (*ReadPointsResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReadPointsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil

@@ -149,7 +149,7 @@ func (m Main) run(ctx context.Context, c serveConfig, store tiers.Store, opts ga
 	}
 	url := "http://" + ln.Addr().String()
 	var front handoff
-	front.set(httpapi.Starting(store.Ping))
+	front.set(gateway.Starting(c.Config, opts, store.Ping))
 	server := httpapi.NewHTTPServer(c.HTTP.Limits, &front, log, opts.Instruments.HTTP)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- server.Serve(c.HTTP.Limits.Listener(ln)) }()

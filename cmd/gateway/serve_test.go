@@ -197,3 +197,77 @@ func TestServeStopsWhileAssembling(t *testing.T) {
 		t.Fatalf("serve did not stop within 10 s of the signal:\n%s", out.String())
 	}
 }
+
+// While the store is unavailable, what needs no store is served: probes,
+// metrics, the dashboard, the API reference and the contract. What needs
+// the store is the store-unavailable problem with the reason and when to
+// retry.
+func TestServeWithoutItsStore(t *testing.T) {
+	var up atomic.Bool
+	addr := freeAddr(t)
+	base := "http://" + addr
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &lockedBuffer{}
+	m := Main{Stdout: out, Stderr: out, LookupEnv: func(string) (string, bool) { return "", false },
+		openStore: func(ctx context.Context, c gateway.Config, o gateway.Options) (tiers.Store, error) {
+			s, err := gateway.OpenStore(ctx, c, o)
+			if err != nil {
+				return nil, err
+			}
+			return gatedStore{s, &up}, nil
+		}}
+	code := make(chan int, 1)
+	go func() {
+		code <- m.Run(ctx, []string{"serve", "--addr", addr, "--data-dir", t.TempDir(), "--log-level", "error"})
+	}()
+	waitUntil(t, code, out, "/healthz to answer", func() error {
+		_, _, err := fresh("GET", base+"/healthz", "")
+		return err
+	})
+	for _, c := range []struct {
+		path, contentType, fragment string
+	}{
+		{"/healthz", "application/json", `"ok"`},
+		{"/metrics", "text/plain", `tsgate_build_info{goversion="go`},
+		{"/", "text/html", "<html"},
+		{"/docs", "text/html", "store-unavailable"},
+		{"/openapi.yaml", "application/yaml", "openapi: 3"},
+	} {
+		resp, err := http.Get(base + c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), c.contentType) || !strings.Contains(string(b), c.fragment) {
+			t.Errorf("GET %s while the store is down: %d %s, want 200 %s with %q:\n%.300s", c.path, resp.StatusCode, resp.Header.Get("Content-Type"), c.contentType, c.fragment, b)
+		}
+	}
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/readyz", ""}, {"GET", "/v1/series", ""}, {"GET", "/v1/series/a/points?from=now-1h", ""},
+		{"POST", "/v1/points", `{"points":[{"series":"a","t":1,"v":1}]}`}, {"GET", "/grafana/", ""},
+	} {
+		req, _ := http.NewRequest(c.method, base+c.path, strings.NewReader(c.body))
+		if c.body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 503 || resp.Header.Get("Content-Type") != "application/problem+json" ||
+			!strings.Contains(string(b), "/docs#problem/store-unavailable") || !strings.Contains(string(b), errUnreachable.Error()) {
+			t.Errorf("%s %s while the store is down: %d %s", c.method, c.path, resp.StatusCode, b)
+		}
+		if ra := resp.Header.Get("Retry-After"); ra == "" || strings.Trim(ra, "0123456789") != "" {
+			t.Errorf("%s %s while the store is down: Retry-After %q, want seconds", c.method, c.path, ra)
+		}
+	}
+	cancel()
+	if c := <-code; c != 0 {
+		t.Fatalf("serve exited with %d:\n%s", c, out.String())
+	}
+}

@@ -104,6 +104,20 @@ func TestGatewayBeforeCluster(t *testing.T) {
 	expectProblem(t, "/readyz", status, body, err, 503, "not ready: cassandra: not connected", "connection refused", nodes[0])
 	status, body, err = call(gw, "GET", "/v1/series", nil)
 	expectProblem(t, "list series", status, body, err, 503, "store-unavailable")
+	// What needs no store is served meanwhile.
+	for _, path := range []string{"/metrics", "/docs", "/openapi.yaml", "/"} {
+		if status, body, err := call(gw, "GET", path, nil); err != nil || status != 200 {
+			t.Fatalf("GET %s with no node up: %d %.200s %v", path, status, body, err)
+		}
+	}
+	resp, err := httpClient.Get(gw.URL + "/v1/series")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("GET /v1/series with no node up: %d without Retry-After", resp.StatusCode)
+	}
 	s := uniq("early")
 	now := time.Now().UnixMilli()
 	status, body, err = call(gw, "POST", "/v1/points", writeBody(s, []point{{now - 1000, 1}}))

@@ -143,7 +143,8 @@ fetch_classpath() {
   rm -rf "$LIB"
   mv "$tmp" "$LIB"
   touch "$LIB/.complete"
-  log "fetched $(ls "$LIB"/*.jar | wc -l) jars in $((SECONDS - t0)) s"
+  local jars=("$LIB"/*.jar)
+  log "fetched ${#jars[@]} jars in $((SECONDS - t0)) s"
 }
 
 # ensure_node_tools checks the settings every node shares and installs what
@@ -196,8 +197,9 @@ release_version() {
 }
 
 jvm_opts() {
-  local jamm
-  jamm="$(ls "$LIB"/jamm-*.jar | head -n 1)"
+  local jamms=("$LIB"/jamm-*.jar) jamm
+  jamm="${jamms[0]}"
+  [ -f "$jamm" ] || die "no jamm jar in $LIB"
   JVM_OPTS=(
     # Heap and G1 settings of Cassandra's conf/jvm17-server.options.
     "-Xms$HEAP" "-Xmx$HEAP"
@@ -425,8 +427,9 @@ cl_pid() {
 cl_check_node_arg() {
   local n
   n="$(cl_size)"
-  [[ "${1:-}" =~ ^[0-9]+$ ]] && [ "$1" -ge 1 ] && [ "$1" -le "$n" ] \
-    || die "cluster: NODE must be a number from 1 to $n (the cluster's size), not '${1:-}'"
+  if ! [[ "${1:-}" =~ ^[0-9]+$ ]] || [ "$1" -lt 1 ] || [ "$1" -gt "$n" ]; then
+    die "cluster: NODE must be a number from 1 to $n (the cluster's size), not '${1:-}'"
+  fi
 }
 
 # cl_token prints node $1's token of $2 evenly spaced Murmur3 tokens, computed
@@ -536,7 +539,9 @@ cl_fail() {
 
 cmd_cluster_start() {
   local n="${1:-3}" i t0 elapsed deadline addr
-  [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 9 ] || die "cluster start: N must be from 1 to 9, not '$n'"
+  if ! [[ "$n" =~ ^[0-9]+$ ]] || [ "$n" -lt 1 ] || [ "$n" -gt 9 ]; then
+    die "cluster start: N must be from 1 to 9, not '$n'"
+  fi
   for ((i = 1; i <= $(cl_size); i++)); do
     if cl_pid "$i" >/dev/null; then
       echo "a cluster of $(cl_size) nodes is already running ($(cl_hosts "$(cl_size)"))"

@@ -23,6 +23,9 @@
 #   make loadtest        reads and writes at 4× --max-inflight for 30 s, on the
 #                        embedded store and on a Cassandra node on port 9142
 #                        (docs/benchmarks.md); never part of make test
+#   make install-check   scripts/install-test-tools.sh on a bare Debian bookworm root
+#                        (debootstrap, chroot), as root and as a user with sudo;
+#                        needs root or sudo; not part of make test
 #   make cassandra-up    start the local single-node Cassandra (scripts/cassandra.sh)
 #   make cassandra-down  stop it
 #
@@ -44,7 +47,7 @@ BENCH_ARGS ?=
 FUZZTIME ?= 60s
 FUZZ ?= .
 
-.PHONY: build generate run test vet shellcheck lint unit-test client-test browser-test integration-test cluster-test bench fuzz loadtest cassandra-up cassandra-down
+.PHONY: build generate run test vet shellcheck lint install-check unit-test client-test browser-test integration-test cluster-test bench fuzz loadtest cassandra-up cassandra-down
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/gateway ./cmd/gateway
@@ -69,6 +72,9 @@ vet:
 shellcheck:
 	@scripts/install-test-tools.sh
 	shellcheck $$(git ls-files --cached --others --exclude-standard 'scripts/*.sh')
+
+install-check:
+	scripts/install-check.sh
 
 # The linters and their exceptions (each with its reason) are in api/lint.
 # Redocly exits 0 on warnings; the contract must have none.

@@ -8,6 +8,8 @@
 #                                     answers CQL, 3 if it is not running, 1 if it runs but
 #                                     does not answer
 #   scripts/cassandra.sh cql STMT...  run one CQL statement, print rows tab-separated
+#   scripts/cassandra.sh tools        install what starting a node needs, when missing:
+#                                     JDK 17 and Maven (apt-get, through sudo when not root)
 #   scripts/cassandra.sh cluster start [N]     a cluster of N nodes (3), node i on 127.0.0.i,
 #                                     started one after another; returns once every node
 #                                     lists the others as peers and all agree on the schema
@@ -685,12 +687,22 @@ cmd_cluster() {
   esac
 }
 
+# cmd_tools installs the JDK and Maven ahead of a first start (scripts/
+# install-test-tools.sh), so that a machine is set up once, as a person
+# with sudo, rather than in the middle of a test run.
+cmd_tools() {
+  ensure_java17
+  command -v mvn >/dev/null 2>&1 || apt_install maven
+  echo "JDK 17: $JAVA_HOME17; Maven: $(command -v mvn)"
+}
+
 case "${1:-}" in
   start) cmd_start ;;
+  tools) cmd_tools ;;
   stop) cmd_stop ;;
   status) cmd_status ;;
   cql) shift; cmd_cql "$@" ;;
   run) shift; cmd_run "$@" ;;
   cluster) shift; cmd_cluster "$@" ;;
-  *) echo "usage: $0 start|stop|status|cql STATEMENT...|run COMMAND...|cluster ..." >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|status|cql STATEMENT...|run COMMAND...|tools|cluster ..." >&2; exit 2 ;;
 esac

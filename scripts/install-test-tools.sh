@@ -6,6 +6,7 @@
 # web/e2e, /usr/bin/chromium driven by playwright-core, which downloads no
 # browser of its own), curl (the runnable API examples, the client tests),
 # Python with venv (the Python client) and shellcheck (make shellcheck);
+# JDK 17 and Maven for the Cassandra test node (scripts/cassandra.sh tools);
 # then the npm projects api/lint and api/clients/typescript (npm ci, from
 # their committed package-lock.json) and the Python client generator in a
 # venv under api/clients/python/.venv (git-ignored). npm runs no install
@@ -30,6 +31,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]} for the tests" >&2
   apt_install "${missing[@]}"
 fi
+scripts/cassandra.sh tools >/dev/null
 
 # An npm project is installed again when its lock file changed since.
 for dir in api/lint api/clients/typescript; do

@@ -410,7 +410,10 @@ type BatchQuery struct {
 	// Resolution `auto`, `raw`, or a window duration of at least 1 s.
 	Resolution *ResolutionText `json:"resolution,omitempty"`
 
-	// Series 1 to 200 characters of letters, digits and `_ . : -`.
+	// Series 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
+	// and `..`: URLs drop those as path segments, so such a series could
+	// be written but not read at `/v1/series/{id}`.
+	//
 	//
 	// Example: sensor-1
 	Series SeriesID `json:"series"`
@@ -475,7 +478,10 @@ type BlockedList struct {
 type BlockedSeries struct {
 	Reason string `json:"reason"`
 
-	// Series 1 to 200 characters of letters, digits and `_ . : -`.
+	// Series 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
+	// and `..`: URLs drop those as path segments, so such a series could
+	// be written but not read at `/v1/series/{id}`.
+	//
 	//
 	// Example: sensor-1
 	Series SeriesID `json:"series"`
@@ -556,7 +562,10 @@ type GrafanaMetric struct {
 	// Payloads The payload options the builder offers for it.
 	Payloads []GrafanaPayloadConfig `json:"payloads"`
 
-	// Value 1 to 200 characters of letters, digits and `_ . : -`.
+	// Value 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
+	// and `..`: URLs drop those as path segments, so such a series could
+	// be written but not read at `/v1/series/{id}`.
+	//
 	//
 	// Example: sensor-1
 	Value SeriesID `json:"value"`
@@ -662,7 +671,10 @@ type LayoutEntry struct {
 
 // LayoutHistory defines model for LayoutHistory.
 type LayoutHistory struct {
-	// ID 1 to 200 characters of letters, digits and `_ . : -`.
+	// ID 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
+	// and `..`: URLs drop those as path segments, so such a series could
+	// be written but not read at `/v1/series/{id}`.
+	//
 	//
 	// Example: sensor-1
 	ID SeriesID `json:"id"`
@@ -762,7 +774,10 @@ type PlannedBucket struct {
 
 // Point One point to write.
 type Point struct {
-	// Series 1 to 200 characters of letters, digits and `_ . : -`.
+	// Series 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
+	// and `..`: URLs drop those as path segments, so such a series could
+	// be written but not read at `/v1/series/{id}`.
+	//
 	//
 	// Example: sensor-1
 	Series SeriesID `json:"series"`
@@ -814,7 +829,10 @@ type PointsAnswer struct {
 	// Segments Which tier served which part of the range, in time order.
 	Segments []Segment `json:"segments"`
 
-	// Series 1 to 200 characters of letters, digits and `_ . : -`.
+	// Series 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
+	// and `..`: URLs drop those as path segments, so such a series could
+	// be written but not read at `/v1/series/{id}`.
+	//
 	//
 	// Example: sensor-1
 	Series SeriesID `json:"series"`
@@ -950,7 +968,10 @@ type SeriesDetail struct {
 	// Example: 1768487842123
 	First Millis `json:"first"`
 
-	// ID 1 to 200 characters of letters, digits and `_ . : -`.
+	// ID 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
+	// and `..`: URLs drop those as path segments, so such a series could
+	// be written but not read at `/v1/series/{id}`.
+	//
 	//
 	// Example: sensor-1
 	ID SeriesID `json:"id"`
@@ -962,7 +983,9 @@ type SeriesDetail struct {
 	Tiers []TierInfo `json:"tiers"`
 }
 
-// SeriesID 1 to 200 characters of letters, digits and `_ . : -`.
+// SeriesID 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
+// and `..`: URLs drop those as path segments, so such a series could
+// be written but not read at `/v1/series/{id}`.
 //
 // Example: sensor-1
 type SeriesID = string
@@ -974,12 +997,20 @@ type SeriesList struct {
 	Series     []SeriesSummary `json:"series"`
 }
 
+// SeriesPrefix The beginning of series ids: 1 to 200 characters of letters, digits and `_ . : -`.
+//
+// Example: sensor-
+type SeriesPrefix = string
+
 // SeriesSummary defines model for SeriesSummary.
 type SeriesSummary struct {
 	// First Time of the series' first point.
 	First int64 `json:"first"`
 
-	// ID 1 to 200 characters of letters, digits and `_ . : -`.
+	// ID 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
+	// and `..`: URLs drop those as path segments, so such a series could
+	// be written but not read at `/v1/series/{id}`.
+	//
 	//
 	// Example: sensor-1
 	ID SeriesID `json:"id"`
@@ -1061,7 +1092,10 @@ type WidePartition struct {
 	// Rows Estimated rows.
 	Rows int64 `json:"rows"`
 
-	// Series 1 to 200 characters of letters, digits and `_ . : -`.
+	// Series 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
+	// and `..`: URLs drop those as path segments, so such a series could
+	// be written but not read at `/v1/series/{id}`.
+	//
 	//
 	// Example: sensor-1
 	Series SeriesID `json:"series"`
@@ -1088,7 +1122,9 @@ type WriteRequest struct {
 	Points []Point `json:"points"`
 }
 
-// PathSeriesID 1 to 200 characters of letters, digits and `_ . : -`.
+// PathSeriesID 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
+// and `..`: URLs drop those as path segments, so such a series could
+// be written but not read at `/v1/series/{id}`.
 //
 // Example: sensor-1
 type PathSeriesID = SeriesID
@@ -1174,7 +1210,7 @@ type RunRollupsParams struct {
 // ListSeriesParams defines parameters for ListSeries.
 type ListSeriesParams struct {
 	// Prefix Only series whose id starts with this text.
-	Prefix *SeriesID `form:"prefix,omitempty" json:"prefix,omitempty"`
+	Prefix *SeriesPrefix `form:"prefix,omitempty" json:"prefix,omitempty"`
 
 	// Limit Page size in series.
 	Limit *int32 `form:"limit,omitempty" json:"limit,omitempty"`

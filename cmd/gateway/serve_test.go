@@ -75,8 +75,8 @@ func TestServeOnceTheStoreComesUp(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out := &lockedBuffer{}
-	now := time.Date(2024, 3, 1, 0, 30, 0, 0, time.UTC)
-	m := Main{Stdout: out, Stderr: out, LookupEnv: func(string) (string, bool) { return "", false }, Now: func() time.Time { return now },
+	now := testClock()
+	m := Main{Stdout: out, Stderr: out, LookupEnv: func(string) (string, bool) { return "", false }, Now: testClock,
 		openStore: func(ctx context.Context, c gateway.Config, o gateway.Options) (tiers.Store, error) {
 			s, err := gateway.OpenStore(ctx, c, o)
 			if err != nil {
@@ -169,8 +169,7 @@ func TestServeStopsWhileAssembling(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out := &lockedBuffer{}
-	now := time.Date(2024, 3, 1, 0, 30, 0, 0, time.UTC)
-	m := Main{Stdout: out, Stderr: out, LookupEnv: func(string) (string, bool) { return "", false }, Now: func() time.Time { return now }}
+	m := Main{Stdout: out, Stderr: out, LookupEnv: func(string) (string, bool) { return "", false }, Now: testClock}
 	code := make(chan int, 1)
 	go func() {
 		code <- m.Run(ctx, []string{"serve", "--addr", addr, "--data-dir", t.TempDir(), "--demo", "--rollup-interval", "0", "--log-level", "error"})

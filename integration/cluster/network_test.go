@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tsgate/tsgate/httpapi/apitest"
+	"github.com/tsgate/tsgate/tiers/storetest"
 )
 
 var slowRounds = flag.Int("slow.rounds", 3, "TestSlowReplica: rounds of 10 reads per case (more for docs/benchmarks.md)")
@@ -82,7 +83,7 @@ func percentile(ds []time.Duration, q float64) time.Duration {
 // without them. Then the proxy drops every connection: no request outlives
 // its budget, and the driver reconnects through the proxy once it is back.
 func TestSlowReplica(t *testing.T) {
-	now := time.Now().Truncate(time.Hour)
+	now := storetest.Start().Truncate(time.Hour)
 	px := newProxy(t, "127.0.1.3", nodes[2], true)
 	cfg := baseConfig(keyspace)
 	cfg.Hosts = nodes[:2]

@@ -111,3 +111,28 @@ func TestSIGHUPWithoutTokens(t *testing.T) {
 		t.Fatalf("after SIGTERM: %v\n%s", err, p.out.String())
 	}
 }
+
+// SIGTERM and SIGINT stop the process while it waits for a store that
+// does not answer, promptly and with status 0.
+func TestSignalWhileWaitingForTheStore(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		addr, nowhere := freeAddr(t), freeAddr(t)
+		p := startProcess(t, "serve", "--addr", addr, "--store", "cassandra", "--cassandra-hosts", nowhere,
+			"--cassandra-reconnect-interval", "100ms")
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			status, _, err := fresh("GET", "http://"+addr+"/readyz", "")
+			if err == nil && status == 503 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%v: /readyz did not answer 503: %d %v\n%s", sig, status, err, p.out.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		p.signal(t, sig)
+		if err := p.waitExit(t, 10*time.Second); err != nil {
+			t.Fatalf("%v while waiting for the store: %v\n%s", sig, err, p.out.String())
+		}
+	}
+}

@@ -3,10 +3,11 @@
 #   make build           bin/gateway
 #   make generate        regenerate the Go client from api/openapi.yaml
 #   make run             the gateway on the embedded store (./data) with demo series
-#   make test            vet, lint the contract, unit tests, the generated clients
+#   make test            vet, shellcheck, lint the contract, unit tests, the generated clients
 #                        against a gateway, browser tests of the dashboard, then
 #                        integration tests against Cassandra: a single node, then
 #                        a three-node cluster (cluster-test)
+#   make shellcheck      shellcheck over every script under scripts/ (.shellcheckrc)
 #   make lint            Redocly's and Spectral's rulesets on api/openapi.yaml
 #   make client-test     TypeScript and Python clients generated from the contract,
 #                        against a gateway on the embedded store
@@ -22,6 +23,9 @@
 #   make loadtest        reads and writes at 4× --max-inflight for 30 s, on the
 #                        embedded store and on a Cassandra node on port 9142
 #                        (docs/benchmarks.md); never part of make test
+#   make install-check   scripts/install-test-tools.sh on a bare Debian bookworm root
+#                        (debootstrap, chroot), as root and as a user with sudo;
+#                        needs root or sudo; not part of make test
 #   make cassandra-up    start the local single-node Cassandra (scripts/cassandra.sh)
 #   make cassandra-down  stop it
 #
@@ -43,7 +47,7 @@ BENCH_ARGS ?=
 FUZZTIME ?= 60s
 FUZZ ?= .
 
-.PHONY: build generate run test vet lint unit-test client-test browser-test integration-test cluster-test bench fuzz loadtest cassandra-up cassandra-down
+.PHONY: build generate run test vet shellcheck lint install-check unit-test client-test browser-test integration-test cluster-test bench fuzz loadtest cassandra-up cassandra-down
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/gateway ./cmd/gateway
@@ -56,12 +60,21 @@ generate:
 run:
 	$(GO) run -ldflags "-X main.version=$(VERSION)" ./cmd/gateway serve --demo --data-dir data
 
-test: vet lint unit-test client-test browser-test integration-test cluster-test
+test: vet shellcheck lint unit-test client-test browser-test integration-test cluster-test
 
 vet:
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./integration/...
 	$(GO) vet -tags cluster ./integration/cluster/
+
+# Every shell script of the project; an exception would be an inline
+# directive with its reason.
+shellcheck:
+	@scripts/install-test-tools.sh
+	shellcheck $$(git ls-files --cached --others --exclude-standard 'scripts/*.sh')
+
+install-check:
+	scripts/install-check.sh
 
 # The linters and their exceptions (each with its reason) are in api/lint.
 # Redocly exits 0 on warnings; the contract must have none.

@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/tsgate/tsgate/auth"
 	"github.com/tsgate/tsgate/cache"
@@ -47,8 +46,10 @@ type Options struct {
 	// nil.
 	Now    func() time.Time
 	Logger *slog.Logger
-	// Registry receives the gateway's metrics; a new one when nil.
-	Registry *prometheus.Registry
+	// Instruments are the registry and the HTTP metrics, made before the
+	// gateway when its server starts first (NewInstruments); new ones
+	// when nil.
+	Instruments *Instruments
 	// WrapReader decorates the partition reader that reads answers (tests
 	// slow it down or make it fail); nil leaves it as it is.
 	WrapReader func(tiers.PartitionReader) tiers.PartitionReader
@@ -128,16 +129,11 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	reg := opts.Registry
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	inst := opts.Instruments
+	if inst == nil {
+		inst = NewInstruments(opts.Version)
 	}
-	version := opts.Version
-	if version == "" {
-		version = "dev"
-	}
-	registerBuildInfo(reg, version)
+	reg := inst.Registry
 	sm := newStoreMetrics(reg)
 	if err := CheckPyramid(ctx, store, cfg.Pyramid); err != nil {
 		return nil, err
@@ -175,7 +171,7 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 		)
 		invalidate = buckets.Invalidate
 	}
-	g.Metrics = httpapi.NewMetrics(reg)
+	g.Metrics = inst.HTTP
 	g.PromMetrics = promapi.NewMetrics(reg)
 	engine := query.New(query.Deps{
 		Store: newEngineStore(reader, store, g.Layouts.Guard(g.Series), buckets), Pyramid: cfg.Pyramid,
@@ -263,6 +259,21 @@ func (g *Gateway) Handler() http.Handler {
 		Tokens:      g.opts.Tokens, AuthMetrics: g.Config.Auth.Metrics,
 	}, g.Config.HTTP)
 	return srv.Handler()
+}
+
+// Starting returns the handler a server answers with until the gateway is
+// assembled over a store that ping asks (httpapi.Server.Starting): the
+// routes that need no store, served with the configuration and options
+// New will get, opts.Instruments included.
+func Starting(cfg Config, opts Options, ping func(context.Context) error) http.Handler {
+	if opts.Instruments == nil {
+		opts.Instruments = NewInstruments(opts.Version)
+	}
+	return httpapi.New(httpapi.Deps{
+		Limits: cfg.Query.Limits, Pyramid: cfg.Pyramid, Ready: ping, Logger: opts.Logger, Now: opts.Now,
+		Metrics: opts.Instruments.HTTP, Gatherer: opts.Instruments.Registry, Home: opts.Home,
+		Tokens: opts.Tokens, AuthMetrics: cfg.Auth.Metrics,
+	}, cfg.HTTP).Starting()
 }
 
 // mounts adds the operators' routes to the front ends m.

@@ -33,7 +33,7 @@ func (r *lateReads) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPa
 // bucket's late mark a new version, which the next read's cache key
 // carries.
 func TestLateWritesAfterCachedReadsAreSeen(t *testing.T) {
-	store, err := embedded.Open(t.TempDir(), embedded.Options{SweepInterval: -1})
+	store, err := embedded.Open(t.TempDir(), embedded.Options{Now: querytest.Start, SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/tsgate/tsgate/httpapi"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -32,6 +34,28 @@ func newStoreMetrics(reg prometheus.Registerer) *storeMetrics {
 	}
 	reg.MustRegister(m.reads, m.writes)
 	return m
+}
+
+// Instruments are the metrics that exist before the gateway is assembled:
+// the registry, with Go's, the process's and the build's metrics, and the
+// HTTP metrics. A server that starts before its store is ready counts its
+// requests and serves /metrics with them; New adds the gateway's own
+// metrics to the same registry.
+type Instruments struct {
+	Registry *prometheus.Registry
+	HTTP     *httpapi.Metrics
+}
+
+// NewInstruments returns the instruments of a gateway of version ("dev"
+// when empty).
+func NewInstruments(version string) *Instruments {
+	if version == "" {
+		version = "dev"
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerBuildInfo(reg, version)
+	return &Instruments{Registry: reg, HTTP: httpapi.NewMetrics(reg)}
 }
 
 // registerBuildInfo publishes the version the gateway was built as.

@@ -13,7 +13,7 @@ import (
 
 func TestPprofOnlyWhenTurnedOn(t *testing.T) {
 	for _, on := range []bool{false, true} {
-		store, err := embedded.OpenInMemory(embedded.Options{SweepInterval: -1})
+		store, err := embedded.OpenInMemory(embedded.Options{Now: querytest.Start, SweepInterval: -1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func TestPprofNeedsAdmin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := embedded.OpenInMemory(embedded.Options{SweepInterval: -1})
+	store, err := embedded.OpenInMemory(embedded.Options{Now: querytest.Start, SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -435,7 +435,7 @@ func grafanaPrefix(query string) (prefix string, ok bool) {
 	if q == "" {
 		return "", true
 	}
-	if params.SeriesID(q) != nil {
+	if params.SeriesPrefix(q) != nil {
 		return "", false
 	}
 	return q, true

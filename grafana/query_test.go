@@ -560,7 +560,7 @@ func (blockedPages) Close() error { return nil }
 // a page limit of 200, reading through br.
 func newBudgetServer(t *testing.T, br *blockingReader) *testServer {
 	t.Helper()
-	store, err := embedded.OpenInMemory(embedded.Options{})
+	store, err := embedded.OpenInMemory(embedded.Options{Now: querytest.Start})
 	if err != nil {
 		t.Fatal(err)
 	}

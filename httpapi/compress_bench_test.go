@@ -24,7 +24,7 @@ import (
 // time of the whole request with the client's decompression included. The
 // values are sensor-like 1 Hz points with two decimals.
 func BenchmarkCompressedPage(b *testing.B) {
-	store, err := embedded.OpenInMemory(embedded.Options{SweepInterval: -1})
+	store, err := embedded.OpenInMemory(embedded.Options{Now: querytest.Start, SweepInterval: -1})
 	if err != nil {
 		b.Fatal(err)
 	}

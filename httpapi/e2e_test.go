@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tsgate/tsgate/httpapi/apitest"
+	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/embedded"
 )
@@ -12,7 +13,7 @@ import (
 // TestEndToEnd runs the end-to-end suite on in-memory embedded stores, one
 // per scenario. The integration tests run it on Cassandra.
 func TestEndToEnd(t *testing.T) {
-	apitest.Run(t, func(t *testing.T) tiers.Store { return newMemStore(t, time.Now) })
+	apitest.Run(t, func(t *testing.T) tiers.Store { return newMemStore(t, querytest.Start) })
 }
 
 func newMemStore(t *testing.T, now func() time.Time) *embedded.Store {

@@ -98,8 +98,12 @@ func TestAPIExamples(t *testing.T) {
 	}
 
 	// curl is wrapped to record the status of every call and to print
-	// bodies as the examples show them.
+	// bodies as the examples show them; date +%s, which examples take
+	// "now" from, tells the gateway's clock, not the wall clock.
 	const preamble = `set -eu
+date() {
+  if [ "$*" = "+%s" ]; then echo "$EXAMPLE_NOW_S"; else command date "$@"; fi
+}
 curl() {
   status=$(command curl --silent --show-error --output "$EXAMPLE_BODY" --write-out '%{http_code}' "$@") || return $?
   cat "$EXAMPLE_BODY"
@@ -111,7 +115,8 @@ curl() {
 			dir := t.TempDir()
 			statuses := filepath.Join(dir, "statuses")
 			cmd := exec.Command("sh", "-c", preamble+b.script)
-			cmd.Env = append(os.Environ(), "GATEWAY="+s.URL, "EXAMPLE_BODY="+filepath.Join(dir, "body"), "EXAMPLE_STATUSES="+statuses)
+			cmd.Env = append(os.Environ(), "GATEWAY="+s.URL, "EXAMPLE_BODY="+filepath.Join(dir, "body"), "EXAMPLE_STATUSES="+statuses,
+				"EXAMPLE_NOW_S="+strconv.FormatInt(s.Now()/1000, 10))
 			out, err := cmd.CombinedOutput()
 			if os.Getenv("EXAMPLES_VERBOSE") != "" {
 				t.Logf("%s", out)

@@ -2,9 +2,9 @@ package httpapi_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/tsgate/tsgate/httpapi/apitest"
+	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -12,5 +12,5 @@ import (
 // blocked series on in-memory embedded stores; the integration tests run
 // it on Cassandra.
 func TestLayoutAdministration(t *testing.T) {
-	apitest.RunLayouts(t, func(t *testing.T) tiers.Store { return newMemStore(t, time.Now) })
+	apitest.RunLayouts(t, func(t *testing.T) tiers.Store { return newMemStore(t, querytest.Start) })
 }

@@ -50,8 +50,9 @@ func (r stuckReader) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowP
 // or 503 (store) problem, never a truncated 200.
 func TestPartialAllowAndDeny(t *testing.T) {
 	for _, failing := range []bool{false, true} {
-		store := newMemStore(t, time.Now)
-		now := tiers.AlignDown(time.Now().UnixMilli(), tiers.Hour)
+		store := newMemStore(t, querytest.Start)
+		// The gateway's clock is querytest.Start; the hour before it is stuck.
+		now := tiers.AlignDown(querytest.Start().UnixMilli(), tiers.Hour)
 		env := querytest.NewEnv(t, store, querytest.Options{Wrap: func(r tiers.PartitionReader) tiers.PartitionReader {
 			return stuckReader{PartitionReader: r, stuckBucket: now - tiers.Hour, failing: failing}
 		}})
@@ -96,7 +97,7 @@ func TestPartialAllowAndDeny(t *testing.T) {
 // whole budget.
 func TestBudgetRunsOnTheWallClock(t *testing.T) {
 	s := newTestServer(t)
-	s.SetClock(time.Now().Add(-30 * 24 * time.Hour))
+	s.SetClock(querytest.Start().Add(-30 * 24 * time.Hour))
 	s.WritePoints(fmt.Sprintf(`{"series":"old","t":%d,"v":1}`, s.Now()-tiers.Minute))
 	var a apitest.Answer
 	if st := s.Get("/v1/series/old/points?"+q("from", "now-1h", "resolution", "raw", "slo", "5s", "partial", "deny"), &a); st != 200 || a.Partial || len(a.Points) != 1 {

@@ -21,7 +21,7 @@ import (
 // store, validation included: the scale against which to judge the
 // validation's cost.
 func BenchmarkReadPoints(b *testing.B) {
-	store, err := embedded.OpenInMemory(embedded.Options{SweepInterval: -1})
+	store, err := embedded.OpenInMemory(embedded.Options{Now: querytest.Start, SweepInterval: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func BenchmarkReadPoints(b *testing.B) {
 // peak heap: it must not grow with the range.
 func BenchmarkReadMemory(b *testing.B) {
 	// On disk, so that the heap measured is the read path's, not the data's.
-	store, err := embedded.Open(b.TempDir(), embedded.Options{})
+	store, err := embedded.Open(b.TempDir(), embedded.Options{Now: querytest.Start})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func (s *Server) listSeries(w http.ResponseWriter, r *http.Request) {
 	prefix, after := q.Get("prefix"), ""
 	var errs params.Errors
 	if prefix != "" {
-		if err := params.SeriesID(prefix); err != nil {
+		if err := params.SeriesPrefix(prefix); err != nil {
 			errs.Add("prefix", "%s", err)
 		}
 	}

@@ -139,28 +139,10 @@ func New(deps Deps, cfg Config) *Server {
 
 // Handler returns the routed handler.
 func (s *Server) Handler() http.Handler {
-	c, err := newContract(s.deps.Limits.MaxLimit)
-	if err != nil {
-		// The document is embedded: it is valid in any binary whose tests
-		// passed.
-		panic("httpapi: " + err.Error())
-	}
-	docs, err := api.RenderDocs(c.doc)
-	if err != nil {
-		panic("httpapi: " + err.Error())
-	}
-	r := chi.NewRouter()
-	r.Use(middleware.RequestID)
-	if s.deps.Metrics != nil {
-		r.Use(s.deps.Metrics.instrument)
-	}
-	r.Use(s.compress)
-	r.Use(s.recoverer, s.checkHost, s.limit(newLimiter(s.cfg.Limits)))
+	c, docs := s.contract()
+	r := s.router()
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, problem.New(http.StatusNotFound, "not-found", "Not found", "no route "+r.URL.Path+"; the API is described at /docs"))
-	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		problem.Write(w, problem.New(http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed", r.Method+" is not allowed on "+r.URL.Path))
 	})
 	// Every route is an operation of api/openapi.yaml (TestRoutesMatchSpec
 	// keeps the two equal). Middlewares of a group run once chi has matched
@@ -189,6 +171,79 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/v1/admin/rollups/runs/{run}", s.rollupRun)
 		s.layoutAdminRoutes(r)
 	})
+	s.storelessRoutes(r, validate, docs)
+	// The other front ends, outside the contract's validation (the Grafana
+	// datasource protocol's envelopes carry whatever members Grafana
+	// adds); they need read unless MountRoles says otherwise.
+	for prefix, h := range s.deps.Mounts {
+		role, ok := s.deps.MountRoles[prefix]
+		if !ok {
+			role = auth.Read
+		}
+		r.Mount(prefix, s.guardMount(role, h, s.deps.MountBodies[prefix], s.deps.MountErrors[prefix]))
+	}
+	return r
+}
+
+// Starting returns the handler that serves while the gateway waits for its
+// store, or is being assembled over it: what needs no store is served as
+// Handler serves it (/healthz, /metrics, the dashboard, /docs,
+// /openapi.yaml), /readyz says why the gateway is not ready (Deps.Ready's
+// error, or that it is starting), and every other request gets the
+// store-unavailable problem with that reason and a Retry-After.
+func (s *Server) Starting() http.Handler {
+	st := *s
+	st.deps.Ready = func(ctx context.Context) error {
+		if err := s.deps.Ready(ctx); err != nil {
+			return err
+		}
+		return errors.New("the gateway is starting")
+	}
+	c, docs := st.contract()
+	r := st.router()
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		problem.Write(w, notReady(st.deps.Ready(ctx)))
+	})
+	st.storelessRoutes(r, st.validateRequests(c), docs)
+	return r
+}
+
+// contract is the API's contract with the configured page limit, and the
+// API reference rendered from it.
+func (s *Server) contract() (*contract, []byte) {
+	c, err := newContract(s.deps.Limits.MaxLimit)
+	if err != nil {
+		// The document is embedded: it is valid in any binary whose tests
+		// passed.
+		panic("httpapi: " + err.Error())
+	}
+	docs, err := api.RenderDocs(c.doc)
+	if err != nil {
+		panic("httpapi: " + err.Error())
+	}
+	return c, docs
+}
+
+// router is a router with the middlewares every request goes through.
+func (s *Server) router() chi.Router {
+	r := chi.NewRouter()
+	r.Use(middleware.RequestID)
+	if s.deps.Metrics != nil {
+		r.Use(s.deps.Metrics.instrument)
+	}
+	r.Use(s.compress)
+	r.Use(s.recoverer, s.checkHost, s.limit(newLimiter(s.cfg.Limits)))
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		problem.Write(w, problem.New(http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed", r.Method+" is not allowed on "+r.URL.Path))
+	})
+	return r
+}
+
+// storelessRoutes are the routes that need no store: probes, metrics, the
+// contract and its reference, the dashboard.
+func (s *Server) storelessRoutes(r chi.Router, validate func(http.Handler) http.Handler, docs []byte) {
 	r.Group(func(r chi.Router) {
 		r.Use(s.need(s.metricsRole()), validate)
 		if s.deps.Gatherer != nil {
@@ -203,23 +258,13 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/docs", serveDocs(docs))
 		r.Get("/", s.home)
 	})
-	// Outside the contract's validation: the dashboard's static files, and
-	// the other front ends (the Grafana datasource protocol, whose
-	// envelopes carry whatever members Grafana adds), which need read.
+	// Outside the contract's validation: the dashboard's static files.
 	r.Group(func(r chi.Router) {
 		r.Use(s.need(auth.Open))
 		r.Method(http.MethodGet, "/assets/*", web.Handler())
 		r.Method(http.MethodHead, "/assets/*", web.Handler())
 		r.Head("/", s.home)
 	})
-	for prefix, h := range s.deps.Mounts {
-		role, ok := s.deps.MountRoles[prefix]
-		if !ok {
-			role = auth.Read
-		}
-		r.Mount(prefix, s.guardMount(role, h, s.deps.MountBodies[prefix], s.deps.MountErrors[prefix]))
-	}
-	return r
 }
 
 // metricsRole is what /metrics needs: nothing, unless --auth-metrics.
@@ -309,25 +354,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 // notReady is the store-unavailable problem with the store's reason: a
 // probe's answer is read by operators, who need to know why.
 func notReady(err error) *problem.Problem {
-	return problem.New(http.StatusServiceUnavailable, "store-unavailable", "Store unavailable", "not ready: "+err.Error())
-}
-
-// Starting answers while the gateway waits for its store: /healthz says the
-// process is up, /readyz why the store is not ready, and every other
-// request gets the store-unavailable problem with that reason.
-func Starting(ready func(context.Context) error) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" {
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
-			return
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		err := ready(ctx)
-		if err == nil {
-			err = errors.New("the gateway is starting")
-		}
-		problem.Write(w, notReady(err))
-	})
+	p := problem.New(http.StatusServiceUnavailable, "store-unavailable", "Store unavailable", "not ready: "+err.Error())
+	p.Header = http.Header{"Retry-After": {problem.StoreRetryAfter}}
+	return p
 }

@@ -50,3 +50,26 @@ func TestWriteReportsEveryBadPoint(t *testing.T) {
 		t.Fatalf("a refused batch wrote series %v", list.Series)
 	}
 }
+
+// A point that gives a member twice is refused, naming the point and the
+// member, in writes and imports alike; nothing of the batch is written.
+func TestWriteRefusesARepeatedMember(t *testing.T) {
+	s := newTestServer(t)
+	at := s.Now() - tiers.Minute
+	ok := fmt.Sprintf(`{"series":"kept","t":%d,"v":1}`, at)
+	twice := fmt.Sprintf(`{"series":"kept","t":%d,"v":1,"v":2}`, at)
+	for _, c := range []struct{ path, ct, body string }{
+		{"/v1/points", "application/json", `{"points":[` + strings.Join([]string{ok, ok, ok, twice}, ",") + `]}`},
+		{"/v1/points", "application/x-ndjson", strings.Join([]string{ok, ok, ok, twice}, "\n")},
+		{"/v1/import", "application/x-ndjson", strings.Join([]string{ok, ok, ok, twice}, "\n")},
+	} {
+		status, _, body := s.Do("POST", c.path, c.ct, c.body)
+		var p apitest.Problem
+		if err := json.Unmarshal(body, &p); status != 400 || err != nil || len(p.Errors) != 1 || p.Errors[0].Param != "points[3].v" {
+			t.Errorf("%s %s: %d %s, want 400 naming points[3].v", c.path, c.ct, status, body)
+		}
+	}
+	if status, _, body := s.Do("GET", "/v1/series/kept", "", ""); status != 404 {
+		t.Errorf("a refused batch was written: %d %s", status, body)
+	}
+}

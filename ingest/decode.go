@@ -129,12 +129,12 @@ func decodeJSONStream(r io.Reader, now int64) ([]Point, error) {
 			return nil, &ValidationError{Errors: []params.Error{{Param: "points", Message: "must be an array of points"}}}
 		}
 		for i := 0; dec.More(); i++ {
-			var rp rawPoint
-			if err := decodeStrict(dec, &rp); err != nil {
+			rp, err := decodePoint(dec)
+			if err != nil {
 				if isSyntax(err) {
 					return nil, syntaxError(err, bodyErr)
 				}
-				if !isShapeError(err) {
+				if !isShapeError(err) && !isRepeated(err) {
 					return nil, err // the body's reader failed: too large, or the client left
 				}
 				verr.Invalid++
@@ -181,13 +181,12 @@ func DecodeNDJSON(r io.Reader, now int64) ([]Point, error) {
 			i++
 			continue
 		}
-		var rp rawPoint
 		dec := json.NewDecoder(bytes.NewReader(line))
-		dec.UseNumber()
 		// More is false before a closing bracket too, so what follows the
 		// object is checked by its offset: nothing may.
-		if err := decodeStrict(dec, &rp); err != nil || int(dec.InputOffset()) != len(line) {
-			if err != nil && !isShapeError(err) && !isSyntax(err) {
+		rp, err := decodePoint(dec)
+		if err != nil || int(dec.InputOffset()) != len(line) {
+			if err != nil && !isShapeError(err) && !isSyntax(err) && !isRepeated(err) {
 				return nil, err
 			}
 			verr.Invalid++
@@ -240,9 +239,69 @@ func isSyntax(err error) bool {
 	return errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }
 
-func decodeStrict(dec *json.Decoder, v any) error {
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
+// decodePoint decodes the next value of dec as a point, as encoding/json
+// decodes it, except that a member given twice is an error (a
+// repeatedError) where encoding/json would keep the last value silently.
+// Names are matched to members as encoding/json matches them, without
+// regard to case: "v" and "V" are the same member.
+func decodePoint(dec *json.Decoder) (rawPoint, error) {
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return rawPoint{}, err
+	}
+	var rp rawPoint
+	pd := json.NewDecoder(bytes.NewReader(raw))
+	pd.DisallowUnknownFields()
+	if err := pd.Decode(&rp); err != nil {
+		return rawPoint{}, err
+	}
+	if m := repeatedMember(raw); m != "" {
+		return rawPoint{}, repeatedError(m)
+	}
+	return rp, nil
+}
+
+// pointMembers are the members of a point, as its errors name them.
+var pointMembers = [...]string{"series", "t", "v"}
+
+// repeatedMember returns the member that the point object raw, which
+// decoded, gives twice; "" when none is.
+func repeatedMember(raw json.RawMessage) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return "" // null: the missing members are reported
+	}
+	var seen [len(pointMembers)]bool
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		name, _ := tok.(string)
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return ""
+		}
+		for m, member := range pointMembers {
+			if strings.EqualFold(name, member) {
+				if seen[m] {
+					return member
+				}
+				seen[m] = true
+			}
+		}
+	}
+	return ""
+}
+
+// repeatedError names a member a point gives twice.
+type repeatedError string
+
+func (e repeatedError) Error() string { return string(e) + " appears twice in the point" }
+
+func isRepeated(err error) bool {
+	var re repeatedError
+	return errors.As(err, &re)
 }
 
 // syntaxError turns a decoder failure into a body error, passing through
@@ -274,7 +333,10 @@ func isShapeError(err error) bool {
 func pointShapeError(i int, err error) (param, msg string) {
 	param = fmt.Sprintf("points[%d]", i)
 	var ute *json.UnmarshalTypeError
+	var re repeatedError
 	switch {
+	case errors.As(err, &re):
+		return param + "." + string(re), "appears twice in the point; a point gives each member once"
 	case errors.As(err, &ute) && ute.Field != "":
 		return param + "." + ute.Field, fmt.Sprintf("has the wrong type (%s)", ute.Value)
 	case errors.As(err, &ute):

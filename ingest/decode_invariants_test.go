@@ -92,9 +92,14 @@ func FuzzDecodeJSONInvariants(f *testing.F) {
 	} {
 		f.Add(s)
 	}
+	f.Add(`{"points":[{"series":"a","t":1,"v":1,"v":2}]}`)
+	f.Add(`{"points":[{"series":"a","Series":"b","t":1,"v":1}]}`)
 	f.Fuzz(func(t *testing.T, body string) {
 		pts, err := DecodeJSON(strings.NewReader(body), now)
 		checkDecoded(t, pts, err)
+		if err == nil && repeatsAMember([]byte(body), false) {
+			t.Fatalf("a point with a member given twice was accepted: %q", body)
+		}
 	})
 }
 
@@ -102,6 +107,7 @@ func FuzzDecodeNDJSON(f *testing.F) {
 	for _, s := range []string{
 		"{\"series\":\"a\",\"t\":1768487842123,\"v\":1}\n{\"series\":\"b\",\"t\":\"now\",\"v\":2}\n",
 		"\n\n", "not json\n", "{\"series\":\"a\",\"t\":1,\"v\":1} {\"x\":1}\n",
+		"{\"series\":\"a\",\"t\":1,\"v\":1,\"V\":2}\n",
 	} {
 		f.Add(s)
 	}
@@ -110,6 +116,11 @@ func FuzzDecodeNDJSON(f *testing.F) {
 		checkDecoded(t, pts, err)
 		if err != nil {
 			return
+		}
+		for line := range strings.Lines(body) {
+			if repeatsAMember([]byte(strings.TrimSpace(line)), true) {
+				t.Fatalf("a line with a member given twice was accepted: %q", line)
+			}
 		}
 		// The same points sent as one JSON body decode the same.
 		var lines []string

@@ -16,7 +16,7 @@ import (
 
 func importEnv(t *testing.T, p tiers.Pyramid) (*querytest.Env, *ingest.Importer) {
 	t.Helper()
-	store, err := embedded.OpenInMemory(embedded.Options{SweepInterval: -1})
+	store, err := embedded.OpenInMemory(embedded.Options{Now: querytest.Start, SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

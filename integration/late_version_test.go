@@ -5,10 +5,10 @@ package integration
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/cassandra"
+	"github.com/tsgate/tsgate/tiers/storetest"
 )
 
 // A keyspace created before late marks had versions (and rewrite marks)
@@ -50,7 +50,7 @@ func TestCassandraSchemaAddsTheLateMarkVersion(t *testing.T) {
 	}
 	// A rewrite mark on the same bucket leaves it marked late: its late
 	// points are still read.
-	if err := store.MarkLate(ctx, []tiers.LateMark{{Series: "old", Bucket: 3600000, Retention: time.Now().UnixMilli() - 3600000 + tiers.Day, Rewrite: true}}); err != nil {
+	if err := store.MarkLate(ctx, []tiers.LateMark{{Series: "old", Bucket: 3600000, Retention: storetest.Start().UnixMilli() - 3600000 + tiers.Day, Rewrite: true}}); err != nil {
 		t.Fatal(err)
 	}
 	got, err = store.LateBuckets(ctx, "old", tiers.Span{From: 0, To: tiers.Day})

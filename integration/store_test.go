@@ -33,6 +33,8 @@ func storeConfig(t testing.TB, s *gocql.Session, ks string) cassandra.Config {
 	cfg.Consistency = "LOCAL_QUORUM"
 	cfg.LocalDC = dc
 	cfg.Replication = dc + ":1"
+	// Expiry is decided by the clock the tests place their data by.
+	cfg.Now = storetest.Start
 	return cfg
 }
 
@@ -128,7 +130,7 @@ func TestCassandraStoreRowTTL(t *testing.T) {
 	store, s, cfg := freshStore(t, tiers.DefaultPyramid())
 	ks := cfg.Keyspace
 	ctx := testContext(t)
-	now := time.Now().UnixMilli()
+	now := storetest.Start().UnixMilli()
 	key := tiers.PartitionKey{Table: tiers.TableRaw, Series: "ttl", Bucket: tiers.AlignDown(now, tiers.Hour), EventBucket: 1}
 	pt := now - tiers.Day
 	if err := store.Write(ctx, []tiers.PartitionWrite{{Key: key, Retention: 2 * tiers.Day, Rows: []tiers.Row{tiers.PointRow(pt, 1)}}}); err != nil {

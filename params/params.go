@@ -24,8 +24,19 @@ import (
 // MaxSeriesIDLen is the longest series id the API accepts.
 const MaxSeriesIDLen = 200
 
-// SeriesID checks a series id: 1 to 200 characters of [A-Za-z0-9_.:-].
+// SeriesID checks a series id: 1 to 200 characters of [A-Za-z0-9_.:-],
+// other than . and .., which are path segments that URLs drop: a series
+// of either id could be written but not read at /v1/series/{id}.
 func SeriesID(id string) error {
+	if id == "." || id == ".." {
+		return fmt.Errorf("must not be %q: URLs drop it as a path segment", id)
+	}
+	return SeriesPrefix(id)
+}
+
+// SeriesPrefix checks the beginning of series ids, as the listing takes
+// it: 1 to 200 characters of [A-Za-z0-9_.:-].
+func SeriesPrefix(id string) error {
 	if id == "" {
 		return errors.New("must not be empty")
 	}

@@ -74,9 +74,19 @@ func TestSeriesID(t *testing.T) {
 			t.Errorf("SeriesID(%q): %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"", strings.Repeat("x", 201), "a b", "a/b", "é", "a\x00", "a?"} {
+	for _, bad := range []string{"", strings.Repeat("x", 201), "a b", "a/b", "é", "a\x00", "a?", ".", ".."} {
 		if err := SeriesID(bad); err == nil {
 			t.Errorf("SeriesID(%q) accepted", bad)
+		}
+	}
+	for _, ok := range []string{"...", ".a", "a.", "..a", "a..b"} {
+		if err := SeriesID(ok); err != nil {
+			t.Errorf("SeriesID(%q): %v", ok, err)
+		}
+	}
+	for _, prefix := range []string{".", ".."} {
+		if err := SeriesPrefix(prefix); err != nil {
+			t.Errorf("SeriesPrefix(%q): %v", prefix, err)
 		}
 	}
 	if err := SeriesID("temp/é"); err == nil || !strings.Contains(err.Error(), `"/"`) {
@@ -127,15 +137,19 @@ func FuzzTime(f *testing.F) {
 }
 
 func FuzzSeriesID(f *testing.F) {
-	for _, s := range []string{"sensor-1", "", "a b", "é"} {
+	for _, s := range []string{"sensor-1", "", "a b", "é", ".", "..", "..."} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		err := SeriesID(s)
-		valid := len(s) >= 1 && len(s) <= 200
+		prefix := len(s) >= 1 && len(s) <= 200
 		for i := 0; i < len(s); i++ {
-			valid = valid && idChar(s[i])
+			prefix = prefix && idChar(s[i])
 		}
+		if err := SeriesPrefix(s); (err == nil) != prefix {
+			t.Fatalf("SeriesPrefix(%q) = %v, want valid=%v", s, err, prefix)
+		}
+		valid := prefix && s != "." && s != ".."
 		if (err == nil) != valid {
 			t.Fatalf("SeriesID(%q) = %v, want valid=%v", s, err, valid)
 		}

@@ -77,6 +77,11 @@ func BadParams(errs params.Errors) *Problem {
 	return &Problem{Type: Type("invalid-parameter"), Title: "Invalid parameter", Status: http.StatusBadRequest, Detail: detail, Errors: out}
 }
 
+// StoreRetryAfter is the Retry-After, in seconds, of the store-unavailable
+// problem: long enough that clients do not hammer a store that is
+// recovering, short against the seconds a node takes to be seen again.
+const StoreRetryAfter = "5"
+
 // Unavailable marks an error of the store, so that it maps to 503.
 func Unavailable(err error) error {
 	if err == nil {
@@ -128,8 +133,10 @@ func From(err error) *Problem {
 		return New(http.StatusGatewayTimeout, "budget-exceeded", "Latency budget exceeded",
 			"the read did not complete within its latency budget (slo); use partial=allow to get the complete part, or a larger slo")
 	case errors.Is(err, query.ErrUnavailable), errors.As(err, &se):
-		return New(http.StatusServiceUnavailable, "store-unavailable", "Store unavailable",
+		p := New(http.StatusServiceUnavailable, "store-unavailable", "Store unavailable",
 			"the store did not answer; retry later")
+		p.Header = http.Header{"Retry-After": {StoreRetryAfter}}
+		return p
 	default:
 		return New(http.StatusInternalServerError, "internal", "Internal error",
 			"the gateway failed to handle this request; the error is in its log")

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/tsgate/tsgate/promapi/promtest"
+	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/embedded"
 )
@@ -21,7 +22,7 @@ import (
 //
 //	go test -run XXX -bench QueryRange -benchtime 2s ./promapi/
 func BenchmarkQueryRange(b *testing.B) {
-	store, err := embedded.OpenInMemory(embedded.Options{Now: time.Now, SweepInterval: -1})
+	store, err := embedded.OpenInMemory(embedded.Options{Now: querytest.Start, SweepInterval: -1})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 // TestSuite runs the behavioural suite on an in-memory embedded store;
 // the integration tests run it on Cassandra.
 func TestSuite(t *testing.T) {
-	store, err := embedded.OpenInMemory(embedded.Options{Now: time.Now, SweepInterval: -1})
+	store, err := embedded.OpenInMemory(embedded.Options{Now: querytest.Start, SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestSuite(t *testing.T) {
 // TestPartitionBound checks that the engine's --max-partitions refusal
 // reaches a Prometheus client as bad_data that says what to change.
 func TestPartitionBound(t *testing.T) {
-	store, err := embedded.OpenInMemory(embedded.Options{Now: time.Now, SweepInterval: -1})
+	store, err := embedded.OpenInMemory(embedded.Options{Now: querytest.Start, SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 )
 
 func TestEngineOnEmbeddedStore(t *testing.T) {
-	store, err := embedded.OpenInMemory(embedded.Options{})
+	store, err := embedded.OpenInMemory(embedded.Options{Now: querytest.Start})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestEngineOnEmbeddedStore(t *testing.T) {
 // the paging law with limits, budgets and failing partitions — holds on a
 // configured pyramid with a 10s tier under the minute tier.
 func TestEngineOnFiveTierPyramid(t *testing.T) {
-	store, err := embedded.OpenInMemory(embedded.Options{})
+	store, err := embedded.OpenInMemory(embedded.Options{Now: querytest.Start})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestEngineOnFiveTierPyramid(t *testing.T) {
 // A read of a range longer than a tier's retention only touches buckets that
 // can still hold rows, however old the series is.
 func TestExpiredBucketsAreNotRead(t *testing.T) {
-	store, err := embedded.OpenInMemory(embedded.Options{})
+	store, err := embedded.OpenInMemory(embedded.Options{Now: querytest.Start})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestExpiredBucketsAreNotRead(t *testing.T) {
 // any read, naming the parameter and a resolution that fits; /plan still
 // shows the count.
 func TestMaxPartitions(t *testing.T) {
-	store, err := embedded.OpenInMemory(embedded.Options{})
+	store, err := embedded.OpenInMemory(embedded.Options{Now: querytest.Start})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestMaxPartitions(t *testing.T) {
 // equals the same read without the cache: any limit, either order, any
 // aggregates, cursors followed.
 func TestCachedRollupRowsAnswerTheSame(t *testing.T) {
-	store, err := embedded.OpenInMemory(embedded.Options{SweepInterval: -1})
+	store, err := embedded.OpenInMemory(embedded.Options{Now: querytest.Start, SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@
 #                                     answers CQL, 3 if it is not running, 1 if it runs but
 #                                     does not answer
 #   scripts/cassandra.sh cql STMT...  run one CQL statement, print rows tab-separated
+#   scripts/cassandra.sh tools        install what starting a node needs, when missing:
+#                                     JDK 17 and Maven (apt-get, through sudo when not root)
 #   scripts/cassandra.sh cluster start [N]     a cluster of N nodes (3), node i on 127.0.0.i,
 #                                     started one after another; returns once every node
 #                                     lists the others as peers and all agree on the schema
@@ -143,7 +145,8 @@ fetch_classpath() {
   rm -rf "$LIB"
   mv "$tmp" "$LIB"
   touch "$LIB/.complete"
-  log "fetched $(ls "$LIB"/*.jar | wc -l) jars in $((SECONDS - t0)) s"
+  local jars=("$LIB"/*.jar)
+  log "fetched ${#jars[@]} jars in $((SECONDS - t0)) s"
 }
 
 # ensure_node_tools checks the settings every node shares and installs what
@@ -196,8 +199,9 @@ release_version() {
 }
 
 jvm_opts() {
-  local jamm
-  jamm="$(ls "$LIB"/jamm-*.jar | head -n 1)"
+  local jamms=("$LIB"/jamm-*.jar) jamm
+  jamm="${jamms[0]}"
+  [ -f "$jamm" ] || die "no jamm jar in $LIB"
   JVM_OPTS=(
     # Heap and G1 settings of Cassandra's conf/jvm17-server.options.
     "-Xms$HEAP" "-Xmx$HEAP"
@@ -425,8 +429,9 @@ cl_pid() {
 cl_check_node_arg() {
   local n
   n="$(cl_size)"
-  [[ "${1:-}" =~ ^[0-9]+$ ]] && [ "$1" -ge 1 ] && [ "$1" -le "$n" ] \
-    || die "cluster: NODE must be a number from 1 to $n (the cluster's size), not '${1:-}'"
+  if ! [[ "${1:-}" =~ ^[0-9]+$ ]] || [ "$1" -lt 1 ] || [ "$1" -gt "$n" ]; then
+    die "cluster: NODE must be a number from 1 to $n (the cluster's size), not '${1:-}'"
+  fi
 }
 
 # cl_token prints node $1's token of $2 evenly spaced Murmur3 tokens, computed
@@ -536,7 +541,9 @@ cl_fail() {
 
 cmd_cluster_start() {
   local n="${1:-3}" i t0 elapsed deadline addr
-  [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 9 ] || die "cluster start: N must be from 1 to 9, not '$n'"
+  if ! [[ "$n" =~ ^[0-9]+$ ]] || [ "$n" -lt 1 ] || [ "$n" -gt 9 ]; then
+    die "cluster start: N must be from 1 to 9, not '$n'"
+  fi
   for ((i = 1; i <= $(cl_size); i++)); do
     if cl_pid "$i" >/dev/null; then
       echo "a cluster of $(cl_size) nodes is already running ($(cl_hosts "$(cl_size)"))"
@@ -680,12 +687,22 @@ cmd_cluster() {
   esac
 }
 
+# cmd_tools installs the JDK and Maven ahead of a first start (scripts/
+# install-test-tools.sh), so that a machine is set up once, as a person
+# with sudo, rather than in the middle of a test run.
+cmd_tools() {
+  ensure_java17
+  command -v mvn >/dev/null 2>&1 || apt_install maven
+  echo "JDK 17: $JAVA_HOME17; Maven: $(command -v mvn)"
+}
+
 case "${1:-}" in
   start) cmd_start ;;
+  tools) cmd_tools ;;
   stop) cmd_stop ;;
   status) cmd_status ;;
   cql) shift; cmd_cql "$@" ;;
   run) shift; cmd_run "$@" ;;
   cluster) shift; cmd_cluster "$@" ;;
-  *) echo "usage: $0 start|stop|status|cql STATEMENT...|run COMMAND...|cluster ..." >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|status|cql STATEMENT...|run COMMAND...|tools|cluster ..." >&2; exit 2 ;;
 esac

@@ -4,8 +4,9 @@
 # the contract's linters, the TypeScript client), Chromium and the DejaVu
 # fonts (the dashboard's browser tests, make browser-test: npm ci in
 # web/e2e, /usr/bin/chromium driven by playwright-core, which downloads no
-# browser of its own), curl (the runnable API examples, the client tests)
-# and Python with venv (the Python client);
+# browser of its own), curl (the runnable API examples, the client tests),
+# Python with venv (the Python client) and shellcheck (make shellcheck);
+# JDK 17 and Maven for the Cassandra test node (scripts/cassandra.sh tools);
 # then the npm projects api/lint and api/clients/typescript (npm ci, from
 # their committed package-lock.json) and the Python client generator in a
 # venv under api/clients/python/.venv (git-ignored). npm runs no install
@@ -25,10 +26,12 @@ command -v npm >/dev/null || missing+=(npm)
 command -v curl >/dev/null || missing+=(curl)
 command -v python3 >/dev/null || missing+=(python3)
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
+command -v shellcheck >/dev/null || missing+=(shellcheck)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]} for the tests" >&2
   apt_install "${missing[@]}"
 fi
+scripts/cassandra.sh tools >/dev/null
 
 # An npm project is installed again when its lock file changed since.
 for dir in api/lint api/clients/typescript; do

@@ -410,7 +410,10 @@ type BatchQuery struct {
 	// Resolution `auto`, `raw`, or a window duration of at least 1 s.
 	Resolution *ResolutionText `json:"resolution,omitempty"`
 
-	// Series 1 to 200 characters of letters, digits and `_ . : -`.
+	// Series 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
+	// and `..`: URLs drop those as path segments, so such a series could
+	// be written but not read at `/v1/series/{id}`.
+	//
 	//
 	// Example: sensor-1
 	Series SeriesID `json:"series"`
@@ -475,7 +478,10 @@ type BlockedList struct {
 type BlockedSeries struct {
 	Reason string `json:"reason"`
 
-	// Series 1 to 200 characters of letters, digits and `_ . : -`.
+	// Series 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
+	// and `..`: URLs drop those as path segments, so such a series could
+	// be written but not read at `/v1/series/{id}`.
+	//
 	//
 	// Example: sensor-1
 	Series SeriesID `json:"series"`
@@ -556,7 +562,10 @@ type GrafanaMetric struct {
 	// Payloads The payload options the builder offers for it.
 	Payloads []GrafanaPayloadConfig `json:"payloads"`
 
-	// Value 1 to 200 characters of letters, digits and `_ . : -`.
+	// Value 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
+	// and `..`: URLs drop those as path segments, so such a series could
+	// be written but not read at `/v1/series/{id}`.
+	//
 	//
 	// Example: sensor-1
 	Value SeriesID `json:"value"`
@@ -662,7 +671,10 @@ type LayoutEntry struct {
 
 // LayoutHistory defines model for LayoutHistory.
 type LayoutHistory struct {
-	// ID 1 to 200 characters of letters, digits and `_ . : -`.
+	// ID 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
+	// and `..`: URLs drop those as path segments, so such a series could
+	// be written but not read at `/v1/series/{id}`.
+	//
 	//
 	// Example: sensor-1
 	ID SeriesID `json:"id"`
@@ -762,7 +774,10 @@ type PlannedBucket struct {
 
 // Point One point to write.
 type Point struct {
-	// Series 1 to 200 characters of letters, digits and `_ . : -`.
+	// Series 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
+	// and `..`: URLs drop those as path segments, so such a series could
+	// be written but not read at `/v1/series/{id}`.
+	//
 	//
 	// Example: sensor-1
 	Series SeriesID `json:"series"`
@@ -814,7 +829,10 @@ type PointsAnswer struct {
 	// Segments Which tier served which part of the range, in time order.
 	Segments []Segment `json:"segments"`
 
-	// Series 1 to 200 characters of letters, digits and `_ . : -`.
+	// Series 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
+	// and `..`: URLs drop those as path segments, so such a series could
+	// be written but not read at `/v1/series/{id}`.
+	//
 	//
 	// Example: sensor-1
 	Series SeriesID `json:"series"`
@@ -950,7 +968,10 @@ type SeriesDetail struct {
 	// Example: 1768487842123
 	First Millis `json:"first"`
 
-	// ID 1 to 200 characters of letters, digits and `_ . : -`.
+	// ID 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
+	// and `..`: URLs drop those as path segments, so such a series could
+	// be written but not read at `/v1/series/{id}`.
+	//
 	//
 	// Example: sensor-1
 	ID SeriesID `json:"id"`
@@ -962,7 +983,9 @@ type SeriesDetail struct {
 	Tiers []TierInfo `json:"tiers"`
 }
 
-// SeriesID 1 to 200 characters of letters, digits and `_ . : -`.
+// SeriesID 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
+// and `..`: URLs drop those as path segments, so such a series could
+// be written but not read at `/v1/series/{id}`.
 //
 // Example: sensor-1
 type SeriesID = string
@@ -974,12 +997,20 @@ type SeriesList struct {
 	Series     []SeriesSummary `json:"series"`
 }
 
+// SeriesPrefix The beginning of series ids: 1 to 200 characters of letters, digits and `_ . : -`.
+//
+// Example: sensor-
+type SeriesPrefix = string
+
 // SeriesSummary defines model for SeriesSummary.
 type SeriesSummary struct {
 	// First Time of the series' first point.
 	First int64 `json:"first"`
 
-	// ID 1 to 200 characters of letters, digits and `_ . : -`.
+	// ID 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
+	// and `..`: URLs drop those as path segments, so such a series could
+	// be written but not read at `/v1/series/{id}`.
+	//
 	//
 	// Example: sensor-1
 	ID SeriesID `json:"id"`
@@ -1061,7 +1092,10 @@ type WidePartition struct {
 	// Rows Estimated rows.
 	Rows int64 `json:"rows"`
 
-	// Series 1 to 200 characters of letters, digits and `_ . : -`.
+	// Series 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
+	// and `..`: URLs drop those as path segments, so such a series could
+	// be written but not read at `/v1/series/{id}`.
+	//
 	//
 	// Example: sensor-1
 	Series SeriesID `json:"series"`
@@ -1088,7 +1122,9 @@ type WriteRequest struct {
 	Points []Point `json:"points"`
 }
 
-// PathSeriesID 1 to 200 characters of letters, digits and `_ . : -`.
+// PathSeriesID 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
+// and `..`: URLs drop those as path segments, so such a series could
+// be written but not read at `/v1/series/{id}`.
 //
 // Example: sensor-1
 type PathSeriesID = SeriesID
@@ -1174,7 +1210,7 @@ type RunRollupsParams struct {
 // ListSeriesParams defines parameters for ListSeries.
 type ListSeriesParams struct {
 	// Prefix Only series whose id starts with this text.
-	Prefix *SeriesID `form:"prefix,omitempty" json:"prefix,omitempty"`
+	Prefix *SeriesPrefix `form:"prefix,omitempty" json:"prefix,omitempty"`
 
 	// Limit Page size in series.
 	Limit *int32 `form:"limit,omitempty" json:"limit,omitempty"`
@@ -1673,7 +1709,9 @@ type ClientInterface interface {
 
 	// Readyz Readiness
 	//
-	// The store answers within 2 s.
+	// The store answers within 2 s and the gateway is assembled over it;
+	// otherwise 503 `store-unavailable` whose detail says why (the
+	// store's error, or that the gateway is starting).
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2481,7 +2519,9 @@ func (c *Client) GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) 
 
 // Readyz Readiness
 //
-// The store answers within 2 s.
+// The store answers within 2 s and the gateway is assembled over it;
+// otherwise 503 `store-unavailable` whose detail says why (the
+// store's error, or that the gateway is starting).
 //
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4715,7 +4755,9 @@ type ClientWithResponsesInterface interface {
 
 	// ReadyzWithResponse Readiness
 	//
-	// The store answers within 2 s.
+	// The store answers within 2 s and the gateway is assembled over it;
+	// otherwise 503 `store-unavailable` whose detail says why (the
+	// store's error, or that the gateway is starting).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5932,6 +5974,11 @@ func (r GetOpenAPIResponse) ContentType() string {
 	return ""
 }
 
+// ReadyzResponse503Headers the declared response headers of an HTTP 503 response for Readyz
+type ReadyzResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ReadyzResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -5939,6 +5986,8 @@ type ReadyzResponse struct {
 	JSON200 *Status
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationProblemJSON503 *StoreUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReadyzResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -5985,6 +6034,11 @@ type ListBlockedSeriesResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ListBlockedSeriesResponse503Headers the declared response headers of an HTTP 503 response for ListBlockedSeries
+type ListBlockedSeriesResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ListBlockedSeriesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6002,6 +6056,8 @@ type ListBlockedSeriesResponse struct {
 	ApplicationProblemJSON503 *StoreUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListBlockedSeriesResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListBlockedSeriesResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -6156,6 +6212,11 @@ type RunRollupsResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// RunRollupsResponse503Headers the declared response headers of an HTTP 503 response for RunRollups
+type RunRollupsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type RunRollupsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6179,6 +6240,8 @@ type RunRollupsResponse struct {
 	Headers202 *RunRollupsResponse202Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RunRollupsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RunRollupsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -6352,6 +6415,11 @@ type UnblockSeriesResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// UnblockSeriesResponse503Headers the declared response headers of an HTTP 503 response for UnblockSeries
+type UnblockSeriesResponse503Headers struct {
+	RetryAfter *int
+}
+
 type UnblockSeriesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6369,6 +6437,8 @@ type UnblockSeriesResponse struct {
 	ApplicationProblemJSON503 *StoreUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UnblockSeriesResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UnblockSeriesResponse503Headers
 }
 
 // GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -6435,6 +6505,11 @@ type BlockSeriesResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// BlockSeriesResponse503Headers the declared response headers of an HTTP 503 response for BlockSeries
+type BlockSeriesResponse503Headers struct {
+	RetryAfter *int
+}
+
 type BlockSeriesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6454,6 +6529,8 @@ type BlockSeriesResponse struct {
 	ApplicationProblemJSON503 *StoreUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BlockSeriesResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *BlockSeriesResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -6525,6 +6602,11 @@ type ChangeSeriesLayoutResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ChangeSeriesLayoutResponse503Headers the declared response headers of an HTTP 503 response for ChangeSeriesLayout
+type ChangeSeriesLayoutResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ChangeSeriesLayoutResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6546,6 +6628,8 @@ type ChangeSeriesLayoutResponse struct {
 	ApplicationProblemJSON503 *StoreUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ChangeSeriesLayoutResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ChangeSeriesLayoutResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -6622,6 +6706,11 @@ type ImportPointsResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ImportPointsResponse503Headers the declared response headers of an HTTP 503 response for ImportPoints
+type ImportPointsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ImportPointsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6645,6 +6734,8 @@ type ImportPointsResponse struct {
 	ApplicationProblemJSON503 *StoreUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ImportPointsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ImportPointsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -6731,6 +6822,11 @@ type WritePointsResponse429Headers struct {
 	RetryAfter *int
 }
 
+// WritePointsResponse503Headers the declared response headers of an HTTP 503 response for WritePoints
+type WritePointsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type WritePointsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6758,6 +6854,8 @@ type WritePointsResponse struct {
 	Headers401 *WritePointsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *WritePointsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *WritePointsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -6955,6 +7053,11 @@ type ListSeriesResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ListSeriesResponse503Headers the declared response headers of an HTTP 503 response for ListSeries
+type ListSeriesResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ListSeriesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6974,6 +7077,8 @@ type ListSeriesResponse struct {
 	ApplicationProblemJSON503 *StoreUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListSeriesResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListSeriesResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -7045,6 +7150,11 @@ type GetSeriesResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetSeriesResponse503Headers the declared response headers of an HTTP 503 response for GetSeries
+type GetSeriesResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetSeriesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7066,6 +7176,8 @@ type GetSeriesResponse struct {
 	ApplicationProblemJSON503 *StoreUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetSeriesResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetSeriesResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -7142,6 +7254,11 @@ type GetSeriesLayoutResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetSeriesLayoutResponse503Headers the declared response headers of an HTTP 503 response for GetSeriesLayout
+type GetSeriesLayoutResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetSeriesLayoutResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7163,6 +7280,8 @@ type GetSeriesLayoutResponse struct {
 	ApplicationProblemJSON503 *StoreUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetSeriesLayoutResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetSeriesLayoutResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -7239,6 +7358,11 @@ type ExplainReadResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ExplainReadResponse503Headers the declared response headers of an HTTP 503 response for ExplainRead
+type ExplainReadResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ExplainReadResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7260,6 +7384,8 @@ type ExplainReadResponse struct {
 	ApplicationProblemJSON503 *StoreUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ExplainReadResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ExplainReadResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -7336,6 +7462,11 @@ type ReadPointsResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ReadPointsResponse503Headers the declared response headers of an HTTP 503 response for ReadPoints
+type ReadPointsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ReadPointsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7359,6 +7490,8 @@ type ReadPointsResponse struct {
 	ApplicationProblemJSON504 *BudgetExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ReadPointsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReadPointsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -7798,7 +7931,9 @@ func (c *ClientWithResponses) GetOpenAPIWithResponse(ctx context.Context, reqEdi
 
 // ReadyzWithResponse Readiness
 //
-// The store answers within 2 s.
+// The store answers within 2 s and the gateway is assembled over it;
+// otherwise 503 `store-unavailable` whose detail says why (the
+// store's error, or that the gateway is starting).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8978,6 +9113,19 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 
 	}
 
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ReadyzResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
 	return response, nil
 }
 
@@ -9050,6 +9198,16 @@ func ParseListBlockedSeriesResponse(rsp *http.Response) (*ListBlockedSeriesRespo
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListBlockedSeriesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9222,6 +9380,16 @@ func ParseRunRollupsResponse(rsp *http.Response) (*RunRollupsResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers RunRollupsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9390,6 +9558,16 @@ func ParseUnblockSeriesResponse(rsp *http.Response) (*UnblockSeriesResponse, err
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers UnblockSeriesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9471,6 +9649,16 @@ func ParseBlockSeriesResponse(rsp *http.Response) (*BlockSeriesResponse, error) 
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers BlockSeriesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9559,6 +9747,16 @@ func ParseChangeSeriesLayoutResponse(rsp *http.Response) (*ChangeSeriesLayoutRes
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ChangeSeriesLayoutResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9654,6 +9852,16 @@ func ParseImportPointsResponse(rsp *http.Response) (*ImportPointsResponse, error
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ImportPointsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9766,6 +9974,16 @@ func ParseWritePointsResponse(rsp *http.Response) (*WritePointsResponse, error) 
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers WritePointsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9952,6 +10170,16 @@ func ParseListSeriesResponse(rsp *http.Response) (*ListSeriesResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListSeriesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -10040,6 +10268,16 @@ func ParseGetSeriesResponse(rsp *http.Response) (*GetSeriesResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetSeriesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -10128,6 +10366,16 @@ func ParseGetSeriesLayoutResponse(rsp *http.Response) (*GetSeriesLayoutResponse,
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetSeriesLayoutResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -10216,6 +10464,16 @@ func ParseExplainReadResponse(rsp *http.Response) (*ExplainReadResponse, error) 
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ExplainReadResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -10311,6 +10569,16 @@ func ParseReadPointsResponse(rsp *http.Response) (*ReadPointsResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReadPointsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil

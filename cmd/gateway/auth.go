@@ -16,13 +16,16 @@ import (
 
 // loadTokens reads the token file, if one is configured, and re-reads it
 // on SIGHUP until ctx ends; a file that fails to load then keeps the
-// tokens in force. Without one, it warns when the gateway listens beyond
-// loopback, where anyone who reaches the port may read and write.
+// tokens in force. Without one, SIGHUP (which would end the process) only
+// logs that there is nothing to reload, and it warns when the gateway
+// listens beyond loopback, where anyone who reaches the port may read and
+// write.
 func loadTokens(ctx context.Context, c auth.Config, addr string, log *slog.Logger) (*auth.Tokens, error) {
 	if c.TokensFile == "" {
 		if !loopbackAddr(addr) {
 			log.Warn("listening beyond loopback without --auth-tokens: every client that reaches this address may read, write and administer", "addr", addr)
 		}
+		onHangup(ctx, func() { log.Info("SIGHUP: nothing to reload (no --auth-tokens)") })
 		return nil, nil
 	}
 	tokens, err := auth.Load(c.TokensFile)
@@ -30,24 +33,33 @@ func loadTokens(ctx context.Context, c auth.Config, addr string, log *slog.Logge
 		return nil, fmt.Errorf("--auth-tokens: %w", err)
 	}
 	log.Info("authentication on", "tokens", tokens.Current().Len(), "file", c.TokensFile)
+	onHangup(ctx, func() {
+		if err := tokens.Reload(); err != nil {
+			log.Error("token file not reloaded; the previous tokens stay in force", "err", err)
+			return
+		}
+		log.Info("token file reloaded", "tokens", tokens.Current().Len())
+	})
+	return tokens, nil
+}
+
+// onHangup calls f on each SIGHUP until ctx ends. It takes the signal
+// over at once, before it returns, and keeps it: once ctx ends the
+// channel stays registered, so that a hangup while the gateway shuts down
+// lands in its buffer or is dropped instead of ending the process.
+func onHangup(ctx context.Context, f func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	go func() {
-		defer signal.Stop(hup)
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				if err := tokens.Reload(); err != nil {
-					log.Error("token file not reloaded; the previous tokens stay in force", "err", err)
-					continue
-				}
-				log.Info("token file reloaded", "tokens", tokens.Current().Len())
+				f()
 			}
 		}
 	}()
-	return tokens, nil
 }
 
 // loopbackAddr reports whether addr only listens on a loopback interface.

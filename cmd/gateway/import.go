@@ -154,7 +154,7 @@ flags:
 		sink, finish = s, s.finish
 	}
 	run := &importRun{
-		sink: sink, cfg: ic, inputs: inputs, stderr: m.Stderr, now: time.Now,
+		sink: sink, cfg: ic, inputs: inputs, stderr: m.Stderr, now: m.clock(),
 		window:   c.Pyramid.Tier(c.Pyramid.Coarsest()).Step,
 		rawKeeps: max(0, c.Pyramid.Raw().Retention-c.Import.Margin.Milliseconds()-tiers.Day),
 	}
@@ -212,7 +212,7 @@ func (m Main) storeImportSink(ctx context.Context, c gateway.Config, runRollups 
 	log := slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	// Nothing reads through the partition cache here.
 	c.CacheBytes = 0
-	g, err := gateway.Open(ctx, c, gateway.Options{Logger: log})
+	g, err := gateway.Open(ctx, c, gateway.Options{Logger: log, Now: m.clock()})
 	if err != nil {
 		return nil, nil, err
 	}

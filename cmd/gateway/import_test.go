@@ -23,7 +23,11 @@ import (
 
 // history is the input of the import tests: series whose points lie in
 // the raw tier's retention, in the minute tier's only, the hour tier's
-// only and the day tier's only, each grouped and in time order.
+// only and the day tier's only, each grouped and in time order. Each
+// series starts at noon, whatever the time of day of now: the importer
+// writes a day's points once that day is complete, so a series that
+// crosses midnight half way has a complete day in its first half, at
+// every instant the tests run at.
 type history struct {
 	series []histSeries
 }
@@ -42,11 +46,12 @@ func newHistory(now int64) history {
 		}
 		return s
 	}
+	noon := tiers.AlignDown(now, tiers.Day) - 12*tiers.Hour
 	return history{series: []histSeries{
-		mk("imp.recent", tiers.LevelRaw, now-3*tiers.Day, now-2*tiers.Day, 30*tiers.Second),
-		mk("imp.mid", tiers.Level(1), now-20*tiers.Day, now-19*tiers.Day, 2*tiers.Minute),
-		mk("imp.old", tiers.Level(2), now-60*tiers.Day, now-55*tiers.Day, 5*tiers.Minute),
-		mk("imp.ancient", tiers.Level(3), now-500*tiers.Day, now-490*tiers.Day, tiers.Hour),
+		mk("imp.recent", tiers.LevelRaw, noon-3*tiers.Day, noon-2*tiers.Day, 30*tiers.Second),
+		mk("imp.mid", tiers.Level(1), noon-20*tiers.Day, noon-19*tiers.Day, 2*tiers.Minute),
+		mk("imp.old", tiers.Level(2), noon-60*tiers.Day, noon-55*tiers.Day, 5*tiers.Minute),
+		mk("imp.ancient", tiers.Level(3), noon-500*tiers.Day, noon-490*tiers.Day, tiers.Hour),
 	}}
 }
 
@@ -145,14 +150,14 @@ func (h history) verify(t *testing.T, store tiers.Store) {
 func runMain(t *testing.T, stdin io.Reader, args ...string) (int, string) {
 	t.Helper()
 	out := &lockedBuffer{}
-	m := Main{Stdout: out, Stderr: out, Stdin: stdin, LookupEnv: func(string) (string, bool) { return "", false }}
+	m := Main{Stdout: out, Stderr: out, Stdin: stdin, LookupEnv: func(string) (string, bool) { return "", false }, Now: testClock}
 	code := m.Run(context.Background(), args)
 	return code, out.String()
 }
 
 func openEmbedded(t *testing.T, dir string) tiers.Store {
 	t.Helper()
-	store, err := embedded.Open(dir, embedded.Options{SweepInterval: -1})
+	store, err := embedded.Open(dir, embedded.Options{Now: testClock, SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +169,7 @@ func openEmbedded(t *testing.T, dir string) tiers.Store {
 // every tier holds what brute force says it should.
 func TestImportFilesAndStdinIntoTheStore(t *testing.T) {
 	dir := t.TempDir()
-	h := newHistory(time.Now().UnixMilli())
+	h := newHistory(testClock().UnixMilli())
 	nd := filepath.Join(dir, "a.ndjson")
 	csv := filepath.Join(dir, "b.csv")
 	if err := os.WriteFile(nd, []byte(h.ndjson(0, 1)), 0o644); err != nil {
@@ -226,7 +231,7 @@ func (f *failingReader) Read(p []byte) (int, error) {
 // the start.
 func TestImportResumesAfterAnInterruption(t *testing.T) {
 	dir := t.TempDir()
-	h := newHistory(time.Now().UnixMilli())
+	h := newHistory(testClock().UnixMilli())
 	input := []byte(h.ndjson(0, 1, 2, 3))
 	store := openEmbedded(t, filepath.Join(dir, "data"))
 	checkpoint := filepath.Join(dir, "cp")
@@ -239,7 +244,7 @@ func TestImportResumesAfterAnInterruption(t *testing.T) {
 			sink := &countingSink{next: storeSinkFor(t, store)}
 			var errOut bytes.Buffer
 			cfg := importConfig{batch: 400, parallel: 3, checkpoint: checkpoint, progress: time.Hour}
-			first := &importRun{sink: sink, cfg: cfg, stderr: &errOut, now: time.Now, window: tiers.Day,
+			first := &importRun{sink: sink, cfg: cfg, stderr: &errOut, now: testClock, window: tiers.Day,
 				inputs: []importInput{{name: "-", format: "ndjson", size: int64(len(input)), open: func() (io.ReadCloser, error) {
 					return io.NopCloser(&failingReader{bytes.NewReader(input[:cutAt])}), nil
 				}}}}
@@ -253,7 +258,7 @@ func TestImportResumesAfterAnInterruption(t *testing.T) {
 			}
 			cfg.resume = true
 			sink.points.Store(0)
-			second := &importRun{sink: sink, cfg: cfg, stderr: &errOut, now: time.Now, window: tiers.Day,
+			second := &importRun{sink: sink, cfg: cfg, stderr: &errOut, now: testClock, window: tiers.Day,
 				inputs: []importInput{{name: "-", format: "ndjson", size: int64(len(input)), open: func() (io.ReadCloser, error) {
 					return io.NopCloser(bytes.NewReader(input)), nil
 				}}}}
@@ -299,7 +304,7 @@ func storeSinkFor(t *testing.T, store tiers.Store) importSink {
 func TestImportThroughAGateway(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	h := newHistory(time.Now().UnixMilli())
+	h := newHistory(testClock().UnixMilli())
 	base, stop := serve(t, map[string]string{"GATEWAY_DATA_DIR": data, "GATEWAY_ROLLUP_INTERVAL": "0"})
 	code, out := runMain(t, strings.NewReader(h.ndjson(0, 1, 2, 3)), "import", "--url", base, "--batch", "700", "--checkpoint", filepath.Join(dir, "cp"))
 	if code != 0 {

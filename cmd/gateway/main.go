@@ -18,6 +18,10 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
+
+	"github.com/tsgate/tsgate/gateway"
+	"github.com/tsgate/tsgate/tiers"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -32,6 +36,13 @@ type Main struct {
 	LookupEnv func(string) (string, bool)
 	// Ready, when set, is called with the address the server listens on.
 	Ready func(addr string)
+	// Now is the clock that decides what data is current (retention,
+	// lateness, "now" in queries); time.Now when nil.
+	Now func() time.Time
+
+	// openStore opens the configured store; gateway.OpenStore when nil.
+	// Tests give a store that is unreachable until they say otherwise.
+	openStore func(context.Context, gateway.Config, gateway.Options) (tiers.Store, error)
 }
 
 func main() {
@@ -39,6 +50,14 @@ func main() {
 	defer stop()
 	m := Main{Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin, LookupEnv: os.LookupEnv}
 	os.Exit(m.Run(ctx, os.Args[1:]))
+}
+
+// clock is the program's clock.
+func (m Main) clock() func() time.Time {
+	if m.Now == nil {
+		return time.Now
+	}
+	return m.Now
 }
 
 // Run runs one subcommand and returns the process exit code.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -36,6 +37,11 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// testClock is the clock of the commands the tests run: fixed at
+// querytest.Start, so that where data lands in hours and days is the same
+// on every run.
+func testClock() time.Time { return querytest.Start() }
+
 // serve runs `gateway serve` with args until the returned stop is called;
 // stop returns the exit code and the output.
 func serve(t *testing.T, env map[string]string, args ...string) (base string, stop func() (int, string)) {
@@ -44,7 +50,7 @@ func serve(t *testing.T, env map[string]string, args ...string) (base string, st
 	out := &lockedBuffer{}
 	addr := make(chan string, 1)
 	m := Main{Stdout: out, Stderr: out, LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
-		Ready: func(a string) { addr <- a }}
+		Ready: func(a string) { addr <- a }, Now: testClock}
 	code := make(chan int, 1)
 	go func() { code <- m.Run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)) }()
 	select {
@@ -87,7 +93,7 @@ func httpDo(t *testing.T, method, url, body string) (int, string) {
 func TestServeWiresEverythingAndShutsDownCleanly(t *testing.T) {
 	dir := t.TempDir()
 	base, stop := serve(t, map[string]string{"GATEWAY_DATA_DIR": dir, "GATEWAY_ROLLUP_INTERVAL": "0"})
-	now := time.Now().UnixMilli()
+	now := testClock().UnixMilli()
 	status, body := httpDo(t, "POST", base+"/v1/points", fmt.Sprintf(`{"points":[{"series":"kept","t":%d,"v":42}]}`, now-1000))
 	if status != 200 {
 		t.Fatalf("write: %d %s", status, body)
@@ -191,7 +197,7 @@ func TestServeConfiguredPyramid(t *testing.T) {
 	for run, args := range [][]string{{"--tiers", fiveTiers}, {"--config", cfg}} {
 		series := fmt.Sprintf("five-%d", run)
 		base, stop := serve(t, map[string]string{"GATEWAY_DATA_DIR": dir, "GATEWAY_ROLLUP_INTERVAL": "0"}, args...)
-		now := time.Now().UnixMilli()
+		now := testClock().UnixMilli()
 		var pts []string
 		for i := range 600 {
 			pts = append(pts, fmt.Sprintf(`{"series":%q,"t":%d,"v":%d}`, series, now-2*tiers.Hour+int64(i)*12*tiers.Second, i%7))

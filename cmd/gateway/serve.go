@@ -10,13 +10,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/tsgate/tsgate/demo"
 	"github.com/tsgate/tsgate/flagconf"
 	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/httpapi"
-	"github.com/tsgate/tsgate/rollup"
+	"github.com/tsgate/tsgate/tiers"
 )
 
 // errUsage ends a command whose flags were wrong, after the flag package
@@ -118,8 +119,12 @@ func (m Main) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := gateway.Options{Logger: log, Tokens: tokens, Version: version}
-	store, err := gateway.OpenStore(ctx, c.Config, opts)
+	opts := gateway.Options{Logger: log, Tokens: tokens, Version: version, Instruments: gateway.NewInstruments(version), Now: m.clock()}
+	open := m.openStore
+	if open == nil {
+		open = gateway.OpenStore
+	}
+	store, err := open(ctx, c.Config, opts)
 	if err != nil {
 		return fmt.Errorf("open %s store: %w", c.Store, err)
 	}
@@ -128,38 +133,57 @@ func (m Main) serve(ctx context.Context, args []string) error {
 			log.Error("closing the store", "err", err)
 		}
 	}()
-	// A store that is still connecting: answer probes until it is ready.
-	ln, err := awaitStore(ctx, c.addr, store.Ping, log)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped while waiting
-		}
-		return err
-	}
-	defer ln.Close()
-	g, err := gateway.New(ctx, store, c.Config, opts)
-	if err != nil {
-		return err
-	}
-	if c.demo {
-		if err := loadDemo(ctx, m, g, log); err != nil {
-			return err
-		}
-	}
-	return m.listenAndServe(ctx, c, ln, httpapi.NewHTTPServer(c.HTTP.Limits, g.Handler(), log, g.Metrics), g.Rollups, log)
+	return m.run(ctx, c, store, opts, log)
 }
 
-func (m Main) listenAndServe(ctx context.Context, c serveConfig, ln net.Listener, server *http.Server, worker *rollup.Worker, log *slog.Logger) error {
-	ln = c.HTTP.Limits.Listener(ln)
+// run serves on c.addr over an open store until ctx ends. One server owns
+// the listener from the start and serves through a handoff: the starting
+// handler until the store answers and the gateway is assembled over it
+// (a gateway started before its store stays up, healthy and saying why it
+// is not ready), then the gateway's handler. ctx ending stops it in every
+// phase: waiting for the store, assembling, serving.
+func (m Main) run(ctx context.Context, c serveConfig, store tiers.Store, opts gateway.Options, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return err
+	}
+	url := "http://" + ln.Addr().String()
+	var front handoff
+	front.set(gateway.Starting(c.Config, opts, store.Ping))
+	server := httpapi.NewHTTPServer(c.HTTP.Limits, &front, log, opts.Instruments.HTTP)
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- server.Serve(c.HTTP.Limits.Listener(ln)) }()
+	shutdown := func() error {
+		log.Info("shutting down: finishing in-flight requests", "timeout", c.shutdownTimeout)
+		sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
+		defer cancel()
+		if err := server.Shutdown(sctx); err != nil {
+			return fmt.Errorf("shutdown: %w", err)
+		}
+		return nil
+	}
+
+	g, err := m.assemble(ctx, c, store, opts, url, serveErr, log)
+	if err != nil {
+		if ctx.Err() != nil {
+			// Stopped before serving: not a failure.
+			return shutdown()
+		}
+		_ = shutdown()
+		return err
+	}
+	front.set(g.Handler())
+
 	workerCtx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
 	workerDone := make(chan struct{})
 	go func() {
 		defer close(workerDone)
-		worker.Run(workerCtx)
+		g.Rollups.Run(workerCtx)
 	}()
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- server.Serve(ln) }()
-	url := "http://" + ln.Addr().String()
+	defer func() {
+		stopWorker()
+		<-workerDone
+	}()
 	log.Info("gateway listening", "url", url, "store", c.Store, "version", version)
 	fmt.Fprintf(m.Stdout, "gateway %s serving on %s (store: %s)\n", version, url, c.Store)
 	fmt.Fprintf(m.Stdout, "dashboard:     %s/\n", url)
@@ -172,22 +196,60 @@ func (m Main) listenAndServe(ctx context.Context, c serveConfig, ln net.Listener
 	if m.Ready != nil {
 		m.Ready(ln.Addr().String())
 	}
-	var result error
 	select {
 	case err := <-serveErr:
-		result = err
+		return err
 	case <-ctx.Done():
-		log.Info("shutting down: finishing in-flight requests", "timeout", c.shutdownTimeout)
-		sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
-		defer cancel()
-		if err := server.Shutdown(sctx); err != nil {
-			result = fmt.Errorf("shutdown: %w", err)
+		return shutdown()
+	}
+}
+
+// assemble waits until the store answers, then assembles the gateway over
+// it and loads the demo series if asked to. It gives up when ctx ends or
+// the server fails.
+func (m Main) assemble(ctx context.Context, c serveConfig, store tiers.Store, opts gateway.Options, url string, serveErr <-chan error, log *slog.Logger) (*gateway.Gateway, error) {
+	if err := ping(ctx, store); err != nil {
+		log.Warn("the store is not ready; answering probes until it is", "url", url, "err", err)
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for err != nil {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case err := <-serveErr:
+				return nil, err
+			case <-tick.C:
+			}
+			err = ping(ctx, store)
+		}
+		log.Info("the store is ready")
+	}
+	g, err := gateway.New(ctx, store, c.Config, opts)
+	if err != nil {
+		return nil, err
+	}
+	if c.demo {
+		if err := loadDemo(ctx, m, g, log); err != nil {
+			return nil, err
 		}
 	}
-	stopWorker()
-	<-workerDone
-	return result
+	return g, nil
 }
+
+// ping asks the store once, for at most two seconds.
+func ping(ctx context.Context, store tiers.Store) error {
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return store.Ping(pctx)
+}
+
+// handoff serves with the handler set last, so that the one server of the
+// process can move from the starting handler to the gateway's.
+type handoff struct{ h atomic.Pointer[http.Handler] }
+
+func (f *handoff) set(h http.Handler) { f.h.Store(&h) }
+
+func (f *handoff) ServeHTTP(w http.ResponseWriter, r *http.Request) { (*f.h.Load()).ServeHTTP(w, r) }
 
 // loadDemo fills an empty store with the demo series and rolls them up.
 func loadDemo(ctx context.Context, m Main, g *gateway.Gateway, log *slog.Logger) error {
@@ -201,7 +263,7 @@ func loadDemo(ctx context.Context, m Main, g *gateway.Gateway, log *slog.Logger)
 	}
 	start := time.Now()
 	last := time.Time{}
-	err = demo.Load(ctx, g.Writer, time.Now().UnixMilli(), func(done, total int64) {
+	err = demo.Load(ctx, g.Writer, g.Now().UnixMilli(), func(done, total int64) {
 		if time.Since(last) > 500*time.Millisecond || done == total {
 			last = time.Now()
 			fmt.Fprintf(m.Stdout, "\rdemo: loading points %3d%% (%d/%d)", done*100/total, done, total)

@@ -30,7 +30,7 @@ var FuzzSeries = []string{"s-1", "s-2", "s.3", "room.a.temp", "room.b.temp"}
 // NewFuzzGateway assembles the gateway for f's fuzz target.
 func NewFuzzGateway(f *testing.F) *FuzzGateway {
 	f.Helper()
-	store := NewMemStore(f, nil)
+	store := NewMemStore(f, querytest.Start)
 	env := querytest.NewEnv(f, store, querytest.Options{})
 	now := env.Clock.Now().UnixMilli()
 	var pts []ingest.Point

@@ -255,7 +255,7 @@ func plannedPartitions(t *testing.T, g *Gateway, series string, from, to int64) 
 func layoutChangeKeepsEveryPoint(t *testing.T, store tiers.Store) {
 	p := tiers.DefaultPyramid()
 	p[tiers.LevelRaw].BucketWidth, p[tiers.LevelRaw].EventBuckets = 10*tiers.Minute, 2
-	clock := querytest.NewClock(time.Now())
+	clock := querytest.NewClock(querytest.Start())
 	a := NewGateway(t, store, p, layouts.DefaultConfig(), clock)
 	b := NewGateway(t, store, p, layouts.DefaultConfig(), clock)
 	const series = "layout.change"
@@ -341,7 +341,7 @@ func layoutChangeValidation(t *testing.T, store tiers.Store) {
 	p[tiers.LevelRaw].BucketWidth, p[tiers.LevelRaw].EventBuckets = 10*tiers.Minute, 2
 	// 7m past a half hour: the earliest valid since is the next half hour
 	// after now + 15m.
-	clock := querytest.NewClock(time.UnixMilli(tiers.AlignDown(time.Now().UnixMilli(), 30*tiers.Minute) + 7*tiers.Minute + 123))
+	clock := querytest.NewClock(time.UnixMilli(tiers.AlignDown(querytest.Start().UnixMilli(), 30*tiers.Minute) + 7*tiers.Minute + 123))
 	g := NewGateway(t, store, p, layouts.DefaultConfig(), clock)
 	now := clock.Now().UnixMilli()
 	g.write(t, querytest.Truth{}, "layout.valid", []int64{now - tiers.Minute, now + 2*tiers.Minute}, func(int64) float64 { return 1 })
@@ -422,7 +422,7 @@ func autoSplitKeepsPartitionsUnderTheLimit(t *testing.T, store tiers.Store) {
 	cfg.WideRows, cfg.AutoSplit, cfg.MaxEventBuckets = 200, true, 8
 	// Minute-aligned, so that each batch fills one partition of the
 	// one-minute buckets.
-	clock := querytest.NewClock(time.UnixMilli(tiers.AlignDown(time.Now().UnixMilli(), tiers.Minute)))
+	clock := querytest.NewClock(time.UnixMilli(tiers.AlignDown(querytest.Start().UnixMilli(), tiers.Minute)))
 	g := NewGateway(t, store, p, cfg, clock)
 	const series = "split.busy"
 	truth := querytest.Truth{}
@@ -518,7 +518,7 @@ func (g *Gateway) metrics(t *testing.T) string {
 // TTL; unblocking restores it.
 func blockedSeriesNeverReachTheirPartitions(t *testing.T, store tiers.Store) {
 	counting := NewCounting(store)
-	clock := querytest.NewClock(time.Now())
+	clock := querytest.NewClock(querytest.Start())
 	p := tiers.DefaultPyramid()
 	a := NewGateway(t, counting, p, layouts.DefaultConfig(), clock)
 	b := NewGateway(t, counting, p, layouts.DefaultConfig(), clock)

@@ -182,7 +182,7 @@ func NewMemServerWith(t *testing.T, opts querytest.Options) *Server {
 	var env *querytest.Env
 	store := NewMemStore(t, func() time.Time {
 		if env == nil {
-			return time.Now()
+			return querytest.Start()
 		}
 		return env.Clock.Now()
 	})

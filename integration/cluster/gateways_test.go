@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tsgate/tsgate/httpapi/apitest"
+	"github.com/tsgate/tsgate/tiers/storetest"
 )
 
 // TestTwoGateways runs two gateways, each with its own store session, on
@@ -22,7 +23,7 @@ import (
 // and compose exactly, their series lists agree, and their rollup workers
 // running at once write exactly the rows one worker writes.
 func TestTwoGateways(t *testing.T) {
-	now := time.Now().Truncate(time.Hour)
+	now := storetest.Start().Truncate(time.Hour)
 	a, b := gateway(t, baseConfig(keyspace), now), gateway(t, baseConfig(keyspace), now)
 	// The reference: one gateway, one worker, on a keyspace of its own.
 	single, err := createKeyspace()

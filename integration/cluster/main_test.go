@@ -40,6 +40,7 @@ import (
 	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/cassandra"
+	"github.com/tsgate/tsgate/tiers/storetest"
 )
 
 var (
@@ -90,6 +91,8 @@ func baseConfig(ks string) cassandra.Config {
 	cfg.Replication = "datacenter1:3"
 	cfg.Timeout = 5 * time.Second
 	cfg.ReconnectInterval = time.Second
+	// Expiry is decided by the clock the tests place their data by.
+	cfg.Now = storetest.Start
 	return cfg
 }
 

@@ -7,8 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -20,9 +18,8 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/rs/zerolog"
 
-	"github.com/tsgate/tsgate/httpapi"
 	"github.com/tsgate/tsgate/httpapi/apitest"
-	"github.com/tsgate/tsgate/query/querytest"
+	"github.com/tsgate/tsgate/tiers/storetest"
 )
 
 var slowRounds = flag.Int("slow.rounds", 3, "TestSlowReplica: rounds of 10 reads per case (more for docs/benchmarks.md)")
@@ -86,7 +83,7 @@ func percentile(ds []time.Duration, q float64) time.Duration {
 // without them. Then the proxy drops every connection: no request outlives
 // its budget, and the driver reconnects through the proxy once it is back.
 func TestSlowReplica(t *testing.T) {
-	now := time.Now().Truncate(time.Hour)
+	now := storetest.Start().Truncate(time.Hour)
 	px := newProxy(t, "127.0.1.3", nodes[2], true)
 	cfg := baseConfig(keyspace)
 	cfg.Hosts = nodes[:2]
@@ -228,89 +225,4 @@ func TestSlowReplica(t *testing.T) {
 			t.Fatal("no complete answer while the connections dropped")
 		}
 	})
-}
-
-// TestGatewayBeforeCluster starts a gateway while no node is reachable
-// (every node behind a proxy that is not listening yet): it keeps running,
-// /healthz is ok, /readyz and every request say why the store is not
-// ready, and it serves as soon as the nodes are reachable.
-func TestGatewayBeforeCluster(t *testing.T) {
-	now := time.Now().Truncate(time.Hour)
-	var proxies []proxy
-	var hosts, mapping []string
-	for i, n := range nodes {
-		p := newProxy(t, fmt.Sprintf("127.0.1.%d", i+1), n, false)
-		proxies = append(proxies, p)
-		hosts = append(hosts, p.Listen)
-		mapping = append(mapping, n+"="+p.Listen)
-	}
-	cfg := baseConfig(keyspace)
-	cfg.Hosts = hosts
-	cfg.AddressMap = strings.Join(mapping, ",")
-	begin := time.Now()
-	// As `gateway serve` starts: the store connects in the background, the
-	// server answers probes (httpapi.Starting) until the store is ready,
-	// then the gateway is assembled over it and serves.
-	store := openStore(t, cfg)
-	var handler atomic.Pointer[http.Handler]
-	starting := httpapi.Starting(store.Ping)
-	handler.Store(&starting)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*handler.Load()).ServeHTTP(w, r) }))
-	t.Cleanup(ts.Close)
-	gw := &apitest.Server{Server: ts}
-	assembled, stop := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(assembled)
-		for store.Ping(context.Background()) != nil {
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-		env := querytest.NewEnv(t, store, querytest.Options{})
-		env.Clock.Advance(now.Sub(env.Clock.Now()))
-		h := env.Gateway.Handler()
-		handler.Store(&h)
-	}()
-	t.Cleanup(func() { close(stop); <-assembled })
-	t.Logf("gateway up %v after start with no node reachable", time.Since(begin).Round(time.Millisecond))
-
-	status, body, err := call(gw, "GET", "/healthz", nil)
-	if err != nil || status != 200 {
-		t.Fatalf("/healthz: %d %s %v", status, body, err)
-	}
-	status, body, err = call(gw, "GET", "/readyz", nil)
-	expectProblem(t, "/readyz", status, body, err, 503, "not ready: cassandra: not connected", "connection refused", hosts[0])
-	status, body, err = call(gw, "GET", "/v1/series", nil)
-	expectProblem(t, "list series", status, body, err, 503, "store-unavailable")
-	s := uniq("early")
-	status, body, err = call(gw, "POST", "/v1/points", writeBody(s, []point{{now.UnixMilli() - 1000, 1}}))
-	expectProblem(t, "write", status, body, err, 503, "store-unavailable")
-	status, _, body, err = read(gw, s, params("from", ms(now.UnixMilli()-3600_000), "to", ms(now.UnixMilli())))
-	if err != nil || (status != 503 && status != 404) {
-		t.Fatalf("read before the store is reachable: %d %s %v", status, body, err)
-	}
-	// Not a cached verdict: still not ready a moment later.
-	time.Sleep(1500 * time.Millisecond)
-	status, body, err = call(gw, "GET", "/readyz", nil)
-	expectProblem(t, "/readyz later", status, body, err, 503, "not connected")
-
-	for _, p := range proxies {
-		if err := p.Start(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	d := waitFor(t, 30*time.Second, "/readyz to say ready", func() error {
-		status, body, err := call(gw, "GET", "/readyz", nil)
-		if err != nil || status != 200 {
-			return fmt.Errorf("%d %s %v", status, body, err)
-		}
-		return nil
-	})
-	t.Logf("ready %v after the nodes became reachable", d.Round(time.Millisecond))
-	pts := sawtooth(now.UnixMilli()-3600_000, 1000, 600)
-	mustWrite(t, gw, s, pts)
-	got := readAll(t, gwList(gw), s, params("from", ms(now.UnixMilli()-3600_000), "to", ms(now.UnixMilli()), "resolution", "raw", "limit", "100"))
-	sameRows(t, "after the nodes became reachable", got, rawRows(pts))
 }

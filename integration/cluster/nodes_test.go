@@ -7,16 +7,18 @@ import (
 	"slices"
 	"strings"
 
-	assembly "github.com/tsgate/tsgate/gateway"
 	"sync"
 	"testing"
 	"time"
+
+	assembly "github.com/tsgate/tsgate/gateway"
+	"github.com/tsgate/tsgate/tiers/storetest"
 )
 
 // TestOneNodeKilled kills a node (SIGKILL) while four writers load the
 // gateway, then reads while it is still down.
 func TestOneNodeKilled(t *testing.T) {
-	now := time.Now().Truncate(time.Hour)
+	now := storetest.Start().Truncate(time.Hour)
 	gw := gateway(t, baseConfig(keyspace), now)
 	start := now.Add(-6 * time.Hour).UnixMilli()
 	const writers, batch = 4, 50
@@ -122,7 +124,7 @@ func TestOneNodeKilled(t *testing.T) {
 // that can deliver nothing at all is a 503 even with partial=allow (its
 // cursor would point where it started).
 func TestTwoNodesDown(t *testing.T) {
-	now := time.Now().Truncate(time.Hour)
+	now := storetest.Start().Truncate(time.Hour)
 	gw := gateway(t, baseConfig(keyspace), now, func(c *assembly.Config) { c.CacheBytes = 64 << 20 })
 	s := uniq("quorum")
 	from := now.Add(-3 * time.Hour).UnixMilli()

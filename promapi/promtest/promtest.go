@@ -714,7 +714,7 @@ func (s *Server) badRequests(t *testing.T, prefix string) {
 		})
 	}
 	// The client sees a bad_data error.
-	_, _, _, err := s.API.Query(context.Background(), "rate("+sel+"[5m])", time.Now())
+	_, _, _, err := s.API.Query(context.Background(), "rate("+sel+"[5m])", s.Env.Clock.Now())
 	if e, ok := err.(*v1.Error); !ok || e.Type != v1.ErrBadData {
 		t.Errorf("client error = %#v, want bad_data", err)
 	}

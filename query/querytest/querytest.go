@@ -29,7 +29,13 @@ import (
 	"github.com/tsgate/tsgate/rollup"
 	"github.com/tsgate/tsgate/router"
 	"github.com/tsgate/tsgate/tiers"
+	"github.com/tsgate/tsgate/tiers/storetest"
 )
+
+// Start is the instant every test clock starts at (storetest.Start):
+// TSGATE_TEST_NOW when set, else a fixed instant. Tests place their data
+// relative to it, or to a clock made from it, never to time.Now.
+func Start() time.Time { return storetest.Start() }
 
 // Clock is a settable clock shared by the write path, the rollup worker and
 // the engine, so the suite can let time pass (and points become late)
@@ -82,8 +88,7 @@ type Options struct {
 	Pyramid tiers.Pyramid
 	// Wrap decorates the partition reader answers are read through.
 	Wrap func(tiers.PartitionReader) tiers.PartitionReader
-	// Clock is shared with another Env; a new clock at the wall clock's
-	// time when nil.
+	// Clock is shared with another Env; a new clock at Start when nil.
 	Clock *Clock
 	// Configure adjusts the gateway's configuration (budgets, limits).
 	Configure func(*gateway.Config)
@@ -99,7 +104,7 @@ func NewEnv(t testing.TB, store tiers.Store, opts Options) *Env {
 	}
 	clock := opts.Clock
 	if clock == nil {
-		clock = &Clock{t: time.Now()}
+		clock = &Clock{t: Start()}
 	}
 	cfg := gateway.DefaultConfig()
 	cfg.Pyramid = p

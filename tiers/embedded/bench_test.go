@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/tsgate/tsgate/tiers"
+	"github.com/tsgate/tsgate/tiers/storetest"
 )
 
 // benchStore opens a store for a benchmark, on disk unless mem is set.
@@ -16,9 +16,9 @@ func benchStore(b *testing.B, mem bool) *Store {
 	var s *Store
 	var err error
 	if mem {
-		s, err = OpenInMemory(Options{SweepInterval: -1})
+		s, err = OpenInMemory(Options{Now: storetest.Start, SweepInterval: -1})
 	} else {
-		s, err = Open(b.TempDir(), Options{SweepInterval: -1})
+		s, err = Open(b.TempDir(), Options{Now: storetest.Start, SweepInterval: -1})
 	}
 	if err != nil {
 		b.Fatal(err)
@@ -36,7 +36,7 @@ func BenchmarkWrite(b *testing.B) {
 			s := benchStore(b, mem)
 			ctx := context.Background()
 			layout := tiers.Layout{{Width: tiers.Hour, EventBuckets: 4}}
-			t0 := tiers.AlignDown(time.Now().UnixMilli(), tiers.Hour)
+			t0 := tiers.AlignDown(storetest.Start().UnixMilli(), tiers.Hour)
 			ts := t0
 			writes := make([]tiers.PartitionWrite, 4)
 			b.ReportAllocs()
@@ -67,7 +67,7 @@ func BenchmarkReadPartition(b *testing.B) {
 	const rows = 100_000
 	s := benchStore(b, false)
 	ctx := context.Background()
-	t0 := tiers.AlignDown(time.Now().UnixMilli(), tiers.Hour)
+	t0 := tiers.AlignDown(storetest.Start().UnixMilli(), tiers.Hour)
 	key := tiers.PartitionKey{Table: tiers.TableRaw, Series: "bench.series", Bucket: t0}
 	for i := 0; i < rows; i += 10_000 {
 		var batch []tiers.Row

@@ -22,7 +22,7 @@ import (
 )
 
 func TestConformanceInMemory(t *testing.T) {
-	s, err := OpenInMemory(Options{})
+	s, err := OpenInMemory(Options{Now: storetest.Start})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestConformanceInMemory(t *testing.T) {
 // A pyramid with a 10s tier under the minute tier keeps its rows in a
 // table of its own, which the store keys by name.
 func TestConformanceFiveTiers(t *testing.T) {
-	s, err := OpenInMemory(Options{})
+	s, err := OpenInMemory(Options{Now: storetest.Start})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestConformanceFiveTiers(t *testing.T) {
 }
 
 func TestConformanceOnDisk(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{})
+	s, err := Open(t.TempDir(), Options{Now: storetest.Start})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,11 +96,11 @@ func countKeys(t *testing.T, s *Store, kind byte) int {
 func TestReopenKeepsData(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := Open(dir, Options{})
+	s, err := Open(dir, Options{Now: storetest.Start})
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := tiers.AlignDown(time.Now().UnixMilli(), tiers.Hour)
+	base := tiers.AlignDown(storetest.Start().UnixMilli(), tiers.Hour)
 	raw := tiers.PartitionKey{Table: tiers.TableRaw, Series: "cpu.busy", Bucket: base, EventBucket: 2}
 	roll := tiers.PartitionKey{Table: tiers.RollupTable(tiers.Hour), Series: "cpu.busy", Bucket: base}
 	rawRows := []tiers.Row{tiers.PointRow(base+1, 1.5), tiers.PointRow(base+2, -2)}
@@ -139,7 +139,7 @@ func TestReopenKeepsData(t *testing.T) {
 		t.Fatalf("Ping after Close: %v, want ErrClosed", err)
 	}
 
-	s, err = Open(dir, Options{})
+	s, err = Open(dir, Options{Now: storetest.Start})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,11 +178,11 @@ func TestReopenKeepsData(t *testing.T) {
 
 func TestCloseReleasesOpenReads(t *testing.T) {
 	ctx := context.Background()
-	s, err := OpenInMemory(Options{})
+	s, err := OpenInMemory(Options{Now: storetest.Start})
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := tiers.AlignDown(time.Now().UnixMilli(), tiers.Hour)
+	base := tiers.AlignDown(storetest.Start().UnixMilli(), tiers.Hour)
 	key := tiers.PartitionKey{Table: tiers.TableRaw, Series: "r", Bucket: base}
 	var rows []tiers.Row
 	for i := range int64(10) {
@@ -213,12 +213,12 @@ func TestCloseReleasesOpenReads(t *testing.T) {
 
 func TestReadStoppedEarly(t *testing.T) {
 	ctx := context.Background()
-	s, err := OpenInMemory(Options{})
+	s, err := OpenInMemory(Options{Now: storetest.Start})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer closeStore(t, s)
-	base := tiers.AlignDown(time.Now().UnixMilli(), tiers.Hour)
+	base := tiers.AlignDown(storetest.Start().UnixMilli(), tiers.Hour)
 	key := tiers.PartitionKey{Table: tiers.TableRaw, Series: "r", Bucket: base}
 	var rows []tiers.Row
 	for i := range int64(10) {
@@ -258,12 +258,12 @@ func TestReadStoppedEarly(t *testing.T) {
 
 func TestRejectsBadInput(t *testing.T) {
 	ctx := context.Background()
-	s, err := OpenInMemory(Options{})
+	s, err := OpenInMemory(Options{Now: storetest.Start})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer closeStore(t, s)
-	rows := []tiers.Row{tiers.PointRow(time.Now().UnixMilli(), 1)}
+	rows := []tiers.Row{tiers.PointRow(storetest.Start().UnixMilli(), 1)}
 	for _, k := range []tiers.PartitionKey{
 		{Table: "nope", Series: "a"},
 		{Table: tiers.TableRaw, Series: ""},
@@ -290,12 +290,12 @@ func TestRejectsBadInput(t *testing.T) {
 // so, not the lock's system error.
 func TestOpenRefusesADirectoryInUse(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir, Options{})
+	s, err := Open(dir, Options{Now: storetest.Start})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer closeStore(t, s)
-	_, err = Open(dir, Options{})
+	_, err = Open(dir, Options{Now: storetest.Start})
 	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "in use by another gateway") {
 		t.Fatalf("second Open: %v", err)
 	}
@@ -305,7 +305,7 @@ func TestOpenRefusesADirectoryInUse(t *testing.T) {
 // the test of a directory locked by another process.
 func TestMain(m *testing.M) {
 	if dir := os.Getenv("TSGATE_TEST_HOLD_DIR"); dir != "" {
-		s, err := Open(dir, Options{})
+		s, err := Open(dir, Options{Now: storetest.Start})
 		if err != nil {
 			fmt.Println("open:", err)
 			os.Exit(1)
@@ -341,7 +341,7 @@ func TestOpenRefusesADirectoryHeldByAnotherProcess(t *testing.T) {
 	if err != nil || line != "holding\n" {
 		t.Fatalf("child: %q %v", line, err)
 	}
-	_, err = Open(dir, Options{})
+	_, err = Open(dir, Options{Now: storetest.Start})
 	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "in use by another gateway") {
 		t.Fatalf("Open while another process holds the directory: %v", err)
 	}

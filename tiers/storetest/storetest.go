@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -23,12 +24,39 @@ import (
 	"github.com/tsgate/tsgate/tiers"
 )
 
-// Now is the clock the suite writes against: rows are timestamped around it
-// so retention never expires them during a run.
-func now() int64 { return time.Now().UnixMilli() }
+// StartEnv names the environment variable that sets Start: an RFC 3339
+// instant, so that the suites can be run as if it were any time of day
+// (just before midnight, on an hour boundary).
+const StartEnv = "TSGATE_TEST_NOW"
+
+// defaultStart is Start when StartEnv is not set: a fixed instant, inside
+// its hour, day and month rather than on a boundary.
+var defaultStart = time.Date(2026, time.January, 15, 14, 37, 22, 123_000_000, time.UTC)
+
+// Start is the instant the test suites' clocks start at: StartEnv's
+// instant when set, else a fixed one, so that no test depends on the wall
+// clock or the time of day. A store under test keeps time by it too
+// (embedded.Options.Now, cassandra.Config.Now): expiry is decided against
+// the clock the data was placed by. An unparsable StartEnv panics: a run
+// at an instant other than the one asked for would prove nothing.
+func Start() time.Time {
+	v, ok := os.LookupEnv(StartEnv)
+	if !ok || v == "" {
+		return defaultStart
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		panic(fmt.Sprintf("%s=%q: %v", StartEnv, v, err))
+	}
+	return t.UTC()
+}
+
+// now is the clock the suite writes against (Start): rows are
+// timestamped around it, and the store under test keeps time by it.
+func now() int64 { return Start().UnixMilli() }
 
 // Run runs the conformance suite against store, which holds the tables of
-// pyramid p.
+// pyramid p and keeps time by Start.
 func Run(t *testing.T, store tiers.Store, p tiers.Pyramid) {
 	prefix := fmt.Sprintf("conf%08x.", rand.Uint32())
 	s := suite{store: store, prefix: prefix, pyramid: p}

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/netutil"
@@ -101,7 +102,14 @@ func connBounds(l Limits, up *uploads, m *Metrics, next http.Handler) http.Handl
 			}
 			defer up.remove(rc)
 			_ = rc.SetReadDeadline(time.Now().Add(l.BodyTimeout))
-			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, up: up, m: m}
+			body := &deadlineBody{ReadCloser: r.Body, rc: rc, up: up, m: m}
+			pw.body = body
+			// The server decides whether the connection can carry another
+			// request by looking at the body it made: the handler gets a
+			// copy of the request, so that what it wraps around the body
+			// never hides that body from the server.
+			r = r.WithContext(r.Context())
+			r.Body = body
 		}
 		next.ServeHTTP(pw, r)
 		// What the handler wrote may still sit in buffers the server
@@ -116,18 +124,20 @@ func connBounds(l Limits, up *uploads, m *Metrics, next http.Handler) http.Handl
 // does not time out and cancel a request still being served.
 type deadlineBody struct {
 	io.ReadCloser
-	rc      *http.ResponseController
-	up      *uploads
-	m       *Metrics
-	done    bool
+	rc *http.ResponseController
+	up *uploads
+	m  *Metrics
+	// done is set once the body was read to its end; the answer's
+	// header, written perhaps by another goroutine, reads it.
+	done    atomic.Bool
 	counted bool
 }
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	switch {
-	case err == io.EOF && !b.done:
-		b.done = true
+	case err == io.EOF && !b.done.Load():
+		b.done.Store(true)
 		b.up.remove(b.rc)
 		_ = b.rc.SetReadDeadline(time.Time{})
 	case err != nil && errors.Is(err, os.ErrDeadlineExceeded) && !b.counted:
@@ -139,7 +149,10 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 
 // progressWriter moves the write deadline forward as the answer is
 // written: a client reading slowly is served, one that stopped reading is
-// cut off WriteTimeout after its last progress.
+// cut off WriteTimeout after its last progress. It also closes the
+// connection after an answer sent before the request's body was read to
+// its end: whatever is left of that body must never be parsed as the next
+// request (request smuggling), whichever reader stopped early.
 type progressWriter struct {
 	http.ResponseWriter
 	rc      *http.ResponseController
@@ -147,6 +160,21 @@ type progressWriter struct {
 	m       *Metrics
 	last    time.Time
 	failed  bool
+	// body is the request's body, nil when it has none.
+	body        *deadlineBody
+	wroteHeader bool
+}
+
+// WriteHeader sends the status, closing the connection after the answer
+// when the body was not read to its end.
+func (w *progressWriter) WriteHeader(code int) {
+	if code >= 200 && !w.wroteHeader {
+		w.wroteHeader = true
+		if w.body != nil && !w.body.done.Load() {
+			w.Header().Set("Connection", "close")
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
 }
 
 // extend moves the deadline, at most once a second (or a sixteenth of the
@@ -161,6 +189,9 @@ func (w *progressWriter) extend(now time.Time) {
 }
 
 func (w *progressWriter) Write(b []byte) (int, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
 	w.extend(time.Now())
 	n, err := w.ResponseWriter.Write(b)
 	if err != nil && !w.failed && errors.Is(err, os.ErrDeadlineExceeded) {
@@ -171,6 +202,9 @@ func (w *progressWriter) Write(b []byte) (int, error) {
 }
 
 func (w *progressWriter) Flush() {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
 	w.extend(time.Now())
 	_ = w.rc.Flush()
 }

@@ -1,0 +1,141 @@
+package httpapi_test
+
+// Connection-level tests of the whole gateway as an attacker meets it: the
+// real handler behind the real server (NewHTTPServer and its listener),
+// spoken to over raw sockets, so that nothing a Go client does for its
+// user hides what the server does.
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tsgate/tsgate/gateway"
+	"github.com/tsgate/tsgate/httpapi"
+	"github.com/tsgate/tsgate/httpapi/apitest"
+	"github.com/tsgate/tsgate/query/querytest"
+)
+
+// edgeServer is the gateway over an in-memory store served as gateway
+// serve serves it, on a loopback port.
+type edgeServer struct {
+	addr string
+	api  *apitest.Server
+}
+
+func newEdgeServer(t *testing.T, configure func(*gateway.Config)) *edgeServer {
+	t.Helper()
+	api := apitest.NewMemServerWith(t, querytest.Options{Configure: configure})
+	limits := api.Env.Gateway.Config.HTTP.Limits
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httpapi.NewHTTPServer(limits, api.Env.Gateway.Handler(), nil, nil)
+	go func() { _ = srv.Serve(limits.Listener(ln)) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return &edgeServer{addr: ln.Addr().String(), api: api}
+}
+
+// rawResponses sends raw on one connection and reads every answer the
+// server gives on it until it closes the connection or stays silent for
+// a second; it reports whether the server closed it.
+func rawResponses(t *testing.T, addr string, raw []byte) (answers []*http.Response, closed bool) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	go func() { _, _ = conn.Write(raw) }()
+	br := bufio.NewReader(conn)
+	for {
+		_ = conn.SetReadDeadline(time.Now().Add(time.Second))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			var ne net.Error
+			if ok := asNetError(err, &ne); ok && ne.Timeout() {
+				return answers, false
+			}
+			return answers, true
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		answers = append(answers, resp)
+	}
+}
+
+func asNetError(err error, target *net.Error) bool {
+	ne, ok := err.(net.Error)
+	if ok {
+		*target = ne
+	}
+	return ok
+}
+
+// A request hidden in the part of a body the gateway did not read is never
+// executed: every answer that leaves a body unread closes the connection,
+// whichever limit stopped the reading (the contract's 1 MiB cap of
+// POST /v1/query, a 401 before the body, a 413 of a write).
+func TestUnreadBodiesNeverCarryARequest(t *testing.T) {
+	s := newEdgeServer(t, nil)
+	smuggled := "PUT /v1/admin/series/victim/blocked HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 18\r\n\r\n{\"reason\":\"owned\"}"
+	for _, c := range []struct {
+		name, method, path, ct string
+		before                 int // bytes of body before the hidden request
+	}{
+		// More than 256 KiB left unread: the server's own discard gives up.
+		{"query over its cap, far", "POST", "/v1/query", "application/json", 1<<20 + 300<<10},
+		// Less than that: the server would discard the rest by itself.
+		{"query over its cap, near", "POST", "/v1/query", "application/json", 1<<20 + 1000},
+		{"query, not json", "POST", "/v1/query", "text/plain", 600 << 10},
+		{"admin put, over its cap", "PUT", "/v1/admin/series/x/blocked", "application/json", 1<<20 + 300<<10},
+		{"write, wrong media type", "POST", "/v1/points", "text/csv", 600 << 10},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			body := append([]byte(`{"queries":[`), bytes.Repeat([]byte(" "), c.before-12)...)
+			body = append(body, smuggled...)
+			raw := fmt.Appendf(nil, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n", c.method, c.path, c.ct, len(body))
+			raw = append(raw, body...)
+			answers, closed := rawResponses(t, s.addr, raw)
+			if len(answers) != 1 {
+				t.Fatalf("%d answers on one connection, want 1: the rest of the body was read as a request", len(answers))
+			}
+			if answers[0].StatusCode < 400 {
+				t.Fatalf("status %d, want a refusal", answers[0].StatusCode)
+			}
+			if !closed || !answers[0].Close {
+				t.Fatalf("the connection stayed open after an answer that left the body unread (Connection: %q)", answers[0].Header.Get("Connection"))
+			}
+		})
+	}
+	var blocked struct {
+		Blocked []any `json:"blocked"`
+	}
+	if status := s.api.Get("/v1/admin/blocked", &blocked); status != 200 || len(blocked.Blocked) != 0 {
+		t.Fatalf("a hidden request was executed: %d %v", status, blocked.Blocked)
+	}
+}
+
+// A body read to its end leaves the connection open for the next request:
+// keep-alive still works for clients that send what they declare.
+func TestReadBodiesKeepTheConnection(t *testing.T) {
+	s := newEdgeServer(t, nil)
+	body := `{"points":[{"series":"k","t":` + fmt.Sprint(s.api.Now()) + `,"v":1}]}`
+	one := fmt.Sprintf("POST /v1/points HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	answers, closed := rawResponses(t, s.addr, []byte(strings.Repeat(one, 3)))
+	if len(answers) != 3 || closed {
+		t.Fatalf("%d answers, closed %v; want 3 on one open connection", len(answers), closed)
+	}
+	for _, a := range answers {
+		if a.StatusCode != 200 {
+			t.Fatalf("status %d", a.StatusCode)
+		}
+	}
+}

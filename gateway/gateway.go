@@ -30,7 +30,6 @@ import (
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/layouts"
 	"github.com/tsgate/tsgate/partial"
-	"github.com/tsgate/tsgate/problem"
 	"github.com/tsgate/tsgate/promapi"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/rollup"
@@ -252,11 +251,12 @@ func (g *Gateway) Handler() http.Handler {
 		Writer: g.Writer, Importer: g.Importer, Registry: registry, Rollups: g.Rollups,
 		Ready: g.Store.Ping, Logger: g.Logger, Now: g.Now,
 		Metrics: g.Metrics, Gatherer: g.Registry, Home: g.opts.Home, Layouts: g.Layouts,
-		Mounts:      g.mounts(map[string]http.Handler{"/grafana": gf.Handler(), "/prometheus": prom.Handler()}),
-		MountBodies: map[string][]string{"/prometheus": {"application/x-www-form-urlencoded"}},
-		MountErrors: map[string]func(http.ResponseWriter, *problem.Problem){"/prometheus": promapi.WriteRefusal},
-		MountRoles:  map[string]auth.Role{"/debug/pprof": auth.Admin},
-		Tokens:      g.opts.Tokens, AuthMetrics: g.Config.Auth.Metrics,
+		Mounts: g.mounts(
+			httpapi.Mount{Prefix: "/grafana", Handler: gf.Handler(), Role: auth.Read, Refuse: grafana.WriteRefusal, CORS: true},
+			httpapi.Mount{Prefix: "/prometheus", Handler: prom.Handler(), Role: auth.Read,
+				Bodies: []string{"application/x-www-form-urlencoded"}, Refuse: promapi.WriteRefusal},
+		),
+		Tokens: g.opts.Tokens, AuthMetrics: g.Config.Auth.Metrics,
 	}, g.Config.HTTP)
 	return srv.Handler()
 }
@@ -276,10 +276,11 @@ func Starting(cfg Config, opts Options, ping func(context.Context) error) http.H
 	}, cfg.HTTP).Starting()
 }
 
-// mounts adds the operators' routes to the front ends m.
-func (g *Gateway) mounts(m map[string]http.Handler) map[string]http.Handler {
+// mounts adds the operators' routes to the front ends m: the profiles
+// need admin.
+func (g *Gateway) mounts(m ...httpapi.Mount) []httpapi.Mount {
 	if g.Config.Pprof {
-		m["/debug/pprof"] = pprofHandler()
+		m = append(m, httpapi.Mount{Prefix: "/debug/pprof", Handler: pprofHandler(), Role: auth.Admin})
 	}
 	return m
 }

@@ -73,4 +73,21 @@ func TestPprofNeedsAdmin(t *testing.T) {
 			t.Fatalf("GET /debug/pprof/cmdline with token %q: %d %s, want %d", c.token, w.Code, w.Body, c.want)
 		}
 	}
+	// Every method needs the role: an OPTIONS, preflight-shaped or not,
+	// must not run the profile (the command line holds the secrets given
+	// as flags).
+	for _, path := range []string{"/debug/pprof/cmdline", "/debug/pprof/heap", "/debug/pprof/goroutine", "/debug/pprof/profile?seconds=1", "/debug/pprof/trace?seconds=1", "/debug/pprof/"} {
+		for _, preflight := range []bool{false, true} {
+			req := httptest.NewRequest("OPTIONS", path, nil)
+			if preflight {
+				req.Header.Set("Origin", "https://grafana.example")
+				req.Header.Set("Access-Control-Request-Method", "GET")
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			if w.Code != 401 || w.Header().Get("Content-Type") != "application/problem+json" {
+				t.Fatalf("OPTIONS %s (preflight %v) without a token: %d %.200s", path, preflight, w.Code, w.Body)
+			}
+		}
+	}
 }

@@ -6,8 +6,10 @@
 // intervalMs choose through the router's max_points rule.
 package grafana
 
-// The datasource URL is http://HOST:PORT/grafana. The plugin appends the paths below. Every answer is JSON, every error is
-// {"message", "error"} (the plugin shows message, else error), and every
+// The datasource URL is http://HOST:PORT/grafana. The plugin appends the
+// paths below. Every answer is JSON, every error is {"message", "error"}
+// (the plugin shows message, else error) but the guards' 401 and 403,
+// which are problem+json with those members too, and every
 // POST takes whatever envelope Grafana sends: an empty body, {}, members
 // added by newer Grafana releases.
 
@@ -176,25 +178,36 @@ func writeGrafana(w http.ResponseWriter, status int, body []byte) {
 }
 
 // writeGrafanaError is the one place a Grafana request fails: the problem
-// the v1 API would answer, reshaped into the members the plugin shows.
+// the v1 API would answer, in the envelope the plugin shows.
 func (s *Server) writeGrafanaError(w http.ResponseWriter, r *http.Request, err error) {
 	p := problem.From(err)
-	status := p.Status
-	if status == http.StatusUnauthorized {
-		// Grafana's proxy replaces the body of a 401 with its own message.
-		status = http.StatusBadRequest
-	}
-	if status >= 500 {
+	if p.Status >= 500 {
 		level := slog.LevelWarn
-		if status == http.StatusInternalServerError {
+		if p.Status == http.StatusInternalServerError {
 			level = slog.LevelError
 		}
-		s.logger(r).Log(r.Context(), level, "grafana request failed", "status", status, "err", err)
+		s.logger(r).Log(r.Context(), level, "grafana request failed", "status", p.Status, "err", err)
+	}
+	WriteRefusal(w, p)
+}
+
+// WriteRefusal writes p in the envelope the plugin shows, {"message",
+// "error"} (message, else error, is what a panel says), keeping its
+// headers. A 401 of the datasource's own becomes a 400: Grafana's proxy
+// replaces the body of a 401 with its own words. The gateway's guards
+// answer a missing token with a problem+json 401, as on every route.
+func WriteRefusal(w http.ResponseWriter, p *problem.Problem) {
+	status := p.Status
+	if status == http.StatusUnauthorized {
+		status = http.StatusBadRequest
 	}
 	b, _ := json.Marshal(struct {
 		Message string `json:"message"`
 		Error   string `json:"error"`
 	}{p.Detail, p.Title})
+	for k, v := range p.Header {
+		w.Header()[k] = v
+	}
 	writeGrafana(w, status, append(b, '\n'))
 }
 

@@ -7,7 +7,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"math"
@@ -114,12 +113,10 @@ func tokenName(ctx context.Context) string {
 // own so that a walk over the router can tell which role every route
 // declares (TestEveryRouteDeclaresARole).
 type roleGuard struct {
-	role    auth.Role
-	s       *Server
-	grafana bool
-	// shape writes a refusal in a mounted front end's own error envelope;
-	// the Grafana plugin's shape when nil and grafana is set.
-	shape func(http.ResponseWriter, *Problem)
+	role auth.Role
+	s    *Server
+	// mount is set for the routes of a mounted front end.
+	mount *Mount
 	next  http.Handler
 }
 
@@ -131,9 +128,7 @@ func (s *Server) need(role auth.Role) func(http.Handler) http.Handler {
 
 func (g *roleGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	toks := g.s.deps.Tokens
-	// A browser sends CORS preflights without credentials; the front end
-	// answers them without doing anything else.
-	if g.role == auth.Open || toks == nil || (g.grafana && r.Method == http.MethodOptions) {
+	if g.role == auth.Open || toks == nil || g.corsPreflight(r) {
 		g.next.ServeHTTP(w, r)
 		return
 	}
@@ -141,7 +136,7 @@ func (g *roleGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		g.s.deps.Metrics.refuse(refusedUnauthorized)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="tsgate"`)
-		g.refuse(w, r, &Problem{Type: problem.Type("unauthorized"), Title: "Unauthorized", Status: http.StatusUnauthorized,
+		g.refuse(w, &Problem{Type: problem.Type("unauthorized"), Title: "Unauthorized", Status: http.StatusUnauthorized,
 			Detail: "send Authorization: Bearer <token> with a token of role " + g.role.String() + " or higher"})
 		return
 	}
@@ -151,40 +146,28 @@ func (g *roleGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if tok.Role < g.role {
 		g.s.deps.Metrics.refuse(refusedForbidden)
 		g.s.logger(r).Info("request refused: role too low", "token", tok.Name, "role", tok.Role.String(), "needs", g.role.String())
-		g.refuse(w, r, &Problem{Type: problem.Type("forbidden"), Title: "Forbidden", Status: http.StatusForbidden,
+		g.refuse(w, &Problem{Type: problem.Type("forbidden"), Title: "Forbidden", Status: http.StatusForbidden,
 			Detail: "the token " + strconv.Quote(tok.Name) + " has role " + tok.Role.String() + "; " + r.Method + " " + r.URL.Path + " needs " + g.role.String()})
 		return
 	}
 	g.next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tokenKey{}, tok.Name)))
 }
 
-func (g *roleGuard) refuse(w http.ResponseWriter, r *http.Request, p *Problem) {
-	if g.shape != nil {
-		g.shape(w, p)
-		return
-	}
-	if g.grafana {
-		// The plugin's error shape, with the true status: Grafana's proxy
-		// turns a 401 into its own "Authentication to data source failed",
-		// which says what is wrong; the browser access mode shows message.
-		writeGrafanaShaped(w, p)
-		return
-	}
-	problem.Write(w, p)
+// corsPreflight tells a CORS preflight of a front end that --cors-origins
+// opens: an OPTIONS that names an origin and the method it will send.
+// Any other request, OPTIONS included, needs its role.
+func (g *roleGuard) corsPreflight(r *http.Request) bool {
+	return g.mount != nil && g.mount.CORS && len(g.s.cfg.Limits.CORSOrigins) > 0 &&
+		r.Method == http.MethodOptions && r.Header.Get("Origin") != "" && r.Header.Get("Access-Control-Request-Method") != ""
 }
 
-// writeGrafanaShaped answers p in the shape the Grafana plugin shows,
-// keeping its status.
-func writeGrafanaShaped(w http.ResponseWriter, p *Problem) {
-	b, _ := json.Marshal(struct {
-		Message string `json:"message"`
-		Error   string `json:"error"`
-	}{p.Detail, p.Title})
-	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(p.Status)
-	_, _ = w.Write(append(b, '\n'))
+// refuse answers a refusal of authentication: problem+json on every
+// route, with the members the clients of a mounted front end show.
+func (g *roleGuard) refuse(w http.ResponseWriter, p *Problem) {
+	if g.mount != nil {
+		p = problem.Shown(p)
+	}
+	problem.Write(w, p)
 }
 
 // bearer is the token of an Authorization: Bearer header, or "".
@@ -231,11 +214,7 @@ func (s *Server) limit(lim *limiter) func(http.Handler) http.Handler {
 				w.Header().Set("Retry-After", retryAfter)
 				p := &Problem{Type: problem.Type("overloaded"), Title: "Overloaded", Status: http.StatusServiceUnavailable,
 					Detail: "the gateway is serving as many requests as it may (--max-inflight); retry after " + retryAfter + "s"}
-				if strings.HasPrefix(r.URL.Path, "/grafana") {
-					writeGrafanaShaped(w, p)
-				} else {
-					problem.Write(w, p)
-				}
+				s.refuserOf(r.URL.Path)(w, p)
 				return
 			}
 			if m := s.deps.Metrics; m != nil && m.guard != nil {
@@ -357,10 +336,26 @@ func (s *Server) refuseProblem(w http.ResponseWriter, r *http.Request, p *Proble
 	problem.Write(w, p)
 }
 
-// refuseGrafana writes a refusal in the Grafana plugin's shape and counts it.
-func (s *Server) refuseGrafana(w http.ResponseWriter, r *http.Request, p *Problem) {
-	s.deps.Metrics.refuse(refusalOf(p))
-	writeGrafanaShaped(w, p)
+// refuserOf is how a refusal of a request for path is written: in the
+// envelope of the front end mounted there, else as problem+json.
+func (s *Server) refuserOf(path string) func(http.ResponseWriter, *Problem) {
+	for i := range s.deps.Mounts {
+		m := &s.deps.Mounts[i]
+		if path == m.Prefix || strings.HasPrefix(path, m.Prefix+"/") {
+			return m.refuse
+		}
+	}
+	return problem.Write
+}
+
+// refuse writes a refusal of the mount's guards other than
+// authentication's.
+func (m *Mount) refuse(w http.ResponseWriter, p *Problem) {
+	if m.Refuse != nil {
+		m.Refuse(w, p)
+		return
+	}
+	problem.Write(w, problem.Shown(p))
 }
 
 func refusalOf(p *Problem) string {
@@ -387,19 +382,15 @@ func quoteOrMissing(s string) string {
 	return strconv.Quote(s)
 }
 
-// guardMount puts a mounted front end (/grafana) behind the role it needs,
-// answering refusals in the Grafana plugin's shape, and takes only JSON
-// bodies.
-func (s *Server) guardMount(role auth.Role, h http.Handler, bodies []string, shape func(http.ResponseWriter, *Problem)) http.Handler {
-	onRefuse := s.refuseGrafana
-	if shape != nil {
-		onRefuse = func(w http.ResponseWriter, r *http.Request, p *Problem) {
-			s.deps.Metrics.refuse(refusalOf(p))
-			shape(w, p)
-		}
+// guardMount puts a mounted front end behind the role it needs and the
+// media types it takes.
+func (s *Server) guardMount(m Mount) http.Handler {
+	onRefuse := func(w http.ResponseWriter, r *http.Request, p *Problem) {
+		s.deps.Metrics.refuse(refusalOf(p))
+		m.refuse(w, p)
 	}
-	g := &roleGuard{role: role, s: s, grafana: true, shape: shape, next: jsonBodyOnly(onRefuse, bodies...)(h)}
-	if sub, ok := h.(chi.Routes); ok {
+	g := &roleGuard{role: m.Role, s: s, mount: &m, next: jsonBodyOnly(onRefuse, m.Bodies...)(m.Handler)}
+	if sub, ok := m.Handler.(chi.Routes); ok {
 		return &mountGuard{roleGuard: g, sub: sub}
 	}
 	return g
@@ -417,7 +408,7 @@ func (m *mountGuard) Routes() []chi.Route { return m.sub.Routes() }
 func (m *mountGuard) Middlewares() chi.Middlewares {
 	g := m.roleGuard
 	mark := func(next http.Handler) http.Handler {
-		return &roleGuard{role: g.role, s: g.s, grafana: true, shape: g.shape, next: next}
+		return &roleGuard{role: g.role, s: g.s, mount: g.mount, next: next}
 	}
 	return append(chi.Middlewares{mark}, m.sub.Middlewares()...)
 }

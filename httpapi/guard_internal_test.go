@@ -26,7 +26,7 @@ import (
 // declares is the one the contract names (x-role, or no security for the
 // open ones). A route added without a role fails here.
 func TestEveryRouteDeclaresARole(t *testing.T) {
-	s := New(Deps{Gatherer: prometheus.NewRegistry(), Mounts: map[string]http.Handler{"/grafana": grafana.New(grafana.Deps{}).Handler()}}, DefaultConfig())
+	s := New(Deps{Gatherer: prometheus.NewRegistry(), Mounts: []Mount{{Prefix: "/grafana", Handler: grafana.New(grafana.Deps{}).Handler(), Role: auth.Read, Refuse: grafana.WriteRefusal}}}, DefaultConfig())
 	c, err := newContract(0)
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +91,7 @@ func TestEveryRouteDeclaresARole(t *testing.T) {
 func TestOverloadSheds(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
-	s := New(Deps{Metrics: m}, DefaultConfig())
+	s := New(Deps{Metrics: m, Mounts: []Mount{{Prefix: "/grafana", Role: auth.Read, Refuse: grafana.WriteRefusal}}}, DefaultConfig())
 	release := make(chan struct{})
 	entered := make(chan struct{}, 10)
 	reached := 0

@@ -282,16 +282,61 @@ func TestGeneratedClientWithToken(t *testing.T) {
 }
 
 // Under /grafana a refusal keeps the datasource's error shape.
+// /grafana needs a read token; its 401 is problem+json, as on every
+// route, with the message member the plugin shows.
 func TestGrafanaNeedsReadToken(t *testing.T) {
 	rt := newRoleTokens(t)
 	s := newGuardedServer(t, rt.set, nil)
-	st, h, b := do(t, "POST", s.URL+"/grafana/query", "application/json", "{}", "")
-	var e struct{ Message, Error string }
-	if st != 401 || h.Get("WWW-Authenticate") == "" || json.Unmarshal(b, &e) != nil || e.Message == "" {
-		t.Fatalf("no token: %d %v %s", st, h, b)
+	for _, path := range []string{"/grafana", "/grafana/query", "/prometheus/api/v1/labels"} {
+		st, h, b := do(t, "POST", s.URL+path, "application/json", "{}", "")
+		var e struct {
+			Type, Message string
+			Status        int
+		}
+		if st != 401 || h.Get("WWW-Authenticate") == "" || h.Get("Content-Type") != "application/problem+json" ||
+			json.Unmarshal(b, &e) != nil || e.Message == "" || e.Status != 401 || e.Type != "/docs#problem/unauthorized" {
+			t.Fatalf("%s without a token: %d %v %s", path, st, h, b)
+		}
 	}
 	if st, _, b := do(t, "POST", s.URL+"/grafana/query", "application/json", "{}", rt.byRole[auth.Read]); st != 200 {
 		t.Fatalf("read token: %d %s", st, b)
+	}
+}
+
+// Only a real CORS preflight of /grafana, from an origin --cors-origins
+// names, passes without a token; any other OPTIONS needs the role.
+func TestOnlyCORSPreflightsPassWithoutToken(t *testing.T) {
+	rt := newRoleTokens(t)
+	preflight := func(s *testServer, path string, real bool) int {
+		req, _ := http.NewRequest("OPTIONS", s.URL+path, nil)
+		if real {
+			req.Header.Set("Origin", "https://grafana.example")
+			req.Header.Set("Access-Control-Request-Method", "POST")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	open := newGuardedServer(t, rt.set, func(c *gateway.Config) { c.HTTP.Limits.CORSOrigins = []string{"https://grafana.example"} })
+	closed := newGuardedServer(t, rt.set, nil)
+	for _, c := range []struct {
+		s    *testServer
+		path string
+		real bool
+		want int
+	}{
+		{open, "/grafana/query", true, 204},
+		{open, "/grafana/query", false, 401},
+		{open, "/prometheus/api/v1/query", true, 401},
+		{closed, "/grafana/query", true, 401},
+		{closed, "/grafana/query", false, 401},
+	} {
+		if got := preflight(c.s, c.path, c.real); got != c.want {
+			t.Errorf("OPTIONS %s (preflight %v, cors origins %v): %d, want %d", c.path, c.real, c.s == open, got, c.want)
+		}
 	}
 }
 

@@ -95,20 +95,9 @@ type Deps struct {
 	Gatherer prometheus.Gatherer
 	// Home serves GET /; the dashboard of package web when nil.
 	Home http.Handler
-	// Mounts are other front ends, by path prefix (/grafana), served
-	// behind the same middlewares.
-	Mounts map[string]http.Handler
-	// MountBodies are the media types a mount's POST bodies may have
-	// besides application/json (the Prometheus API takes HTML forms: its
-	// read-only answers carry no CORS header, so a page of another origin
-	// that posts a form learns nothing).
-	MountBodies map[string][]string
-	// MountErrors write the guards' refusals of a mount in its own error
-	// envelope; the Grafana plugin's shape when a mount has none.
-	MountErrors map[string]func(http.ResponseWriter, *problem.Problem)
-	// MountRoles are the roles mounts need where not read (the operators'
-	// /debug/pprof needs admin).
-	MountRoles map[string]auth.Role
+	// Mounts are the other front ends (/grafana, /prometheus, the
+	// operators' /debug/pprof), served behind the same guards.
+	Mounts []Mount
 	// Tokens, when set, turn authentication on; AuthMetrics makes
 	// /metrics need the read role.
 	Tokens      *auth.Tokens
@@ -116,6 +105,30 @@ type Deps struct {
 	// Layouts serves the layout administration and the blocked list; its
 	// routes answer 404 when nil.
 	Layouts LayoutAdmin
+}
+
+// Mount is another front end, served under Prefix behind the guards of
+// the v1 API: roles, limits, accepted bodies.
+type Mount struct {
+	Prefix  string
+	Handler http.Handler
+	// Role is what its routes need; a zero Role is refused by Validate's
+	// callers, so that no mount is open by omission.
+	Role auth.Role
+	// Bodies are the media types its POST bodies may have besides
+	// application/json (the Prometheus API takes HTML forms: its
+	// read-only answers carry no CORS header, so a page of another origin
+	// that posts a form learns nothing).
+	Bodies []string
+	// Refuse writes the guards' refusals other than authentication's
+	// (overload, media type) in the front end's own error envelope;
+	// problem+json with message and error members (problem.Shown) when
+	// nil. 401 and 403 are problem+json on every route.
+	Refuse func(http.ResponseWriter, *problem.Problem)
+	// CORS says the front end answers the CORS preflights of the origins
+	// --cors-origins allows: those, and only those, pass the role check,
+	// since a browser sends them without credentials.
+	CORS bool
 }
 
 // Server serves the API.
@@ -174,13 +187,9 @@ func (s *Server) Handler() http.Handler {
 	s.storelessRoutes(r, validate, docs)
 	// The other front ends, outside the contract's validation (the Grafana
 	// datasource protocol's envelopes carry whatever members Grafana
-	// adds); they need read unless MountRoles says otherwise.
-	for prefix, h := range s.deps.Mounts {
-		role, ok := s.deps.MountRoles[prefix]
-		if !ok {
-			role = auth.Read
-		}
-		r.Mount(prefix, s.guardMount(role, h, s.deps.MountBodies[prefix], s.deps.MountErrors[prefix]))
+	// adds).
+	for _, m := range s.deps.Mounts {
+		r.Mount(m.Prefix, s.guardMount(m))
 	}
 	return r
 }

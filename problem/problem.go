@@ -36,9 +36,23 @@ type Problem struct {
 	// Series and Reason name a blocked series and why it is blocked.
 	Series string `json:"series,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Message and Summary (the member error) repeat Detail and Title for
+	// the clients of front ends that show those members (Grafana's JSON
+	// datasource shows message, else error); see Shown.
+	Message string `json:"message,omitempty"`
+	Summary string `json:"error,omitempty"`
 	// Header holds headers the answer carries besides its body, such as
 	// Retry-After or WWW-Authenticate.
 	Header http.Header `json:"-"`
+}
+
+// Shown is p with its detail and title repeated as the members message
+// and error, which clients of other protocols show (Grafana's JSON
+// datasource, Prometheus' API clients): it stays problem+json.
+func Shown(p *Problem) *Problem {
+	q := *p
+	q.Message, q.Summary = p.Detail, p.Title
+	return &q
 }
 
 // Error lets a Problem travel as an error to the one place that writes it.

@@ -868,8 +868,16 @@ type Problem struct {
 	// Detail What happened, in a sentence for humans.
 	Detail string `json:"detail"`
 
+	// Error On the routes of `/grafana` and `/prometheus`, `title` again.
+	Error *string `json:"error,omitempty"`
+
 	// Errors For invalid input, one entry per invalid parameter or point.
 	Errors *[]ParamError `json:"errors,omitempty"`
+
+	// Message On the routes of `/grafana` and `/prometheus`, `detail` again:
+	// the member their clients show (Grafana's JSON datasource shows
+	// `message`, else `error`).
+	Message *string `json:"message,omitempty"`
 
 	// Reason With `series-blocked`, why it is blocked.
 	Reason *string `json:"reason,omitempty"`
@@ -5258,19 +5266,26 @@ func (r GetDocsResponse) ContentType() string {
 	return ""
 }
 
+// GrafanaHealthResponse401Headers the declared response headers of an HTTP 401 response for GrafanaHealth
+type GrafanaHealthResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type GrafanaHealthResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *GrafanaHealth
-	// JSON401 the response for an HTTP 401 `application/json` response
-	JSON401 *GrafanaError
-	// JSON403 the response for an HTTP 403 `application/json` response
-	JSON403 *GrafanaError
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
 	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *GrafanaError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GrafanaHealthResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -5278,14 +5293,14 @@ func (r GrafanaHealthResponse) GetJSON200() *GrafanaHealth {
 	return r.JSON200
 }
 
-// GetJSON401 returns the response for an HTTP 401 `application/json` response
-func (r GrafanaHealthResponse) GetJSON401() *GrafanaError {
-	return r.JSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GrafanaHealthResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetJSON403 returns the response for an HTTP 403 `application/json` response
-func (r GrafanaHealthResponse) GetJSON403() *GrafanaError {
-	return r.JSON403
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GrafanaHealthResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
@@ -5327,22 +5342,43 @@ func (r GrafanaHealthResponse) ContentType() string {
 	return ""
 }
 
+// GrafanaAnnotationsResponse401Headers the declared response headers of an HTTP 401 response for GrafanaAnnotations
+type GrafanaAnnotationsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type GrafanaAnnotationsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *GrafanaEmptyList
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
 	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *GrafanaError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *GrafanaError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GrafanaAnnotationsResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GrafanaAnnotationsResponse) GetJSON200() *GrafanaEmptyList {
 	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GrafanaAnnotationsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GrafanaAnnotationsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
@@ -5389,22 +5425,43 @@ func (r GrafanaAnnotationsResponse) ContentType() string {
 	return ""
 }
 
+// GrafanaPayloadOptionsResponse401Headers the declared response headers of an HTTP 401 response for GrafanaPayloadOptions
+type GrafanaPayloadOptionsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type GrafanaPayloadOptionsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *[]GrafanaOption
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
 	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *GrafanaError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *GrafanaError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GrafanaPayloadOptionsResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GrafanaPayloadOptionsResponse) GetJSON200() *[]GrafanaOption {
 	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GrafanaPayloadOptionsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GrafanaPayloadOptionsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
@@ -5451,22 +5508,43 @@ func (r GrafanaPayloadOptionsResponse) ContentType() string {
 	return ""
 }
 
+// GrafanaMetricsResponse401Headers the declared response headers of an HTTP 401 response for GrafanaMetrics
+type GrafanaMetricsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type GrafanaMetricsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *[]GrafanaMetric
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
 	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *GrafanaError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *GrafanaError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GrafanaMetricsResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GrafanaMetricsResponse) GetJSON200() *[]GrafanaMetric {
 	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GrafanaMetricsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GrafanaMetricsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
@@ -5513,22 +5591,43 @@ func (r GrafanaMetricsResponse) ContentType() string {
 	return ""
 }
 
+// GrafanaQueryResponse401Headers the declared response headers of an HTTP 401 response for GrafanaQuery
+type GrafanaQueryResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type GrafanaQueryResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *[]GrafanaElement
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
 	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *GrafanaError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *GrafanaError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GrafanaQueryResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GrafanaQueryResponse) GetJSON200() *[]GrafanaElement {
 	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GrafanaQueryResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GrafanaQueryResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
@@ -5575,22 +5674,43 @@ func (r GrafanaQueryResponse) ContentType() string {
 	return ""
 }
 
+// GrafanaSearchResponse401Headers the declared response headers of an HTTP 401 response for GrafanaSearch
+type GrafanaSearchResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type GrafanaSearchResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *[]string
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
 	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *GrafanaError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *GrafanaError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GrafanaSearchResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GrafanaSearchResponse) GetJSON200() *[]string {
 	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GrafanaSearchResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GrafanaSearchResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
@@ -5637,22 +5757,43 @@ func (r GrafanaSearchResponse) ContentType() string {
 	return ""
 }
 
+// GrafanaTagKeysResponse401Headers the declared response headers of an HTTP 401 response for GrafanaTagKeys
+type GrafanaTagKeysResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type GrafanaTagKeysResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *GrafanaEmptyList
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
 	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *GrafanaError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *GrafanaError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GrafanaTagKeysResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GrafanaTagKeysResponse) GetJSON200() *GrafanaEmptyList {
 	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GrafanaTagKeysResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GrafanaTagKeysResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
@@ -5699,22 +5840,43 @@ func (r GrafanaTagKeysResponse) ContentType() string {
 	return ""
 }
 
+// GrafanaTagValuesResponse401Headers the declared response headers of an HTTP 401 response for GrafanaTagValues
+type GrafanaTagValuesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type GrafanaTagValuesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *GrafanaEmptyList
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
 	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *GrafanaError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *GrafanaError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GrafanaTagValuesResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GrafanaTagValuesResponse) GetJSON200() *GrafanaEmptyList {
 	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GrafanaTagValuesResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GrafanaTagValuesResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
@@ -5761,22 +5923,43 @@ func (r GrafanaTagValuesResponse) ContentType() string {
 	return ""
 }
 
+// GrafanaVariableResponse401Headers the declared response headers of an HTTP 401 response for GrafanaVariable
+type GrafanaVariableResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type GrafanaVariableResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *[]GrafanaVariableOption
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
 	ApplicationProblemJSON421 *HostNotAllowed
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *GrafanaError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *GrafanaError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GrafanaVariableResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GrafanaVariableResponse) GetJSON200() *[]GrafanaVariableOption {
 	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GrafanaVariableResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GrafanaVariableResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
@@ -8557,18 +8740,18 @@ func ParseGrafanaHealthResponse(rsp *http.Response) (*GrafanaHealthResponse, err
 		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest GrafanaError
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest GrafanaError
+		var dest Forbidden
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON403 = &dest
+		response.ApplicationProblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
 		var dest HostNotAllowed
@@ -8584,6 +8767,19 @@ func ParseGrafanaHealthResponse(rsp *http.Response) (*GrafanaHealthResponse, err
 		}
 		response.JSON503 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GrafanaHealthResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -8610,6 +8806,20 @@ func ParseGrafanaAnnotationsResponse(rsp *http.Response) (*GrafanaAnnotationsRes
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
 		var dest HostNotAllowed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8631,6 +8841,19 @@ func ParseGrafanaAnnotationsResponse(rsp *http.Response) (*GrafanaAnnotationsRes
 		}
 		response.JSON503 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GrafanaAnnotationsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -8657,6 +8880,20 @@ func ParseGrafanaPayloadOptionsResponse(rsp *http.Response) (*GrafanaPayloadOpti
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
 		var dest HostNotAllowed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8678,6 +8915,19 @@ func ParseGrafanaPayloadOptionsResponse(rsp *http.Response) (*GrafanaPayloadOpti
 		}
 		response.JSON503 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GrafanaPayloadOptionsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -8704,6 +8954,20 @@ func ParseGrafanaMetricsResponse(rsp *http.Response) (*GrafanaMetricsResponse, e
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
 		var dest HostNotAllowed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8725,6 +8989,19 @@ func ParseGrafanaMetricsResponse(rsp *http.Response) (*GrafanaMetricsResponse, e
 		}
 		response.JSON503 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GrafanaMetricsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -8751,6 +9028,20 @@ func ParseGrafanaQueryResponse(rsp *http.Response) (*GrafanaQueryResponse, error
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
 		var dest HostNotAllowed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8772,6 +9063,19 @@ func ParseGrafanaQueryResponse(rsp *http.Response) (*GrafanaQueryResponse, error
 		}
 		response.JSON503 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GrafanaQueryResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -8798,6 +9102,20 @@ func ParseGrafanaSearchResponse(rsp *http.Response) (*GrafanaSearchResponse, err
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
 		var dest HostNotAllowed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8819,6 +9137,19 @@ func ParseGrafanaSearchResponse(rsp *http.Response) (*GrafanaSearchResponse, err
 		}
 		response.JSON503 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GrafanaSearchResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -8845,6 +9176,20 @@ func ParseGrafanaTagKeysResponse(rsp *http.Response) (*GrafanaTagKeysResponse, e
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
 		var dest HostNotAllowed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8866,6 +9211,19 @@ func ParseGrafanaTagKeysResponse(rsp *http.Response) (*GrafanaTagKeysResponse, e
 		}
 		response.JSON503 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GrafanaTagKeysResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -8892,6 +9250,20 @@ func ParseGrafanaTagValuesResponse(rsp *http.Response) (*GrafanaTagValuesRespons
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
 		var dest HostNotAllowed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8913,6 +9285,19 @@ func ParseGrafanaTagValuesResponse(rsp *http.Response) (*GrafanaTagValuesRespons
 		}
 		response.JSON503 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GrafanaTagValuesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -8939,6 +9324,20 @@ func ParseGrafanaVariableResponse(rsp *http.Response) (*GrafanaVariableResponse,
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
 		var dest HostNotAllowed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8960,6 +9359,19 @@ func ParseGrafanaVariableResponse(rsp *http.Response) (*GrafanaVariableResponse,
 		}
 		response.JSON503 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GrafanaVariableResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil

@@ -139,3 +139,101 @@ func TestReadBodiesKeepTheConnection(t *testing.T) {
 		}
 	}
 }
+
+// rawStatus sends one request with the given Host and headers on a fresh
+// connection and returns the answer's status and problem type.
+func rawStatus(t *testing.T, addr, method, path, host string, header map[string]string) (int, string) {
+	t.Helper()
+	req := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n", method, path, host)
+	for k, v := range header {
+		req += k + ": " + v + "\r\n"
+	}
+	answers, _ := rawResponses(t, addr, []byte(req+"\r\n"))
+	if len(answers) != 1 {
+		t.Fatalf("%s %s (Host %s): %d answers", method, path, host, len(answers))
+	}
+	return answers[0].StatusCode, answers[0].Header.Get("Content-Type")
+}
+
+// Without --allowed-hosts, a gateway called on a loopback address answers
+// only loopback names: a page whose name was rebound to 127.0.0.1 reads
+// and writes nothing. Probes still answer whatever the name.
+func TestLoopbackAnswersOnlyLoopbackNames(t *testing.T) {
+	s := newEdgeServer(t, nil)
+	_, port, _ := net.SplitHostPort(s.addr)
+	for _, c := range []struct {
+		method, path, host string
+		want               int
+	}{
+		{"GET", "/v1/series", "attacker.example:" + port, 421},
+		{"GET", "/v1/series", "attacker.example", 421},
+		{"PUT", "/v1/admin/series/x/blocked", "rebound.example:" + port, 421},
+		{"POST", "/v1/admin/rollups/run", "rebound.example", 421},
+		{"GET", "/grafana", "rebound.example", 421},
+		{"GET", "/prometheus/api/v1/labels", "rebound.example", 421},
+		{"GET", "/v1/series", "127.0.0.1:" + port, 200},
+		{"GET", "/v1/series", "localhost:" + port, 200},
+		{"GET", "/v1/series", "LOCALHOST", 200},
+		{"GET", "/v1/series", "gw.localhost:" + port, 200},
+		{"GET", "/v1/series", "127.0.0.2", 200},
+		{"GET", "/v1/series", "[::1]:" + port, 200},
+		{"GET", "/healthz", "attacker.example", 200},
+	} {
+		if got, ct := rawStatus(t, s.addr, c.method, c.path, c.host, nil); got != c.want || (got == 421 && ct != "application/problem+json") {
+			t.Errorf("%s %s with Host %s: %d %s, want %d", c.method, c.path, c.host, got, ct, c.want)
+		}
+	}
+	// --allowed-hosts replaces the loopback rule.
+	named := newEdgeServer(t, func(c *gateway.Config) { c.HTTP.Limits.AllowedHosts = []string{"tsgate.internal"} })
+	for host, want := range map[string]int{"tsgate.internal": 200, "localhost": 421, "attacker.example": 421} {
+		if got, _ := rawStatus(t, named.addr, "GET", "/v1/series", host, nil); got != want {
+			t.Errorf("--allowed-hosts tsgate.internal, Host %s: %d, want %d", host, got, want)
+		}
+	}
+}
+
+// A browser page of another site cannot change anything, even with a
+// simple request (no body, no content type, no preflight): admin POSTs,
+// PUTs, DELETEs and writes from another origin are refused; clients that
+// are not browsers, and the gateway's own pages, are not.
+func TestCrossSiteRequestsChangeNothing(t *testing.T) {
+	s := newEdgeServer(t, func(c *gateway.Config) { c.HTTP.Limits.CORSOrigins = []string{"https://grafana.example"} })
+	self := "http://" + s.addr
+	for _, c := range []struct {
+		method, path string
+		header       map[string]string
+		want         int
+	}{
+		{"POST", "/v1/admin/rollups/run", map[string]string{"Origin": "https://evil.example"}, 403},
+		{"POST", "/v1/admin/rollups/run", map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
+		{"POST", "/v1/admin/rollups/run", map[string]string{"Sec-Fetch-Site": "same-site", "Origin": "http://other.localhost"}, 403},
+		{"DELETE", "/v1/admin/series/x/blocked", map[string]string{"Origin": "https://evil.example"}, 403},
+		{"POST", "/v1/query", map[string]string{"Origin": "null"}, 403},
+		{"POST", "/v1/admin/rollups/run", nil, 200},
+		{"POST", "/v1/admin/rollups/run", map[string]string{"Origin": self, "Sec-Fetch-Site": "same-origin"}, 200},
+		{"POST", "/v1/admin/rollups/run", map[string]string{"Origin": self}, 200},
+		{"GET", "/v1/series", map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}, 200},
+		{"POST", "/grafana/query", map[string]string{"Origin": "https://grafana.example", "Sec-Fetch-Site": "cross-site", "Content-Type": "application/json", "Content-Length": "2"}, 200},
+	} {
+		req := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n", c.method, c.path, s.addr)
+		body := ""
+		for k, v := range c.header {
+			req += k + ": " + v + "\r\n"
+			if k == "Content-Length" {
+				body = "{}"
+			}
+		}
+		answers, _ := rawResponses(t, s.addr, []byte(req+"\r\n"+body))
+		if len(answers) != 1 || answers[0].StatusCode != c.want {
+			t.Errorf("%s %s with %v: %v, want %d", c.method, c.path, c.header, statuses(answers), c.want)
+		}
+	}
+}
+
+func statuses(rs []*http.Response) []int {
+	var out []int
+	for _, r := range rs {
+		out = append(out, r.StatusCode)
+	}
+	return out
+}

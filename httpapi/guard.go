@@ -39,10 +39,11 @@ const (
 	refusedBodyTimeout   = "body_timeout"
 	refusedWriteProgress = "write_timeout"
 	refusedPartitions    = "too_many_partitions"
+	refusedCrossOrigin   = "cross_origin"
 )
 
 var refusalReasons = []string{refusedOverloaded, refusedUnauthorized, refusedForbidden, refusedTooMany,
-	refusedBodyTooLarge, refusedMediaType, refusedHost, refusedNewSeries, refusedBodyTimeout, refusedWriteProgress, refusedPartitions}
+	refusedBodyTooLarge, refusedMediaType, refusedHost, refusedNewSeries, refusedBodyTimeout, refusedWriteProgress, refusedPartitions, refusedCrossOrigin}
 
 // guardMetrics count refusals, requests per token and requests in flight.
 type guardMetrics struct {
@@ -250,22 +251,92 @@ func (l *limiter) acquire(ctx context.Context) bool {
 
 // checkHost answers only the configured Host names, so that a page of
 // another site whose name was re-pointed at this address (DNS rebinding)
-// cannot read the API through the victim's browser. Probes pass: they
-// answer nothing a page could use, and orchestrators call them by address.
+// cannot read the API through the victim's browser. Without
+// --allowed-hosts, a connection to a loopback address is answered only
+// for loopback names (localhost, *.localhost, 127.0.0.0/8, ::1): a
+// gateway on 127.0.0.1 is reachable only from pages of this machine, which
+// is exactly what rebinding abuses. Probes pass: they answer nothing a
+// page could use, and orchestrators call them by address.
 func (s *Server) checkHost(next http.Handler) http.Handler {
 	allowed := s.cfg.Limits.AllowedHosts
-	if len(allowed) == 0 {
-		return next
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || hostAllowed(r.Host, allowed) {
-			next.ServeHTTP(w, r)
+		switch {
+		case r.URL.Path == "/healthz" || r.URL.Path == "/readyz":
+		case len(allowed) > 0:
+			if hostAllowed(r.Host, allowed) {
+				break
+			}
+			s.refuseHost(w, r, "this gateway does not answer for Host "+strconv.Quote(r.Host)+" (--allowed-hosts)")
+			return
+		case onLoopback(r) && !loopbackName(r.Host):
+			s.refuseHost(w, r, "this gateway listens on a loopback address and answers only loopback names (localhost, 127.0.0.1, [::1]), not Host "+
+				strconv.Quote(r.Host)+"; list the names it may be called by in --allowed-hosts")
 			return
 		}
-		s.deps.Metrics.refuse(refusedHost)
-		problem.Write(w, &Problem{Type: problem.Type("host-not-allowed"), Title: "Host not allowed", Status: http.StatusMisdirectedRequest,
-			Detail: "this gateway does not answer for Host " + strconv.Quote(r.Host) + " (--allowed-hosts)"})
+		next.ServeHTTP(w, r)
 	})
+}
+
+func (s *Server) refuseHost(w http.ResponseWriter, r *http.Request, detail string) {
+	s.deps.Metrics.refuse(refusedHost)
+	problem.Write(w, &Problem{Type: problem.Type("host-not-allowed"), Title: "Host not allowed", Status: http.StatusMisdirectedRequest, Detail: detail})
+}
+
+// onLoopback tells whether the request came in on a connection to a
+// loopback address of this machine.
+func onLoopback(r *http.Request) bool {
+	addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok {
+		return false
+	}
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
+// loopbackName tells whether host[:port] names this machine's loopback
+// interface.
+func loopbackName(host string) bool {
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	name = strings.TrimSuffix(strings.ToLower(strings.Trim(name, "[]")), ".")
+	if name == "localhost" || strings.HasSuffix(name, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(name)
+	return ip != nil && ip.IsLoopback()
+}
+
+// crossOrigin refuses state-changing requests (POST, PUT, DELETE, …) that
+// a browser sends from a page of another origin (Sec-Fetch-Site, else
+// Origin against Host): a simple cross-site request — a form, or a fetch
+// with no body and no content type — needs no preflight, so without this
+// any page a user visits could run admin operations of a gateway without
+// tokens. The origins of --cors-origins are trusted (Grafana's browser
+// access mode posts its queries). Clients that are not browsers send
+// neither header and pass.
+func (s *Server) crossOrigin(next http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	for _, o := range s.cfg.Limits.CORSOrigins {
+		if o == "*" {
+			// Any origin may read /grafana: it may post its queries too.
+			cop.AddInsecureBypassPattern("/grafana/")
+			continue
+		}
+		// Validate checked the form of each origin.
+		_ = cop.AddTrustedOrigin(o)
+	}
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.deps.Metrics.refuse(refusedCrossOrigin)
+		from := r.Header.Get("Origin")
+		if from == "" {
+			from = "another site (Sec-Fetch-Site: " + r.Header.Get("Sec-Fetch-Site") + ")"
+		}
+		s.refuserOf(r.URL.Path)(w, &Problem{Type: problem.Type("cross-origin"), Title: "Cross-origin request refused", Status: http.StatusForbidden,
+			Detail: r.Method + " " + r.URL.Path + " was sent by a page of " + from + "; browsers may change data only from the gateway's own pages or an origin listed in --cors-origins"})
+	}))
+	return cop.Handler(next)
 }
 
 // hostAllowed matches host[:port] against entries that are a name (any

@@ -58,7 +58,7 @@ func (l *Limits) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&l.MaxNewSeriesPerMinute, "max-new-series-per-minute", l.MaxNewSeriesPerMinute, "series all writes together may create per minute (more: 429; 0: unbounded)")
 	fs.IntVar(&l.MaxConnections, "max-connections", l.MaxConnections, "open connections (0: unbounded); more wait to be accepted")
 	fs.Var(listFlag{&l.CORSOrigins}, "cors-origins", "comma-separated origins a browser may call /grafana from (Grafana's browser access mode); none by default")
-	fs.Var(listFlag{&l.AllowedHosts}, "allowed-hosts", "comma-separated Host names (optionally host:port) answered; others get 421 (guards against DNS rebinding); empty: any")
+	fs.Var(listFlag{&l.AllowedHosts}, "allowed-hosts", "comma-separated Host names (optionally host:port) answered; others get 421 (guards against DNS rebinding); empty: only loopback names on a loopback address, any name on others")
 }
 
 // Validate checks the limits.

@@ -243,7 +243,7 @@ func (s *Server) router() chi.Router {
 		r.Use(s.deps.Metrics.instrument)
 	}
 	r.Use(s.compress)
-	r.Use(s.recoverer, s.checkHost, s.limit(newLimiter(s.cfg.Limits)))
+	r.Use(s.recoverer, s.checkHost, s.crossOrigin, s.limit(newLimiter(s.cfg.Limits)))
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, problem.New(http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed", r.Method+" is not allowed on "+r.URL.Path))
 	})

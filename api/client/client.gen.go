@@ -259,6 +259,7 @@ func (e PointsAnswerPartialReason) Valid() bool {
 const (
 	ProblemTypeBodyTooLarge         ProblemType = "/docs#problem/body-too-large"
 	ProblemTypeBudgetExceeded       ProblemType = "/docs#problem/budget-exceeded"
+	ProblemTypeCrossOrigin          ProblemType = "/docs#problem/cross-origin"
 	ProblemTypeForbidden            ProblemType = "/docs#problem/forbidden"
 	ProblemTypeHostNotAllowed       ProblemType = "/docs#problem/host-not-allowed"
 	ProblemTypeInternal             ProblemType = "/docs#problem/internal"
@@ -282,6 +283,8 @@ func (e ProblemType) Valid() bool {
 	case ProblemTypeBodyTooLarge:
 		return true
 	case ProblemTypeBudgetExceeded:
+		return true
+	case ProblemTypeCrossOrigin:
 		return true
 	case ProblemTypeForbidden:
 		return true

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tsgate/tsgate/jsonenc"
+	"github.com/tsgate/tsgate/membudget"
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/problem"
 	"github.com/tsgate/tsgate/query"
@@ -101,19 +103,49 @@ func (s *Server) grafanaQuery(w http.ResponseWriter, r *http.Request) {
 			j.req.Limit = min(j.req.Limit, share)
 		}
 	}
+	// The answer is built whole: it waits for its share of the memory
+	// budget before anything is read.
+	var expect int64
+	for _, j := range jobs {
+		if j.out == nil {
+			expect += query.AnswerBytes(j.req, s.deps.MaxLimit)
+		}
+	}
+	if err := membudget.From(r.Context()).Expect(r.Context(), expect); err != nil {
+		s.writeGrafanaError(w, r, err)
+		return
+	}
+	failed := make([]error, len(jobs))
 	s.deps.ForEach(len(jobs), func(i int) {
 		if jobs[i].out == nil {
-			jobs[i].out = s.grafanaAnswer(r, jobs[i])
+			jobs[i].out, failed[i] = s.grafanaAnswer(r, jobs[i])
 		}
 	})
-	b := append(make([]byte, 0, 64*1024), '[')
+	if err := errors.Join(failed...); err != nil {
+		// The answer could not be held within the memory budget.
+		s.writeGrafanaError(w, r, err)
+		return
+	}
+	// The elements are written one after the other rather than copied
+	// into one buffer, which would hold the answer twice.
+	size := 3 + max(0, len(jobs)-1)
+	for _, j := range jobs {
+		size += len(j.out)
+	}
+	h := w.Header()
+	h.Set("Content-Type", grafanaContentType)
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(size))
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.WriteString(w, "[")
 	for i, j := range jobs {
 		if i > 0 {
-			b = append(b, ',')
+			_, _ = io.WriteString(w, ",")
 		}
-		b = append(b, j.out...)
+		_, _ = w.Write(j.out)
+		j.out = nil
 	}
-	writeGrafana(w, http.StatusOK, append(b, ']', '\n'))
+	_, _ = io.WriteString(w, "]\n")
 }
 
 // grafanaJobs turns the envelope into the answer's elements, one per
@@ -388,18 +420,26 @@ func grafanaTargetIDs(target string, maxIDs int) ([]string, error) {
 // (value first: [[value, ms], ...]), or as a table for the legacy plugin's
 // table targets. Failures other than a bad request become the element's
 // notice, so that the panel still shows the other series.
-func (s *Server) grafanaAnswer(r *http.Request, j *grafanaJob) []byte {
+func (s *Server) grafanaAnswer(r *http.Request, j *grafanaJob) ([]byte, error) {
 	res, err := s.deps.Engine.Query(r.Context(), j.req)
 	if err != nil {
-		return s.grafanaFailed(r, j, err)
+		return s.grafanaFailed(r, j, err), nil
 	}
 	defer res.Close()
 	b := j.head(make([]byte, 0, 4096))
 	h := res.Head()
 	agg := h.Aggs[0]
+	// What the element holds is counted into the request's memory budget
+	// as it grows.
+	meter := membudget.From(r.Context()).Meter()
 	for n := 0; res.Next(); n++ {
 		if n > 0 {
 			b = append(b, ',')
+			if n%4096 == 0 {
+				if err := meter.Track(r.Context(), cap(b)); err != nil {
+					return nil, err
+				}
+			}
 		}
 		it := res.Item()
 		b = append(b, '[')
@@ -418,12 +458,13 @@ func (s *Server) grafanaAnswer(r *http.Request, j *grafanaJob) []byte {
 	if tr.Err != nil {
 		// Only partial=deny turns a cut into an error, and Grafana reads
 		// allow partial answers; kept for safety.
-		return s.grafanaFailed(r, j, tr.Err)
+		return s.grafanaFailed(r, j, tr.Err), nil
 	}
 	b = append(b, ']', ',')
 	b = jsonenc.AppendKey(b, "meta")
 	b = append(b, mustJSON(grafanaMetaOf(h, tr))...)
-	return append(b, '}')
+	b = append(b, '}')
+	return b, meter.Track(r.Context(), cap(b))
 }
 
 // head opens the element up to its first point.

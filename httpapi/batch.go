@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/tsgate/tsgate/jsonenc"
+	"github.com/tsgate/tsgate/membudget"
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/problem"
 	"github.com/tsgate/tsgate/query"
@@ -182,37 +183,72 @@ func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.shareResponsePoints(reqs)
+	// The answer is built whole: it waits for its share of the memory
+	// budget before anything is read.
+	var expect int64
+	for _, req := range reqs {
+		expect += query.AnswerBytes(req, s.deps.Limits.DefaultLimit)
+	}
+	if err := membudget.From(r.Context()).Expect(r.Context(), expect); err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
 	// Every query shares the budget, which runs from the request's arrival.
 	results := make([][]byte, len(reqs))
-	ForEachParallel(len(reqs), func(i int) { results[i] = s.answerOne(r, reqs[i]) })
-	b := make([]byte, 0, 64)
-	b = append(b, `{"results":[`...)
+	failed := make([]error, len(reqs))
+	ForEachParallel(len(reqs), func(i int) { results[i], failed[i] = s.answerOne(r, reqs[i]) })
+	if err := errors.Join(failed...); err != nil {
+		// The answer could not be held within the memory budget: the
+		// whole request is overloaded, not one of its series.
+		s.writeProblem(w, r, err)
+		return
+	}
+	// The parts are written one after the other rather than copied into
+	// one buffer, which would hold the answer twice.
+	size := len(`{"results":[]}`) + 1 + max(0, len(results)-1)
+	for _, res := range results {
+		size += len(res)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(size))
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.WriteString(w, `{"results":[`)
 	for i, res := range results {
 		if i > 0 {
-			b = append(b, ',')
+			_, _ = io.WriteString(w, ",")
 		}
-		b = append(b, res...)
+		_, _ = w.Write(res)
+		results[i] = nil
 	}
-	b = append(b, ']', '}', '\n')
-	writeJSON(w, http.StatusOK, b)
+	_, _ = io.WriteString(w, "]}\n")
 }
 
 // answerOne produces one result of a batch: the answer object, or an object
-// with the series and an error member.
-func (s *Server) answerOne(r *http.Request, req query.Request) []byte {
+// with the series and an error member. It fails only when the memory budget
+// for answers could not hold the result.
+func (s *Server) answerOne(r *http.Request, req query.Request) ([]byte, error) {
 	res, err := s.deps.Engine.Query(r.Context(), req)
 	if err != nil {
-		return s.errorResult(r, req.Series, err)
+		return s.errorResult(r, req.Series, err), nil
 	}
 	defer res.Close()
 	b := appendAnswerHead(nil, res.Head())
-	// The batch's answer is built whole: nothing to flush.
-	b, _ = appendItems(b, res, math.MaxInt, nil)
+	// The batch's answer is built whole: what it holds is counted into the
+	// request's memory budget as it grows.
+	meter := membudget.From(r.Context()).Meter()
+	b, err = appendItems(b, res, membudget.Chunk, func(b []byte) ([]byte, int, error) {
+		return b, len(b) + membudget.Chunk, meter.Track(r.Context(), cap(b))
+	})
+	if err != nil {
+		return nil, err
+	}
 	tr := res.Trailer()
 	if tr.Err != nil {
-		return s.errorResult(r, req.Series, tr.Err)
+		return s.errorResult(r, req.Series, tr.Err), nil
 	}
-	return appendAnswerTail(b, tr)
+	return appendAnswerTail(b, tr), meter.Track(r.Context(), cap(b))
 }
 
 func (s *Server) errorResult(r *http.Request, series string, err error) []byte {

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tsgate/tsgate/auth"
+	"github.com/tsgate/tsgate/membudget"
 	"github.com/tsgate/tsgate/problem"
 	"github.com/tsgate/tsgate/query"
 )
@@ -40,16 +41,18 @@ const (
 	refusedWriteProgress = "write_timeout"
 	refusedPartitions    = "too_many_partitions"
 	refusedCrossOrigin   = "cross_origin"
+	refusedAnswerMemory  = "answer_memory"
 )
 
 var refusalReasons = []string{refusedOverloaded, refusedUnauthorized, refusedForbidden, refusedTooMany,
-	refusedBodyTooLarge, refusedMediaType, refusedHost, refusedNewSeries, refusedBodyTimeout, refusedWriteProgress, refusedPartitions, refusedCrossOrigin}
+	refusedBodyTooLarge, refusedMediaType, refusedHost, refusedNewSeries, refusedBodyTimeout, refusedWriteProgress, refusedPartitions, refusedCrossOrigin, refusedAnswerMemory}
 
 // guardMetrics count refusals, requests per token and requests in flight.
 type guardMetrics struct {
-	refused  *prometheus.CounterVec
-	byToken  *prometheus.CounterVec
-	inflight prometheus.Gauge
+	refused      *prometheus.CounterVec
+	byToken      *prometheus.CounterVec
+	inflight     prometheus.Gauge
+	answerMemory prometheus.Gauge
 }
 
 func newGuardMetrics(reg prometheus.Registerer) *guardMetrics {
@@ -63,11 +66,14 @@ func newGuardMetrics(reg prometheus.Registerer) *guardMetrics {
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tsgate_http_inflight_requests", Help: "Requests holding a slot of --max-inflight.",
 		}),
+		answerMemory: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tsgate_answer_memory_reserved_bytes", Help: "Memory reserved by the answers being built and sent (bounded by --answer-memory-bytes).",
+		}),
 	}
 	for _, r := range refusalReasons {
 		g.refused.WithLabelValues(r)
 	}
-	reg.MustRegister(g.refused, g.byToken, g.inflight)
+	reg.MustRegister(g.refused, g.byToken, g.inflight, g.answerMemory)
 	return g
 }
 
@@ -223,7 +229,11 @@ func (s *Server) limit(lim *limiter) func(http.Handler) http.Handler {
 				defer m.guard.inflight.Dec()
 			}
 			defer func() { <-lim.slots }()
-			next.ServeHTTP(w, r)
+			// What the answer holds is reserved from the memory budget as
+			// it grows, and given back once the handler has written it.
+			acct := s.budget.Account()
+			defer acct.Release()
+			next.ServeHTTP(w, r.WithContext(membudget.With(r.Context(), acct)))
 		})
 	}
 }

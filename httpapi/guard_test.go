@@ -8,7 +8,10 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -18,6 +21,7 @@ import (
 	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/httpapi/apitest"
 	"github.com/tsgate/tsgate/query/querytest"
+	"github.com/tsgate/tsgate/tiers"
 )
 
 // newGuardedServer serves the API over a fresh in-memory store with the
@@ -551,4 +555,57 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// Answers are built within --answer-memory-bytes: concurrent batches whose
+// answers together need more than the budget are each either answered
+// whole or refused as overloaded (503, Retry-After), never cut; a batch
+// that alone needs more than the whole budget is refused at once.
+func TestAnswerMemoryBudget(t *testing.T) {
+	s := newGuardedServer(t, nil, func(c *gateway.Config) {
+		c.HTTP.Limits.AnswerMemory = 4 << 20
+		c.HTTP.Limits.MaxQueueWait = 100 * time.Millisecond
+	})
+	span := tiers.Span{From: s.Now() - 4*tiers.Hour, To: s.Now() - tiers.Hour}
+	n := querytest.Backfill(t, s.Env.Writer, "big", span, 200, func(t int64) float64 { return float64(t%1000) / 8 })
+	// 54,000 points: an answer of 1.3 MB, expected at most 2 MB.
+	one := fmt.Sprintf(`{"from":%d,"to":%d,"resolution":"raw","limit":60000,"queries":[{"series":"big"}]}`, span.From, span.To)
+	var answered, refused atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			st, h, b := do(t, "POST", s.URL+"/v1/query", "application/json", one, "")
+			switch st {
+			case 200:
+				var ans struct {
+					Results []struct {
+						Points [][2]float64 `json:"points"`
+					} `json:"results"`
+				}
+				if err := json.Unmarshal(b, &ans); err != nil || len(ans.Results) != 1 || len(ans.Results[0].Points) != n {
+					t.Errorf("an answered batch is not whole: %v, %d bytes", err, len(b))
+				}
+				answered.Add(1)
+			case 503:
+				if h.Get("Retry-After") == "" || !strings.Contains(string(b), "/docs#problem/overloaded") || !strings.Contains(string(b), "--answer-memory-bytes") {
+					t.Errorf("a refusal: %v %s", h, b)
+				}
+				refused.Add(1)
+			default:
+				t.Errorf("status %d: %.300s", st, b)
+			}
+		})
+	}
+	wg.Wait()
+	if answered.Load() == 0 || refused.Load() == 0 {
+		t.Fatalf("answered %d, refused %d: want both under a budget for one answer at a time", answered.Load(), refused.Load())
+	}
+	two := fmt.Sprintf(`{"from":%d,"to":%d,"resolution":"raw","limit":100000,"queries":[{"series":"big"},{"series":"big"}]}`, span.From, span.To)
+	if st, _, b := do(t, "POST", s.URL+"/v1/query", "application/json", two, ""); st != 503 {
+		t.Fatalf("a batch larger than the budget: %d %.300s", st, b)
+	}
+	_, _, m := do(t, "GET", s.URL+"/metrics", "", "", "")
+	if got := grepLines(string(m), `tsgate_requests_refused_total{reason="answer_memory"}`); got == "" || strings.HasSuffix(got, " 0") {
+		t.Fatalf("refusals for the memory budget are not counted: %q", got)
+	}
 }

@@ -29,6 +29,10 @@ type Limits struct {
 	MaxNewSeriesPerBatch, MaxNewSeriesPerMinute int
 	// MaxConnections bounds open connections (0: unbounded).
 	MaxConnections int
+	// AnswerMemory bounds the bytes of all answers being built and sent
+	// at once (0: unbounded); a request that cannot reserve its share
+	// within MaxQueueWait is refused as overloaded.
+	AnswerMemory int64
 	// CORSOrigins are the origins a browser may call /grafana from.
 	CORSOrigins []string
 	// AllowedHosts, when set, are the only Host headers answered.
@@ -40,7 +44,7 @@ func DefaultLimits() Limits {
 	return Limits{
 		MaxInflight: 256, MaxQueueWait: time.Second, MaxResponsePoints: 1_000_000,
 		ReadHeaderTimeout: 10 * time.Second, BodyTimeout: time.Minute, WriteTimeout: 5 * time.Minute,
-		IdleTimeout: 2 * time.Minute, MaxConnections: 4096,
+		IdleTimeout: 2 * time.Minute, MaxConnections: 4096, AnswerMemory: 512 << 20,
 		MaxNewSeriesPerBatch: 10_000, MaxNewSeriesPerMinute: 100_000,
 	}
 }
@@ -57,6 +61,7 @@ func (l *Limits) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&l.MaxNewSeriesPerBatch, "max-new-series-per-batch", l.MaxNewSeriesPerBatch, "series one write may create (more: 400 naming points; 0: unbounded)")
 	fs.IntVar(&l.MaxNewSeriesPerMinute, "max-new-series-per-minute", l.MaxNewSeriesPerMinute, "series all writes together may create per minute (more: 429; 0: unbounded)")
 	fs.IntVar(&l.MaxConnections, "max-connections", l.MaxConnections, "open connections (0: unbounded); more wait to be accepted")
+	fs.Int64Var(&l.AnswerMemory, "answer-memory-bytes", l.AnswerMemory, "memory all answers being built and sent may hold at once (0: unbounded); a request that cannot reserve its share within --max-queue-wait gets 503 overloaded")
 	fs.Var(listFlag{&l.CORSOrigins}, "cors-origins", "comma-separated origins a browser may call /grafana from (Grafana's browser access mode); none by default")
 	fs.Var(listFlag{&l.AllowedHosts}, "allowed-hosts", "comma-separated Host names (optionally host:port) answered; others get 421 (guards against DNS rebinding); empty: only loopback names on a loopback address, any name on others")
 }
@@ -80,6 +85,9 @@ func (l Limits) Validate() error {
 	}
 	if l.MaxNewSeriesPerBatch < 0 || l.MaxNewSeriesPerMinute < 0 {
 		errs = append(errs, errors.New("--max-new-series-per-batch and --max-new-series-per-minute must not be negative"))
+	}
+	if l.AnswerMemory != 0 && l.AnswerMemory < 1<<20 {
+		errs = append(errs, errors.New("--answer-memory-bytes must be 0 (unbounded) or at least 1 MiB"))
 	}
 	if l.MaxConnections < 0 {
 		errs = append(errs, errors.New("--max-connections must not be negative"))

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/tsgate/tsgate/membudget"
 	"github.com/tsgate/tsgate/problem"
 )
 
@@ -17,8 +18,11 @@ func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 		err = contractParamErrors(ce)
 	}
 	p := problem.From(err)
-	if p.Status == http.StatusRequestEntityTooLarge {
+	switch {
+	case p.Status == http.StatusRequestEntityTooLarge:
 		s.deps.Metrics.refuse(refusedBodyTooLarge)
+	case errors.Is(err, membudget.ErrExhausted):
+		s.deps.Metrics.refuse(refusedAnswerMemory)
 	}
 	if p.Status >= 500 {
 		level := slog.LevelWarn

@@ -8,6 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tsgate/tsgate/jsonenc"
+	"github.com/tsgate/tsgate/membudget"
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/router"
@@ -49,12 +50,20 @@ func (s *Server) readPoints(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer res.Close()
-	sp := newSpool(w, s.cfg.SpoolBytes, req.Deny)
+	sp := newSpool(r, w, s.cfg.SpoolBytes, req.Deny)
 	defer sp.release()
+	if err := sp.meter.Track(r.Context(), cap(sp.buf)); err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
 	sp.buf = appendAnswerHead(sp.buf, res.Head())
 	sp.buf, err = appendItems(sp.buf, res, s.cfg.SpoolBytes, sp.flushed)
 	if err != nil {
-		return // the client went away
+		if !sp.committed {
+			// The memory budget ran out for an answer held whole.
+			s.writeProblem(w, r, err)
+		}
+		return // or the client went away
 	}
 	tr := res.Trailer()
 	if tr.Err != nil {
@@ -74,17 +83,24 @@ func (s *Server) readPoints(w http.ResponseWriter, r *http.Request) {
 // streams.
 type spool struct {
 	w         http.ResponseWriter
+	r         *http.Request
 	buf       []byte
+	size      int
 	holdAll   bool
 	committed bool
+	// meter counts the buffer into the request's memory budget.
+	meter membudget.Meter
 }
 
-func newSpool(w http.ResponseWriter, size int, holdAll bool) *spool {
+func newSpool(r *http.Request, w http.ResponseWriter, size int, holdAll bool) *spool {
 	want := size + size/4
+	sp := &spool{w: w, r: r, size: size, holdAll: holdAll, meter: membudget.From(r.Context()).Meter()}
 	if p, ok := spoolBuffers.Get().(*[]byte); ok && cap(*p) >= want {
-		return &spool{w: w, buf: (*p)[:0], holdAll: holdAll}
+		sp.buf = (*p)[:0]
+	} else {
+		sp.buf = make([]byte, 0, want)
 	}
-	return &spool{w: w, buf: make([]byte, 0, want), holdAll: holdAll}
+	return sp
 }
 
 // spoolBuffers keeps answer buffers for the next answers: a fresh one is
@@ -123,11 +139,15 @@ func (s *spool) flush() error {
 	return err
 }
 
-// flushed is flush for a buffer that appendItems is filling.
-func (s *spool) flushed(b []byte) ([]byte, error) {
+// flushed is flush for a buffer that appendItems is filling. An answer
+// held whole counts its growth into the memory budget instead.
+func (s *spool) flushed(b []byte) ([]byte, int, error) {
 	s.buf = b
+	if s.holdAll {
+		return b, len(b) + s.size, s.meter.Track(s.r.Context(), cap(b))
+	}
 	err := s.flush()
-	return s.buf, err
+	return s.buf, s.size, err
 }
 
 func (s *spool) finish() error {
@@ -187,10 +207,10 @@ func appendAnswerHead(b []byte, res *query.Head) []byte {
 
 // appendItems writes the items of a page separated by commas, and calls
 // flush with b whenever it holds more than flushAt bytes, going on with the
-// buffer flush returns. Items the result hands over in batches (runs of
+// buffer and the next flushAt flush returns. Items the result hands over in batches (runs of
 // raw points or of one-row windows, cached or merged in one pass) are
 // copied a batch at a time.
-func appendItems(b []byte, res query.Result, flushAt int, flush func([]byte) ([]byte, error)) ([]byte, error) {
+func appendItems(b []byte, res query.Result, flushAt int, flush func([]byte) ([]byte, int, error)) ([]byte, error) {
 	h := res.Head()
 	// A batch fills the buffer up to flushAt, as far as the bytes of the
 	// items batched so far tell; at most 4,096 items, at least 16.
@@ -218,7 +238,7 @@ func appendItems(b []byte, res query.Result, flushAt int, flush func([]byte) ([]
 		}
 		if len(b) >= flushAt {
 			var err error
-			if b, err = flush(b); err != nil {
+			if b, flushAt, err = flush(b); err != nil {
 				return b, err
 			}
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/tsgate/tsgate/api"
 	"github.com/tsgate/tsgate/auth"
 	"github.com/tsgate/tsgate/ingest"
+	"github.com/tsgate/tsgate/membudget"
 	"github.com/tsgate/tsgate/problem"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/rollup"
@@ -137,6 +138,8 @@ type Server struct {
 	cfg   Config
 	rolls *rollupRuns
 	fresh *newSeries
+	// budget bounds the memory of the answers being built and sent.
+	budget *membudget.Budget
 }
 
 // New returns a server.
@@ -147,7 +150,12 @@ func New(deps Deps, cfg Config) *Server {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
-	return &Server{deps: deps, cfg: cfg, rolls: newRollupRuns(), fresh: newNewSeries(cfg.Limits)}
+	s := &Server{deps: deps, cfg: cfg, rolls: newRollupRuns(), fresh: newNewSeries(cfg.Limits),
+		budget: membudget.New(cfg.Limits.AnswerMemory, cfg.Limits.MaxQueueWait)}
+	if m := deps.Metrics; m != nil && m.guard != nil {
+		s.budget.Observe(func(n int64) { m.guard.answerMemory.Set(float64(n)) })
+	}
+	return s
 }
 
 // Handler returns the routed handler.

@@ -18,9 +18,10 @@ const module = "github.com/tsgate/tsgate"
 // test, so a new package has to take its place deliberately.
 var layers = [][]string{
 	// Foundation: the storage model, generic merging, JSON writing,
-	// configuration syntax, and embedded assets (the contract, the
-	// dashboard) with the client generated from the contract.
-	{"tiers", "merge", "jsonenc", "flagconf", "api", "api/client", "web", "auth"},
+	// configuration syntax, the memory budget of answers, and embedded
+	// assets (the contract, the dashboard) with the client generated from
+	// the contract.
+	{"tiers", "merge", "jsonenc", "flagconf", "api", "api/client", "web", "auth", "membudget"},
 	// The syntaxes of the API and the one error type for bad input.
 	{"params"},
 	// Pure domain logic, and the store adapters.
@@ -58,7 +59,7 @@ var adapterImports = []string{"tiers", "merge"}
 // pure packages do no I/O: everything they read or write comes through
 // interfaces, so they are tested with fakes and never touch the network,
 // the disk or the process.
-var pure = []string{"tiers", "merge", "jsonenc", "params", "router", "partial", "scan", "query"}
+var pure = []string{"tiers", "merge", "jsonenc", "params", "router", "partial", "scan", "query", "membudget"}
 
 // ioPackages are the standard library's doors to the outside.
 var ioPackages = []string{"os", "os/exec", "os/signal", "net", "net/http", "io/fs", "io/ioutil", "syscall", "path/filepath", "database/sql"}

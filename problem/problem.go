@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/tsgate/tsgate/ingest"
+	"github.com/tsgate/tsgate/membudget"
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/partial"
 	"github.com/tsgate/tsgate/query"
@@ -146,6 +147,11 @@ func From(err error) *Problem {
 	case errors.Is(err, query.ErrBudget), errors.Is(err, partial.ErrBudgetExceeded), errors.Is(err, context.DeadlineExceeded):
 		return New(http.StatusGatewayTimeout, "budget-exceeded", "Latency budget exceeded",
 			"the read did not complete within its latency budget (slo); use partial=allow to get the complete part, or a larger slo")
+	case errors.Is(err, membudget.ErrExhausted):
+		p := New(http.StatusServiceUnavailable, "overloaded", "Overloaded",
+			"the answers being built and sent hold all the memory the gateway gives them (--answer-memory-bytes); retry, or ask for fewer points at once")
+		p.Header = http.Header{"Retry-After": {"1"}}
+		return p
 	case errors.Is(err, query.ErrUnavailable), errors.As(err, &se):
 		p := New(http.StatusServiceUnavailable, "store-unavailable", "Store unavailable",
 			"the store did not answer; retry later")

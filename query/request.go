@@ -171,3 +171,20 @@ func (p *prepared) routerRequest(span tiers.Span) router.Request {
 		MinWindow: p.MinWindow, WholeFirstWindow: p.WholeFirstWindow,
 	}
 }
+
+// AnswerBytes is at most how many bytes a page of req takes as JSON (the
+// answers' encoding, Head.AppendItem), when defaultLimit is the engine's
+// default page size: its items at their widest — a raw point or a window
+// of every aggregate asked — and the envelope. Front ends reserve it from
+// the memory budget before they read, so that requests wait for the budget
+// whole rather than in parts.
+func AnswerBytes(req Request, defaultLimit int) int64 {
+	limit := req.Limit
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	// A millisecond time is 13 digits; a float at most 24 characters, the
+	// shortest form of most is under 12.
+	perItem := max(2+13+1+16, 2+13+(1+16)*max(1, len(req.Aggs)))
+	return int64(limit)*int64(perItem) + 1024
+}

@@ -10,7 +10,8 @@
 //
 // With -mode bigquery it measures instead the gateway's peak memory for one
 // POST /v1/query of 100 raw reads, with and without the bound on the
-// points of one answer.
+// points of one answer; with -mode concurrent, for 32 such requests at
+// once, with and without the memory budget for answers.
 package main
 
 import (
@@ -53,7 +54,7 @@ func main() {
 	flag.IntVar(&c.inflight, "max-inflight", 64, "the gateway's --max-inflight; the overload phase runs 4× as many clients")
 	flag.DurationVar(&c.duration, "duration", 30*time.Second, "length of each phase (at most 2m)")
 	flag.IntVar(&c.series, "series", 100, "series written and read")
-	flag.StringVar(&c.mode, "mode", "overload", "overload or bigquery")
+	flag.StringVar(&c.mode, "mode", "overload", "overload, bigquery or concurrent")
 	flag.DurationVar(&c.queueWait, "max-queue-wait", time.Second, "the gateway's --max-queue-wait")
 	flag.Parse()
 	c.duration = min(c.duration, 2*time.Minute)
@@ -65,8 +66,10 @@ func main() {
 		err = overload(ctx, c)
 	case "bigquery":
 		err = bigQuery(ctx, c)
+	case "concurrent":
+		err = concurrentQueries(ctx, c)
 	default:
-		err = fmt.Errorf("-mode must be overload or bigquery")
+		err = fmt.Errorf("-mode must be overload, bigquery or concurrent")
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
@@ -391,36 +394,17 @@ func verify(ctx context.Context, g *gateway, ack *acked, base int64) error {
 // bigQuery measures the gateway's peak memory for one batch of 100 raw
 // reads of 20,000 points each, under the given bounds on an answer.
 func bigQuery(ctx context.Context, c config) error {
-	const perSeries = 20_000
 	for _, bound := range []int{1_000_000_000, 1_000_000, 100_000} {
 		g, err := startGateway(ctx, c, "--max-response-points", strconv.Itoa(bound), "--max-body-bytes", strconv.Itoa(64<<20))
 		if err != nil {
 			return err
 		}
-		base := time.Now().Add(-time.Hour).UnixMilli()
-		var queries []string
-		for i := range 100 {
-			id := fmt.Sprintf("big.%03d", i)
-			queries = append(queries, fmt.Sprintf(`{"series":%q}`, id))
-			pts := make([]point, perSeries)
-			for k := range pts {
-				pts[k] = point{id, base + int64(k)*100, float64(k)}
-			}
-			b, _ := json.Marshal(map[string]any{"points": pts})
-			resp, err := client.Post(g.base+"/v1/points", "application/json", bytes.NewReader(b))
-			if err != nil {
-				g.stop()
-				return err
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				g.stop()
-				return fmt.Errorf("seed: %d", resp.StatusCode)
-			}
+		body, err := seedBigQuery(g)
+		if err != nil {
+			g.stop()
+			return err
 		}
 		rss0, peak0 := g.memory()
-		body := fmt.Sprintf(`{"from":%d,"to":"now","resolution":"raw","limit":100000,"slo":"1m","queries":[%s]}`, base, strings.Join(queries, ","))
 		start := time.Now()
 		resp, err := client.Post(g.base+"/v1/query", "application/json", strings.NewReader(body))
 		if err != nil {
@@ -433,6 +417,80 @@ func bigQuery(ctx context.Context, c config) error {
 		rss1, peak1 := g.memory()
 		fmt.Printf("--max-response-points %d: status %d, %d MiB answer in %v; RSS %.0f → %.0f MiB, peak %.0f → %.0f MiB (+%.0f)\n",
 			bound, resp.StatusCode, n>>20, elapsed.Round(time.Millisecond), rss0, rss1, peak0, peak1, peak1-peak0)
+		g.stop()
+	}
+	return nil
+}
+
+// seedBigQuery writes 100 series of 20,000 raw points and returns the
+// body of one POST /v1/query (3.7 KB) that reads them all raw.
+func seedBigQuery(g *gateway) (string, error) {
+	const perSeries = 20_000
+	base := time.Now().Add(-time.Hour).UnixMilli()
+	var queries []string
+	for i := range 100 {
+		id := fmt.Sprintf("big.%03d", i)
+		queries = append(queries, fmt.Sprintf(`{"series":%q}`, id))
+		pts := make([]point, perSeries)
+		for k := range pts {
+			pts[k] = point{id, base + int64(k)*100, float64(k)}
+		}
+		b, _ := json.Marshal(map[string]any{"points": pts})
+		resp, err := client.Post(g.base+"/v1/points", "application/json", bytes.NewReader(b))
+		if err != nil {
+			return "", err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return "", fmt.Errorf("seed: %d", resp.StatusCode)
+		}
+	}
+	return fmt.Sprintf(`{"from":%d,"to":"now","resolution":"raw","limit":100000,"slo":"1m","queries":[%s]}`, base, strings.Join(queries, ",")), nil
+}
+
+// concurrentQueries measures the gateway's peak memory while 32 clients
+// send the 100-query batch of bigQuery at once (each answer is capped at
+// the default 1,000,000 points, ~85 MiB), with the memory budget for
+// answers at its default and without it.
+func concurrentQueries(ctx context.Context, c config) error {
+	const clients = 32
+	for _, budget := range []string{"134217728", "268435456", "536870912", "0"} {
+		g, err := startGateway(ctx, c, "--answer-memory-bytes", budget, "--max-body-bytes", strconv.Itoa(64<<20), "--max-queue-wait", "30s")
+		if err != nil {
+			return err
+		}
+		body, err := seedBigQuery(g)
+		if err != nil {
+			g.stop()
+			return err
+		}
+		rss0, peak0 := g.memory()
+		start := time.Now()
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		statuses := map[int]int{}
+		var bytesIn atomic.Int64
+		for range clients {
+			wg.Go(func() {
+				resp, err := client.Post(g.base+"/v1/query", "application/json", strings.NewReader(body))
+				status := -1
+				if err == nil {
+					n, _ := io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					bytesIn.Add(n)
+					status = resp.StatusCode
+				}
+				mu.Lock()
+				statuses[status]++
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		elapsed := time.Since(start)
+		rss1, peak1 := g.memory()
+		fmt.Printf("--answer-memory-bytes %s: %d clients at once, statuses %v, %d MiB answered in %v; RSS %.0f → %.0f MiB, peak %.0f → %.0f MiB (+%.0f)\n",
+			budget, clients, statuses, bytesIn.Load()>>20, elapsed.Round(time.Millisecond), rss0, rss1, peak0, peak1, peak1-peak0)
 		g.stop()
 	}
 	return nil

@@ -43,6 +43,26 @@ func newEdgeServer(t *testing.T, configure func(*gateway.Config)) *edgeServer {
 	return &edgeServer{addr: ln.Addr().String(), api: api}
 }
 
+// do sends a request to the edge server (not to the API's test server,
+// which has limits of its own) and returns the status and body.
+func (s *edgeServer) do(t *testing.T, method, path, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+s.addr+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
 // rawResponses sends raw on one connection and reads every answer the
 // server gives on it until it closes the connection or stays silent for
 // a second; it reports whether the server closed it.
@@ -236,4 +256,47 @@ func statuses(rs []*http.Response) []int {
 		out = append(out, r.StatusCode)
 	}
 	return out
+}
+
+// Clients that trickle their bodies hold connections, not serving slots:
+// with every slot's worth of uploads stalled, other clients are served,
+// and a trickled body that finally arrives is written.
+func TestStalledBodiesHoldNoSlot(t *testing.T) {
+	s := newEdgeServer(t, func(c *gateway.Config) {
+		c.HTTP.Limits.MaxInflight = 4
+		c.HTTP.Limits.MaxQueueWait = 200 * time.Millisecond
+	})
+	now := s.api.Now()
+	body := fmt.Sprintf(`{"points":[{"series":"slow","t":%d,"v":1}]}`, now)
+	var stalled []net.Conn
+	for range 30 {
+		conn, err := net.Dial("tcp", s.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST /v1/points HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:5])
+		stalled = append(stalled, conn)
+	}
+	time.Sleep(300 * time.Millisecond) // every upload has reached its handler
+	for i := range 3 {
+		if st, b := s.do(t, "GET", "/v1/series", ""); st != 200 {
+			t.Fatalf("a read while 30 uploads stall (round %d): %d %s", i, st, b)
+		}
+		if st, b := s.do(t, "POST", "/v1/points", fmt.Sprintf(`{"points":[{"series":"prompt","t":%d,"v":%d}]}`, now, i)); st != 200 {
+			t.Fatalf("a write while 30 uploads stall (round %d): %d %s", i, st, b)
+		}
+	}
+	// The stalled uploads still complete when their clients go on.
+	for _, conn := range stalled[:3] {
+		fmt.Fprint(conn, body[5:])
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("a trickled upload that completed: %d", resp.StatusCode)
+		}
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -216,19 +217,27 @@ func (s *Server) limit(lim *limiter) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			if !lim.acquire(r.Context()) {
+			overloaded := func() *Problem {
 				s.deps.Metrics.refuse(refusedOverloaded)
-				w.Header().Set("Retry-After", retryAfter)
 				p := &Problem{Type: problem.Type("overloaded"), Title: "Overloaded", Status: http.StatusServiceUnavailable,
 					Detail: "the gateway is serving as many requests as it may (--max-inflight); retry after " + retryAfter + "s"}
-				s.refuserOf(r.URL.Path)(w, p)
+				p.Header = http.Header{"Retry-After": {retryAfter}}
+				return p
+			}
+			sl := &slot{lim: lim, m: s.deps.Metrics}
+			if !sl.take(r.Context()) {
+				s.refuserOf(r.URL.Path)(w, overloaded())
 				return
 			}
-			if m := s.deps.Metrics; m != nil && m.guard != nil {
-				m.guard.inflight.Inc()
-				defer m.guard.inflight.Dec()
+			defer sl.give()
+			if r.Body != nil && r.Body != http.NoBody {
+				// The slot is for the work the request does, not for the
+				// time its client takes to send the body: it is given back
+				// while the handler waits for the body, and taken again
+				// (or the read fails as overloaded) when bytes arrive.
+				r = r.WithContext(r.Context())
+				r.Body = &slotBody{ReadCloser: r.Body, slot: sl, ctx: r.Context(), overloaded: overloaded}
 			}
-			defer func() { <-lim.slots }()
 			// What the answer holds is reserved from the memory budget as
 			// it grows, and given back once the handler has written it.
 			acct := s.budget.Account()
@@ -236,6 +245,65 @@ func (s *Server) limit(lim *limiter) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r.WithContext(membudget.With(r.Context(), acct)))
 		})
 	}
+}
+
+// slot is one request's hold of a serving slot, which it may give back
+// and take again while it waits for its client.
+type slot struct {
+	lim  *limiter
+	m    *Metrics
+	mu   sync.Mutex
+	held bool
+}
+
+func (s *slot) take(ctx context.Context) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held {
+		return true
+	}
+	if !s.lim.acquire(ctx) {
+		return false
+	}
+	s.held = true
+	if s.m != nil && s.m.guard != nil {
+		s.m.guard.inflight.Inc()
+	}
+	return true
+}
+
+func (s *slot) give() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.held {
+		return
+	}
+	s.held = false
+	<-s.lim.slots
+	if s.m != nil && s.m.guard != nil {
+		s.m.guard.inflight.Dec()
+	}
+}
+
+// slotBody gives the request's slot back while a read of the body waits
+// for the client, and takes it again before the bytes are handed to the
+// handler: a client that trickles its body holds a connection, never a
+// slot. When no slot frees up within --max-queue-wait the read fails with
+// the overloaded problem, which the handler answers.
+type slotBody struct {
+	io.ReadCloser
+	slot       *slot
+	ctx        context.Context
+	overloaded func() *Problem
+}
+
+func (b *slotBody) Read(p []byte) (int, error) {
+	b.slot.give()
+	n, err := b.ReadCloser.Read(p)
+	if !b.slot.take(b.ctx) {
+		return 0, b.overloaded()
+	}
+	return n, err
 }
 
 func (l *limiter) acquire(ctx context.Context) bool {

@@ -21,8 +21,10 @@
 #   make fuzz            every fuzz target for FUZZTIME each (default 60s; FUZZ=regexp
 #                        picks targets by name); not part of make test
 #   make loadtest        reads and writes at 4× --max-inflight for 30 s, on the
-#                        embedded store and on a Cassandra node on port 9142
-#                        (docs/benchmarks.md); never part of make test
+#                        embedded store and on a Cassandra node on port 9142;
+#                        answer memory of one and of 32 large batches; a client
+#                        served during a connection flood (docs/benchmarks.md);
+#                        never part of make test
 #   make install-check   scripts/install-test-tools.sh on a bare Debian bookworm root
 #                        (debootstrap, chroot), as root and as a user with sudo;
 #                        needs root or sudo; not part of make test
@@ -117,6 +119,8 @@ LOADTEST_ARGS ?=
 loadtest: build
 	$(GO) run ./cmd/loadtest -gateway bin/gateway $(LOADTEST_ARGS)
 	$(GO) run ./cmd/loadtest -gateway bin/gateway -mode bigquery
+	$(GO) run ./cmd/loadtest -gateway bin/gateway -mode concurrent
+	$(GO) run ./cmd/loadtest -gateway bin/gateway -mode flood -duration 20s
 	CASSANDRA_NATIVE_PORT=9142 CASSANDRA_STORAGE_PORT=7100 scripts/cassandra.sh run \
 	  $(GO) run ./cmd/loadtest -gateway bin/gateway -store cassandra -cassandra-hosts 127.0.0.1:9142 $(LOADTEST_ARGS)
 

@@ -17,38 +17,180 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/net/netutil"
 )
+
+// HTTPServer is the server of the gateway's handler under its limits.
+type HTTPServer struct {
+	*http.Server
+	conns *connGuard
+}
 
 // NewHTTPServer returns the server for handler under the limits: header
 // and body read deadlines, a write deadline that moves forward as the
-// answer makes progress, and uploads cut when the server shuts down.
-func NewHTTPServer(l Limits, handler http.Handler, log *slog.Logger, m *Metrics) *http.Server {
+// answer makes progress, uploads cut when the server shuts down, and the
+// bounds of open connections (connGuard).
+func NewHTTPServer(l Limits, handler http.Handler, log *slog.Logger, m *Metrics) *HTTPServer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	up := &uploads{active: map[*http.ResponseController]struct{}{}}
+	g := newConnGuard(l, m)
 	srv := &http.Server{
 		Handler:           connBounds(l, up, m, handler),
 		ReadHeaderTimeout: l.ReadHeaderTimeout,
 		IdleTimeout:       l.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ConnState:         g.track,
 	}
 	// Shutdown waits for active connections; an upload that stalled would
 	// hold it until its body deadline. Cutting the reads lets the handler
 	// fail at once, while answers being written still finish.
 	srv.RegisterOnShutdown(up.cut)
-	return srv
+	return &HTTPServer{Server: srv, conns: g}
 }
 
-// Listener bounds ln to MaxConnections open connections; those beyond
-// wait in the kernel's backlog until one closes.
-func (l Limits) Listener(ln net.Listener) net.Listener {
-	if l.MaxConnections <= 0 {
-		return ln
+// Serve accepts connections on ln within the connection bounds.
+func (s *HTTPServer) Serve(ln net.Listener) error {
+	return s.Server.Serve(guardedListener{Listener: ln, g: s.conns})
+}
+
+// connGuard bounds open connections so that no client, however many
+// connections it opens and leaves idle or half-sent, keeps the others
+// out: at most MaxConnectionsPerClient from one address (more are closed
+// on arrival), and at most MaxConnections in all. At that cap a new
+// connection makes room: an idle keep-alive connection is closed first
+// (the oldest), else the oldest connection still sending its first
+// request from the address that holds the most; only when every open
+// connection is serving a request does the new one wait for one to end.
+type connGuard struct {
+	max, perClient int
+	m              *Metrics
+
+	mu       sync.Mutex
+	freed    *sync.Cond
+	conns    map[net.Conn]*connEntry
+	byClient map[string]int
+}
+
+type connEntry struct {
+	client string
+	state  http.ConnState
+	since  time.Time
+}
+
+func newConnGuard(l Limits, m *Metrics) *connGuard {
+	g := &connGuard{max: l.MaxConnections, perClient: l.MaxConnectionsPerClient, m: m,
+		conns: map[net.Conn]*connEntry{}, byClient: map[string]int{}}
+	g.freed = sync.NewCond(&g.mu)
+	return g
+}
+
+// clientOf is the address a connection comes from, without its port.
+func clientOf(c net.Conn) string {
+	addr := c.RemoteAddr().String()
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
 	}
-	return netutil.LimitListener(ln, l.MaxConnections)
+	return addr
+}
+
+// admit registers c, making room or waiting for it; false means c is
+// refused and must be closed.
+func (g *connGuard) admit(c net.Conn) bool {
+	client := clientOf(c)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.perClient > 0 && g.byClient[client] >= g.perClient {
+		g.m.refuse(refusedConnections)
+		return false
+	}
+	for g.max > 0 && len(g.conns) >= g.max {
+		if victim := g.victim(); victim != nil {
+			g.forget(victim)
+			g.m.refuse(refusedConnectionClosed)
+			// Closing an idle or half-sent connection only ends the
+			// server's read of it.
+			_ = victim.Close()
+			break
+		}
+		g.freed.Wait()
+	}
+	g.conns[c] = &connEntry{client: client, state: http.StateNew, since: time.Now()}
+	g.byClient[client]++
+	return true
+}
+
+// victim is the connection to close to make room, or nil.
+func (g *connGuard) victim() net.Conn {
+	var idle, waiting net.Conn
+	var idleSince, waitingSince time.Time
+	most := 0
+	for c, e := range g.conns {
+		switch e.state {
+		case http.StateIdle:
+			if idle == nil || e.since.Before(idleSince) {
+				idle, idleSince = c, e.since
+			}
+		case http.StateNew:
+			n := g.byClient[e.client]
+			if waiting == nil || n > most || (n == most && e.since.Before(waitingSince)) {
+				waiting, waitingSince, most = c, e.since, n
+			}
+		}
+	}
+	if idle != nil {
+		return idle
+	}
+	return waiting
+}
+
+func (g *connGuard) forget(c net.Conn) {
+	e, ok := g.conns[c]
+	if !ok {
+		return
+	}
+	delete(g.conns, c)
+	if g.byClient[e.client]--; g.byClient[e.client] <= 0 {
+		delete(g.byClient, e.client)
+	}
+	g.freed.Signal()
+}
+
+// track follows each connection's state (http.Server.ConnState).
+func (g *connGuard) track(c net.Conn, state http.ConnState) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch state {
+	case http.StateClosed, http.StateHijacked:
+		g.forget(c)
+	default:
+		if e, ok := g.conns[c]; ok {
+			e.state, e.since = state, time.Now()
+			if state == http.StateIdle {
+				// An accept waiting at the cap may close it now.
+				g.freed.Signal()
+			}
+		}
+	}
+}
+
+// guardedListener admits the connections it accepts through its guard.
+type guardedListener struct {
+	net.Listener
+	g *connGuard
+}
+
+func (l guardedListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.g.admit(c) {
+			return c, nil
+		}
+		_ = c.Close()
+	}
 }
 
 // uploads are the requests whose body is being read.

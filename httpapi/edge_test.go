@@ -38,7 +38,7 @@ func newEdgeServer(t *testing.T, configure func(*gateway.Config)) *edgeServer {
 		t.Fatal(err)
 	}
 	srv := httpapi.NewHTTPServer(limits, api.Env.Gateway.Handler(), nil, nil)
-	go func() { _ = srv.Serve(limits.Listener(ln)) }()
+	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return &edgeServer{addr: ln.Addr().String(), api: api}
 }

@@ -43,10 +43,14 @@ const (
 	refusedPartitions    = "too_many_partitions"
 	refusedCrossOrigin   = "cross_origin"
 	refusedAnswerMemory  = "answer_memory"
+	// A connection refused for --max-connections-per-client, and one
+	// closed to make room under --max-connections.
+	refusedConnections      = "too_many_connections"
+	refusedConnectionClosed = "connection_evicted"
 )
 
 var refusalReasons = []string{refusedOverloaded, refusedUnauthorized, refusedForbidden, refusedTooMany,
-	refusedBodyTooLarge, refusedMediaType, refusedHost, refusedNewSeries, refusedBodyTimeout, refusedWriteProgress, refusedPartitions, refusedCrossOrigin, refusedAnswerMemory}
+	refusedBodyTooLarge, refusedMediaType, refusedHost, refusedNewSeries, refusedBodyTimeout, refusedWriteProgress, refusedPartitions, refusedCrossOrigin, refusedAnswerMemory, refusedConnections, refusedConnectionClosed}
 
 // guardMetrics count refusals, requests per token and requests in flight.
 type guardMetrics struct {

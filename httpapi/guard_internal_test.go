@@ -185,14 +185,14 @@ func (r *recordWriter) status() int {
 }
 
 // startServer serves h under the limits on a loopback port.
-func startServer(t *testing.T, l Limits, h http.Handler, m *Metrics) (*http.Server, string) {
+func startServer(t *testing.T, l Limits, h http.Handler, m *Metrics) (*HTTPServer, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := NewHTTPServer(l, h, nil, m)
-	go func() { _ = srv.Serve(l.Listener(ln)) }()
+	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return srv, ln.Addr().String()
 }
@@ -355,45 +355,123 @@ func TestShutdownCutsStalledUploads(t *testing.T) {
 	}
 }
 
-// --max-connections bounds open connections: one beyond waits until
-// another closes.
+// --max-connections bounds open connections: at the cap, an idle
+// keep-alive connection is closed to make room for a new one; when every
+// connection is serving a request, a new one waits until one ends.
 func TestMaxConnections(t *testing.T) {
 	l := DefaultLimits()
 	l.MaxConnections = 1
-	_, addr := startServer(t, l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok")) }), nil)
-	first, err := net.Dial("tcp", addr)
-	if err != nil {
+	release := make(chan struct{})
+	_, addr := startServer(t, l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			<-release
+		}
+		_, _ = w.Write([]byte("ok"))
+	}), nil)
+	get := func(conn net.Conn, path string) chan error {
+		got := make(chan error, 1)
+		fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: gw\r\n\r\n", path)
+		go func() {
+			_, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			got <- err
+		}()
+		return got
+	}
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	first := dial()
+	if err := <-get(first, "/"); err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(first, "GET / HTTP/1.1\r\nHost: gw\r\n\r\n")
-	if _, err := http.ReadResponse(bufio.NewReader(first), nil); err != nil {
-		t.Fatal(err)
-	}
-	// The first connection stays open (keep-alive): a second is not served.
-	second, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer second.Close()
-	fmt.Fprintf(second, "GET / HTTP/1.1\r\nHost: gw\r\n\r\n")
-	got := make(chan error, 1)
-	go func() {
-		_, err := http.ReadResponse(bufio.NewReader(second), nil)
-		got <- err
-	}()
+	// The first connection is idle (keep-alive): it makes room.
+	second := dial()
 	select {
-	case <-got:
-		t.Fatal("a second connection was served while the first was open")
+	case err := <-get(second, "/hold"):
+		t.Fatalf("the held request answered early: %v", err)
 	case <-time.After(300 * time.Millisecond):
 	}
-	first.Close()
+	if _, err := first.Read(make([]byte, 1)); err == nil {
+		t.Fatal("the idle connection was not closed to make room")
+	}
+	// The second is busy: a third waits for it.
+	third := dial()
+	got := get(third, "/")
+	select {
+	case err := <-got:
+		t.Fatalf("a third connection was served while the only one was busy: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(release)
 	select {
 	case err := <-got:
 		if err != nil {
 			t.Fatal(err)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("the second connection was not served once the first closed")
+		t.Fatal("the third connection was not served once the second freed")
+	}
+}
+
+// One client that opens connections and leaves them idle or half-sent
+// (slowloris) keeps nobody out: its connections beyond
+// --max-connections-per-client are closed on arrival, and at
+// --max-connections its idle and half-sent ones make room for others.
+func TestConnectionFloodFromOneClient(t *testing.T) {
+	l := DefaultLimits()
+	l.MaxConnections, l.MaxConnectionsPerClient = 64, 48
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	_, addr := startServer(t, l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok")) }), m)
+	attacker := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+	var flood []net.Conn
+	defer func() {
+		for _, c := range flood {
+			c.Close()
+		}
+	}()
+	// Idle keep-alives: a request answered, then nothing.
+	for range 40 {
+		c, err := attacker.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		flood = append(flood, c)
+		fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: gw\r\n\r\n")
+	}
+	// Slowloris: headers begun, never finished.
+	for range 200 {
+		c, err := attacker.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		flood = append(flood, c)
+		fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: gw\r\nX-Slow: ")
+	}
+	time.Sleep(200 * time.Millisecond)
+	// Other clients, each on its own connections, are served at once.
+	others := []net.Dialer{{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.1")}}, {LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.3")}}}
+	for i := range 30 {
+		d := others[i%2]
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+		fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: gw\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		c.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("request %d of another client during the flood: %v", i, err)
+		}
+	}
+	if got := testutil.ToFloat64(m.guard.refused.WithLabelValues(refusedConnections)); got < 240-48 {
+		t.Errorf("%v connections refused for the per-client bound, want at least %d", got, 240-48)
 	}
 }
 

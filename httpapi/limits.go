@@ -27,8 +27,9 @@ type Limits struct {
 	// MaxNewSeriesPerBatch and MaxNewSeriesPerMinute bound the series
 	// writes create (0: unbounded).
 	MaxNewSeriesPerBatch, MaxNewSeriesPerMinute int
-	// MaxConnections bounds open connections (0: unbounded).
-	MaxConnections int
+	// MaxConnections bounds open connections, MaxConnectionsPerClient
+	// those from one address (0: unbounded); see connGuard.
+	MaxConnections, MaxConnectionsPerClient int
 	// AnswerMemory bounds the bytes of all answers being built and sent
 	// at once (0: unbounded); a request that cannot reserve its share
 	// within MaxQueueWait is refused as overloaded.
@@ -43,8 +44,8 @@ type Limits struct {
 func DefaultLimits() Limits {
 	return Limits{
 		MaxInflight: 256, MaxQueueWait: time.Second, MaxResponsePoints: 1_000_000,
-		ReadHeaderTimeout: 10 * time.Second, BodyTimeout: time.Minute, WriteTimeout: 5 * time.Minute,
-		IdleTimeout: 2 * time.Minute, MaxConnections: 4096, AnswerMemory: 512 << 20,
+		ReadHeaderTimeout: 5 * time.Second, BodyTimeout: time.Minute, WriteTimeout: 5 * time.Minute,
+		IdleTimeout: 2 * time.Minute, MaxConnections: 4096, MaxConnectionsPerClient: 512, AnswerMemory: 512 << 20,
 		MaxNewSeriesPerBatch: 10_000, MaxNewSeriesPerMinute: 100_000,
 	}
 }
@@ -60,7 +61,8 @@ func (l *Limits) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&l.IdleTimeout, "idle-timeout", l.IdleTimeout, "how long an idle keep-alive connection stays open")
 	fs.IntVar(&l.MaxNewSeriesPerBatch, "max-new-series-per-batch", l.MaxNewSeriesPerBatch, "series one write may create (more: 400 naming points; 0: unbounded)")
 	fs.IntVar(&l.MaxNewSeriesPerMinute, "max-new-series-per-minute", l.MaxNewSeriesPerMinute, "series all writes together may create per minute (more: 429; 0: unbounded)")
-	fs.IntVar(&l.MaxConnections, "max-connections", l.MaxConnections, "open connections (0: unbounded); more wait to be accepted")
+	fs.IntVar(&l.MaxConnections, "max-connections", l.MaxConnections, "open connections (0: unbounded); at the cap an idle one, else a half-sent one of the busiest client, is closed to make room")
+	fs.IntVar(&l.MaxConnectionsPerClient, "max-connections-per-client", l.MaxConnectionsPerClient, "open connections from one client address (0: unbounded); more are closed on arrival (raise it behind a proxy)")
 	fs.Int64Var(&l.AnswerMemory, "answer-memory-bytes", l.AnswerMemory, "memory all answers being built and sent may hold at once (0: unbounded); a request that cannot reserve its share within --max-queue-wait gets 503 overloaded")
 	fs.Var(listFlag{&l.CORSOrigins}, "cors-origins", "comma-separated origins a browser may call /grafana from (Grafana's browser access mode); none by default")
 	fs.Var(listFlag{&l.AllowedHosts}, "allowed-hosts", "comma-separated Host names (optionally host:port) answered; others get 421 (guards against DNS rebinding); empty: only loopback names on a loopback address, any name on others")
@@ -89,8 +91,8 @@ func (l Limits) Validate() error {
 	if l.AnswerMemory != 0 && l.AnswerMemory < 1<<20 {
 		errs = append(errs, errors.New("--answer-memory-bytes must be 0 (unbounded) or at least 1 MiB"))
 	}
-	if l.MaxConnections < 0 {
-		errs = append(errs, errors.New("--max-connections must not be negative"))
+	if l.MaxConnections < 0 || l.MaxConnectionsPerClient < 0 {
+		errs = append(errs, errors.New("--max-connections and --max-connections-per-client must not be negative"))
 	}
 	for _, o := range l.CORSOrigins {
 		if o != "*" && !strings.HasPrefix(o, "http://") && !strings.HasPrefix(o, "https://") {

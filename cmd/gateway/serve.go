@@ -152,7 +152,7 @@ func (m Main) run(ctx context.Context, c serveConfig, store tiers.Store, opts ga
 	front.set(gateway.Starting(c.Config, opts, store.Ping))
 	server := httpapi.NewHTTPServer(c.HTTP.Limits, &front, log, opts.Instruments.HTTP)
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- server.Serve(c.HTTP.Limits.Listener(ln)) }()
+	go func() { serveErr <- server.Serve(ln) }()
 	shutdown := func() error {
 		log.Info("shutting down: finishing in-flight requests", "timeout", c.shutdownTimeout)
 		sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)

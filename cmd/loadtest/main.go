@@ -11,7 +11,9 @@
 // With -mode bigquery it measures instead the gateway's peak memory for one
 // POST /v1/query of 100 raw reads, with and without the bound on the
 // points of one answer; with -mode concurrent, for 32 such requests at
-// once, with and without the memory budget for answers.
+// once, with and without the memory budget for answers; with -mode flood,
+// how a client is served while another floods the gateway with idle and
+// slowloris connections.
 package main
 
 import (
@@ -24,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -54,7 +57,7 @@ func main() {
 	flag.IntVar(&c.inflight, "max-inflight", 64, "the gateway's --max-inflight; the overload phase runs 4× as many clients")
 	flag.DurationVar(&c.duration, "duration", 30*time.Second, "length of each phase (at most 2m)")
 	flag.IntVar(&c.series, "series", 100, "series written and read")
-	flag.StringVar(&c.mode, "mode", "overload", "overload, bigquery or concurrent")
+	flag.StringVar(&c.mode, "mode", "overload", "overload, bigquery, concurrent or flood")
 	flag.DurationVar(&c.queueWait, "max-queue-wait", time.Second, "the gateway's --max-queue-wait")
 	flag.Parse()
 	c.duration = min(c.duration, 2*time.Minute)
@@ -68,8 +71,10 @@ func main() {
 		err = bigQuery(ctx, c)
 	case "concurrent":
 		err = concurrentQueries(ctx, c)
+	case "flood":
+		err = flood(ctx, c)
 	default:
-		err = fmt.Errorf("-mode must be overload, bigquery or concurrent")
+		err = fmt.Errorf("-mode must be overload, bigquery, concurrent or flood")
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
@@ -493,5 +498,104 @@ func concurrentQueries(ctx context.Context, c config) error {
 			budget, clients, statuses, bytesIn.Load()>>20, elapsed.Round(time.Millisecond), rss0, rss1, peak0, peak1, peak1-peak0)
 		g.stop()
 	}
+	return nil
+}
+
+// flood measures whether one client that floods the gateway with
+// connections keeps a well-behaved one out: from 127.0.0.2 it holds 4,096
+// idle keep-alive connections and 10,000 slowloris connections (headers
+// begun, a byte a second, reopened 5 s after being cut), while a client on 127.0.0.1
+// asks /v1/series and /healthz every 50 ms for -duration. It reports that
+// client's latency and failures, and what the flood could hold open.
+func flood(ctx context.Context, c config) error {
+	g, err := startGateway(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer g.stop()
+	addr := strings.TrimPrefix(g.base, "http://")
+	fctx, stop := context.WithTimeout(ctx, c.duration+20*time.Second)
+	defer stop()
+	attacker := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}, Timeout: 2 * time.Second}
+	var open, dials atomic.Int64
+	var wg sync.WaitGroup
+	hold := func(first string, trickle bool) {
+		defer wg.Done()
+		for fctx.Err() == nil {
+			conn, err := attacker.DialContext(fctx, "tcp", addr)
+			dials.Add(1)
+			if err != nil {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			open.Add(1)
+			_ = conn.SetDeadline(time.Now().Add(c.duration + 30*time.Second))
+			_, err = io.WriteString(conn, first)
+			if !trickle && err == nil {
+				// An idle keep-alive: read the answer, then stay silent.
+				_, err = http.ReadResponse(bufio.NewReader(conn), nil)
+				if err == nil {
+					_, err = conn.Read(make([]byte, 1))
+				}
+			}
+			for trickle && err == nil && fctx.Err() == nil {
+				time.Sleep(time.Second)
+				_, err = io.WriteString(conn, "a")
+			}
+			conn.Close()
+			open.Add(-1)
+			// Cut: open it again, as slowloris does, a few seconds later.
+			select {
+			case <-fctx.Done():
+			case <-time.After(5 * time.Second):
+			}
+		}
+	}
+	for range 4096 {
+		wg.Add(1)
+		go hold("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", false)
+	}
+	for range 10000 {
+		wg.Add(1)
+		go hold("GET /v1/series HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ", true)
+	}
+	time.Sleep(10 * time.Second) // the flood builds up
+	good := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.1")}}).DialContext}, Timeout: 30 * time.Second}
+	var lat []time.Duration
+	failures := map[string]int{}
+	end := time.Now().Add(c.duration)
+	for i := 0; time.Now().Before(end); i++ {
+		path := "/v1/series?limit=10"
+		if i%2 == 1 {
+			path = "/healthz"
+		}
+		start := time.Now()
+		resp, err := good.Get(g.base + path)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				err = fmt.Errorf("status %d", resp.StatusCode)
+			}
+		}
+		if err != nil {
+			failures[err.Error()]++
+		} else {
+			lat = append(lat, time.Since(start))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	held := open.Load()
+	stop()
+	wg.Wait()
+	slices.Sort(lat)
+	q := func(p float64) time.Duration {
+		if len(lat) == 0 {
+			return 0
+		}
+		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
+	}
+	fmt.Printf("flood of 4,096 idle + 10,000 slowloris from 127.0.0.2 (%d dials, %d open at the end): the other client got %d answers, p50 %v, p99 %v, max %v; failures %v\n",
+		dials.Load(), held, len(lat), q(0.5).Round(time.Microsecond), q(0.99).Round(time.Microsecond), q(1).Round(time.Microsecond), failures)
 	return nil
 }

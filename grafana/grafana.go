@@ -27,6 +27,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/tsgate/tsgate/failure"
 	"github.com/tsgate/tsgate/jsonenc"
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/problem"
@@ -423,7 +424,7 @@ func (s *Server) grafanaSeriesList(r *http.Request, query string) ([]string, err
 	}
 	list, err := s.deps.Series.ListSeries(r.Context(), prefix, "", maxListed)
 	if err != nil {
-		return nil, problem.Unavailable(err)
+		return nil, failure.Mark(err, failure.Unavailable)
 	}
 	ids := make([]string, len(list))
 	for i, info := range list {

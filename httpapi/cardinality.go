@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"github.com/tsgate/tsgate/failure"
 	"github.com/tsgate/tsgate/problem"
 
 	"context"
@@ -57,7 +58,7 @@ func (g *newSeries) check(ctx context.Context, reg Registry, points []ingest.Poi
 		case errors.Is(err, tiers.ErrNotFound):
 			fresh++
 		case err != nil:
-			return problem.Unavailable(err)
+			return failure.Mark(err, failure.Unavailable)
 		}
 	}
 	if fresh == 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/tsgate/tsgate/failure"
 	"github.com/tsgate/tsgate/layouts"
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/problem"
@@ -97,7 +98,7 @@ func registryError(err error) error {
 	if errors.Is(err, tiers.ErrNotFound) {
 		return err
 	}
-	return problem.Unavailable(err)
+	return failure.Mark(err, failure.Unavailable)
 }
 
 // decodeBody decodes a small JSON body strictly into v.
@@ -219,7 +220,7 @@ func (s *Server) blockSeries(w http.ResponseWriter, r *http.Request) {
 	}
 	b := tiers.BlockedSeries{Series: id, Reason: *in.Reason, Since: s.deps.Now().UnixMilli()}
 	if err := a.Block(r.Context(), b); err != nil {
-		s.writeProblem(w, r, problem.Unavailable(err))
+		s.writeProblem(w, r, failure.Mark(err, failure.Unavailable))
 		return
 	}
 	s.logger(r).Info("series blocked", "series", id, "reason", b.Reason)
@@ -236,7 +237,7 @@ func (s *Server) unblockSeries(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := a.Unblock(r.Context(), id); err != nil {
-		s.writeProblem(w, r, problem.Unavailable(err))
+		s.writeProblem(w, r, failure.Mark(err, failure.Unavailable))
 		return
 	}
 	s.logger(r).Info("series unblocked", "series", id)
@@ -251,7 +252,7 @@ func (s *Server) listBlocked(w http.ResponseWriter, r *http.Request) {
 	}
 	list, err := a.ListBlocked(r.Context())
 	if err != nil {
-		s.writeProblem(w, r, problem.Unavailable(err))
+		s.writeProblem(w, r, failure.Mark(err, failure.Unavailable))
 		return
 	}
 	out := struct {

@@ -5,8 +5,8 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/tsgate/tsgate/failure"
 	"github.com/tsgate/tsgate/ingest"
-	"github.com/tsgate/tsgate/problem"
 )
 
 // pointDecoder reads a body of points at the clock now.
@@ -41,7 +41,7 @@ func (s *Server) decodePoints(w http.ResponseWriter, r *http.Request, decoders m
 func (s *Server) writeFailed(w http.ResponseWriter, r *http.Request, err error) {
 	var ve *ingest.ValidationError
 	if !errors.As(err, &ve) {
-		err = problem.Unavailable(err)
+		err = failure.Mark(err, failure.Unavailable)
 	}
 	s.writeProblem(w, r, err)
 }

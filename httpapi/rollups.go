@@ -3,6 +3,7 @@ package httpapi
 import (
 	"io"
 
+	"github.com/tsgate/tsgate/failure"
 	"github.com/tsgate/tsgate/problem"
 
 	"context"
@@ -85,7 +86,7 @@ func (s *Server) runRollups(w http.ResponseWriter, r *http.Request) {
 	select {
 	case <-run.done:
 		if run.err != nil {
-			s.writeProblem(w, r, problem.Unavailable(run.err))
+			s.writeProblem(w, r, failure.Mark(run.err, failure.Unavailable))
 			return
 		}
 		writeJSON(w, http.StatusOK, append(rollupReportJSON(run.report), '\n'))
@@ -118,7 +119,7 @@ func (s *Server) writeRollupRun(w http.ResponseWriter, r *http.Request, run *rol
 	select {
 	case <-run.done:
 		if run.err != nil {
-			out.State, out.Error = "failed", problem.From(problem.Unavailable(run.err))
+			out.State, out.Error = "failed", problem.From(failure.Mark(run.err, failure.Unavailable))
 		} else {
 			out.State, out.Report = "done", rollupReportJSON(run.report)
 		}

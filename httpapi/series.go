@@ -7,9 +7,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/tsgate/tsgate/failure"
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/partial"
-	"github.com/tsgate/tsgate/problem"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -62,7 +62,7 @@ func (s *Server) listSeries(w http.ResponseWriter, r *http.Request) {
 	// One more than asked tells whether another page exists.
 	list, err := s.deps.Registry.ListSeries(r.Context(), prefix, after, limit+1)
 	if err != nil {
-		s.writeProblem(w, r, problem.Unavailable(err))
+		s.writeProblem(w, r, failure.Mark(err, failure.Unavailable))
 		return
 	}
 	out := struct {
@@ -100,7 +100,7 @@ func (s *Server) getSeries(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		s.writeProblem(w, r, problem.Unavailable(err))
+		s.writeProblem(w, r, failure.Mark(err, failure.Unavailable))
 		return
 	}
 	now := s.deps.Now().UnixMilli()

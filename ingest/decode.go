@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tsgate/tsgate/failure"
 	"github.com/tsgate/tsgate/jsonenc"
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/tiers"
@@ -51,6 +52,12 @@ func (e *ValidationError) Error() string {
 	}
 	return fmt.Sprintf("%d errors; nothing was written", len(e.Errors))
 }
+
+// Kind says invalid points are bad input.
+func (e *ValidationError) Kind() failure.Kind { return failure.BadInput }
+
+// PointErrors names each bad point: the errors member of the answer.
+func (e *ValidationError) PointErrors() []params.Error { return e.Errors }
 
 func (e *ValidationError) add(param, msg string) {
 	if len(e.Errors) < MaxReportedErrors {

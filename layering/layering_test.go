@@ -17,6 +17,9 @@ const module = "github.com/tsgate/tsgate"
 // sideways) and never one further out. A package missing here fails the
 // test, so a new package has to take its place deliberately.
 var layers = [][]string{
+	// What went wrong, in kinds every front end renders (the one error
+	// classification).
+	{"failure"},
 	// Foundation: the storage model, generic merging, JSON writing,
 	// configuration syntax, the memory budget of answers, and embedded
 	// assets (the contract, the dashboard) with the client generated from
@@ -30,7 +33,7 @@ var layers = [][]string{
 	{"scan", "cache", "ingest"},
 	// Answering reads, keeping rollups, demo data.
 	{"query", "rollup", "demo", "layouts"},
-	// The one table from errors to HTTP answers.
+	// The one table from kinds of failure to HTTP answers (problem+json).
 	{"problem"},
 	// Front ends.
 	{"httpapi", "grafana", "promapi"},
@@ -59,7 +62,7 @@ var adapterImports = []string{"tiers", "merge"}
 // pure packages do no I/O: everything they read or write comes through
 // interfaces, so they are tested with fakes and never touch the network,
 // the disk or the process.
-var pure = []string{"tiers", "merge", "jsonenc", "params", "router", "partial", "scan", "query", "membudget"}
+var pure = []string{"failure", "tiers", "merge", "jsonenc", "params", "router", "partial", "scan", "query", "membudget"}
 
 // ioPackages are the standard library's doors to the outside.
 var ioPackages = []string{"os", "os/exec", "os/signal", "net", "net/http", "io/fs", "io/ioutil", "syscall", "path/filepath", "database/sql"}

@@ -9,11 +9,12 @@ package membudget
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
 	"golang.org/x/sync/semaphore"
+
+	"github.com/tsgate/tsgate/failure"
 )
 
 // Chunk is the granularity of reservations: an answer that grows by a few
@@ -22,7 +23,7 @@ const Chunk = 1 << 20
 
 // ErrExhausted is returned by Grow when the budget stayed spent for the
 // whole wait: the request should be answered as overloaded.
-var ErrExhausted = errors.New("the memory budget for answers is spent")
+var ErrExhausted = failure.New(failure.Overloaded, "the memory for answers, --answer-memory-bytes, is spent")
 
 // Budget is the memory all answers in flight may hold.
 type Budget struct {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/tsgate/tsgate/failure"
 )
 
 // Error is a request the gateway cannot serve as given, because of one of
@@ -20,6 +22,9 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.Param + ": " + e.Message }
+
+// Kind says a bad parameter is bad input.
+func (e *Error) Kind() failure.Kind { return failure.BadInput }
 
 // Bad returns an Error for param with a formatted message.
 func Bad(param, format string, args ...any) *Error {
@@ -41,6 +46,9 @@ func (es Errors) Error() string {
 	fmt.Fprintf(&b, " (and %d more)", len(es)-1)
 	return b.String()
 }
+
+// Kind says bad parameters are bad input.
+func (es Errors) Kind() failure.Kind { return failure.BadInput }
 
 // Err returns es as an error, or nil when it is empty.
 func (es Errors) Err() error {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/tsgate/tsgate/failure"
 )
 
 // ErrBudgetExceeded is the cause of a read's context when its latency budget
 // ran out.
-var ErrBudgetExceeded = errors.New("latency budget exhausted")
+var ErrBudgetExceeded = failure.New(failure.BudgetExceeded, "latency budget exhausted")
 
 // WithBudget returns a context that is done when slo has elapsed since
 // start, with ErrBudgetExceeded as its cause. The budget covers everything

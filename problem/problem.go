@@ -6,18 +6,14 @@
 package problem
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
-	"github.com/tsgate/tsgate/ingest"
-	"github.com/tsgate/tsgate/membudget"
+	"github.com/tsgate/tsgate/failure"
 	"github.com/tsgate/tsgate/params"
-	"github.com/tsgate/tsgate/partial"
-	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -97,66 +93,110 @@ func BadParams(errs params.Errors) *Problem {
 // recovering, short against the seconds a node takes to be seen again.
 const StoreRetryAfter = "5"
 
-// Unavailable marks an error of the store, so that it maps to 503.
-func Unavailable(err error) error {
-	if err == nil {
-		return nil
+// Kind says what went wrong when a problem travels as an error (a guard's
+// refusal passed on to another front end's renderer).
+func (p *Problem) Kind() failure.Kind {
+	switch p.Status {
+	case http.StatusBadRequest, http.StatusMisdirectedRequest:
+		return failure.BadInput
+	case http.StatusUnauthorized:
+		return failure.Unauthorized
+	case http.StatusForbidden:
+		if p.Type == Type("series-blocked") {
+			return failure.Blocked
+		}
+		return failure.Forbidden
+	case http.StatusNotFound:
+		return failure.NotFound
+	case http.StatusRequestEntityTooLarge:
+		return failure.TooLarge
+	case http.StatusUnsupportedMediaType:
+		return failure.UnsupportedMedia
+	case http.StatusTooManyRequests:
+		return failure.TooManyRequests
+	case http.StatusGatewayTimeout:
+		return failure.BudgetExceeded
+	case http.StatusServiceUnavailable:
+		if p.Type == Type("overloaded") {
+			return failure.Overloaded
+		}
+		return failure.Unavailable
 	}
-	return storeError{err}
+	return failure.Internal
 }
 
-type storeError struct{ err error }
+// pointErrors is an error that names each bad point of a write.
+type pointErrors interface{ PointErrors() []params.Error }
 
-func (e storeError) Error() string { return "store: " + e.err.Error() }
-func (e storeError) Unwrap() error { return e.err }
-
-// From is the one table from errors to answers. Anything it does not know
-// is a bug in the gateway: a 500 whose detail hides the internals.
+// From is the one table from errors to answers: the problem an error is
+// already, a body over its limit, or else the problem of its kind
+// (failure.Of). An error nobody gave a kind is a bug in the gateway: a 500
+// whose detail hides the internals.
 func From(err error) *Problem {
 	var p *Problem
-	var ve *ingest.ValidationError
 	var mbe *http.MaxBytesError
-	var se storeError
-	var be *tiers.BlockedError
-	switch {
-	case errors.As(err, &p):
+	if errors.As(err, &p) {
 		return p
-	case errors.As(err, &be):
-		return &Problem{
-			Type: Type("series-blocked"), Title: "Series blocked", Status: http.StatusForbidden,
-			Detail: be.Error() + "; an operator unblocks it with DELETE /v1/admin/series/{id}/blocked",
-			Series: be.Block.Series, Reason: be.Block.Reason,
-		}
-	case errors.As(err, &ve):
-		errs := make([]ParamError, len(ve.Errors))
-		for i, e := range ve.Errors {
-			errs[i] = ParamError{Param: e.Param, Message: e.Message}
-		}
-		return &Problem{
-			Type: Type("invalid-points"), Title: "Invalid points", Status: http.StatusBadRequest,
-			Detail: ve.Error(), Errors: errs,
-		}
-	case params.List(err) != nil:
-		return BadParams(params.List(err))
-	case errors.As(err, &mbe):
+	}
+	if errors.As(err, &mbe) {
 		return New(http.StatusRequestEntityTooLarge, "body-too-large", "Body too large",
 			"the body is larger than the limit of "+ByteSize(mbe.Limit)+"; split the batch")
-	case errors.Is(err, tiers.ErrNotFound):
+	}
+	switch failure.Of(err) {
+	case failure.BadInput:
+		var pe pointErrors
+		if errors.As(err, &pe) {
+			list := pe.PointErrors()
+			errs := make([]ParamError, len(list))
+			for i, e := range list {
+				errs[i] = ParamError{Param: e.Param, Message: e.Message}
+			}
+			return &Problem{Type: Type("invalid-points"), Title: "Invalid points", Status: http.StatusBadRequest, Detail: err.Error(), Errors: errs}
+		}
+		if list := params.List(err); list != nil {
+			return BadParams(list)
+		}
+		return New(http.StatusBadRequest, "invalid-parameter", "Invalid parameter", err.Error())
+	case failure.NotFound:
 		return New(http.StatusNotFound, "series-not-found", "Series not found",
 			"no series has this id; GET /v1/series lists the known ones")
-	case errors.Is(err, query.ErrBudget), errors.Is(err, partial.ErrBudgetExceeded), errors.Is(err, context.DeadlineExceeded):
-		return New(http.StatusGatewayTimeout, "budget-exceeded", "Latency budget exceeded",
-			"the read did not complete within its latency budget (slo); use partial=allow to get the complete part, or a larger slo")
-	case errors.Is(err, membudget.ErrExhausted):
+	case failure.Blocked:
+		var be *tiers.BlockedError
+		if errors.As(err, &be) {
+			return &Problem{
+				Type: Type("series-blocked"), Title: "Series blocked", Status: http.StatusForbidden,
+				Detail: be.Error() + "; an operator unblocks it with DELETE /v1/admin/series/{id}/blocked",
+				Series: be.Block.Series, Reason: be.Block.Reason,
+			}
+		}
+		return New(http.StatusForbidden, "series-blocked", "Series blocked", err.Error())
+	case failure.Unauthorized:
+		return New(http.StatusUnauthorized, "unauthorized", "Unauthorized", err.Error())
+	case failure.Forbidden:
+		return New(http.StatusForbidden, "forbidden", "Forbidden", err.Error())
+	case failure.TooLarge:
+		return New(http.StatusRequestEntityTooLarge, "body-too-large", "Body too large", err.Error())
+	case failure.UnsupportedMedia:
+		return New(http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type", err.Error())
+	case failure.TooManyRequests:
+		p := New(http.StatusTooManyRequests, "new-series-rate", "New series rate exceeded", err.Error())
+		p.Header = http.Header{"Retry-After": {"60"}}
+		return p
+	case failure.Overloaded:
 		p := New(http.StatusServiceUnavailable, "overloaded", "Overloaded",
-			"the answers being built and sent hold all the memory the gateway gives them (--answer-memory-bytes); retry, or ask for fewer points at once")
+			"the gateway is serving as much as it may ("+err.Error()+"); retry later, or ask for fewer points at once")
 		p.Header = http.Header{"Retry-After": {"1"}}
 		return p
-	case errors.Is(err, query.ErrUnavailable), errors.As(err, &se):
+	case failure.BudgetExceeded:
+		return New(http.StatusGatewayTimeout, "budget-exceeded", "Latency budget exceeded",
+			"the read did not complete within its latency budget (slo); use partial=allow to get the complete part, or a larger slo")
+	case failure.Unavailable:
 		p := New(http.StatusServiceUnavailable, "store-unavailable", "Store unavailable",
 			"the store did not answer; retry later")
 		p.Header = http.Header{"Retry-After": {StoreRetryAfter}}
 		return p
+	case failure.Canceled:
+		return New(499, "canceled", "Client closed the request", "the client went away before the answer was ready")
 	default:
 		return New(http.StatusInternalServerError, "internal", "Internal error",
 			"the gateway failed to handle this request; the error is in its log")

@@ -1,7 +1,6 @@
 package promapi
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,9 +9,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tsgate/tsgate/failure"
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/problem"
-	"github.com/tsgate/tsgate/query"
 )
 
 // errorType is the errorType member of a Prometheus error answer.
@@ -54,11 +53,13 @@ func (t errorType) status() int {
 }
 
 // apiError is every failure of the API. limit names the configured bound
-// a refusal ran into, for the metrics.
+// a refusal ran into, for the metrics; status, when set, is the answer's
+// status instead of the error type's.
 type apiError struct {
-	typ   errorType
-	msg   string
-	limit string
+	typ    errorType
+	msg    string
+	limit  string
+	status int
 }
 
 func (e *apiError) Error() string { return string(e.typ) + ": " + e.msg }
@@ -71,34 +72,52 @@ func overLimit(limit, format string, args ...any) *apiError {
 	return &apiError{typ: errBadData, msg: fmt.Sprintf(format, args...), limit: limit}
 }
 
-// engineError maps what the query engine or the registry returned.
+// kindTypes are the Prometheus error types of the gateway's kinds of
+// failure; the statuses are the gateway's one table's (problem.From), so
+// that a failure has the same status on every route.
+var kindTypes = map[failure.Kind]errorType{
+	failure.BadInput: errBadData, failure.TooLarge: errBadData, failure.UnsupportedMedia: errBadData,
+	failure.NotFound: errNotFound, failure.Blocked: errBadData, failure.Unauthorized: errBadData,
+	failure.Forbidden: errBadData, failure.TooManyRequests: errUnavailable, failure.Overloaded: errUnavailable,
+	failure.BudgetExceeded: errTimeout, failure.Unavailable: errUnavailable, failure.Canceled: errCanceled,
+	failure.Internal: errInternal,
+}
+
+// engineError is the Prometheus error of what the query engine, the
+// registry or the store returned, by its kind.
 func engineError(err error) *apiError {
 	var ae *apiError
-	switch {
-	case errors.As(err, &ae):
+	if errors.As(err, &ae) {
 		return ae
-	case len(params.List(err)) > 0:
-		return &apiError{typ: errBadData, msg: params.List(err).Error()}
-	case errors.Is(err, query.ErrBudget), errors.Is(err, context.DeadlineExceeded):
-		return &apiError{typ: errTimeout, msg: "query timed out: " + err.Error()}
-	case errors.Is(err, context.Canceled):
-		return &apiError{typ: errCanceled, msg: "query was canceled"}
-	default:
-		return &apiError{typ: errUnavailable, msg: "the store did not answer: " + err.Error()}
 	}
+	k := failure.Of(err)
+	p := problem.From(err)
+	msg := p.Detail
+	switch k {
+	case failure.BadInput:
+		if list := params.List(err); list != nil {
+			msg = list.Error()
+		} else {
+			msg = err.Error()
+		}
+	case failure.Blocked:
+		msg = err.Error()
+	}
+	return &apiError{typ: kindTypes[k], msg: msg, status: p.Status}
 }
 
 func writeError(w http.ResponseWriter, err error) {
-	var ae *apiError
-	if !errors.As(err, &ae) {
-		ae = &apiError{typ: errInternal, msg: err.Error()}
-	}
+	ae := engineError(err)
 	b, _ := json.Marshal(struct {
 		Status    string `json:"status"`
 		ErrorType string `json:"errorType"`
 		Error     string `json:"error"`
 	}{"error", string(ae.typ), ae.msg})
-	write(w, ae.typ.status(), append(b, '\n'))
+	status := ae.status
+	if status == 0 {
+		status = ae.typ.status()
+	}
+	write(w, status, append(b, '\n'))
 }
 
 // writeSuccess writes data, which is either raw JSON already encoded or a

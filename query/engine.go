@@ -17,6 +17,7 @@ import (
 	"iter"
 	"time"
 
+	"github.com/tsgate/tsgate/failure"
 	"github.com/tsgate/tsgate/jsonenc"
 	"github.com/tsgate/tsgate/merge"
 	"github.com/tsgate/tsgate/params"
@@ -168,10 +169,10 @@ var (
 	// mapping to 404.
 	ErrSeriesNotFound = tiers.ErrNotFound
 	// ErrBudget: the budget ran out under partial=deny (504).
-	ErrBudget = errors.New("the read did not complete within its latency budget")
+	ErrBudget = failure.New(failure.BudgetExceeded, "the read did not complete within its latency budget")
 	// ErrUnavailable: the store failed under partial=deny, or for the
 	// series lookup itself (503).
-	ErrUnavailable = errors.New("the store did not answer for some partitions")
+	ErrUnavailable = failure.New(failure.Unavailable, "the store did not answer for some partitions")
 )
 
 // Stats is the work one page did.

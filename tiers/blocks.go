@@ -3,6 +3,8 @@ package tiers
 import (
 	"context"
 	"fmt"
+
+	"github.com/tsgate/tsgate/failure"
 )
 
 // BlockedSeries is a series refused on both paths: its reads and writes are
@@ -34,6 +36,9 @@ type Blocks interface {
 type BlockedError struct {
 	Block BlockedSeries
 }
+
+// Kind says a blocked series is refused as blocked.
+func (e *BlockedError) Kind() failure.Kind { return failure.Blocked }
 
 func (e *BlockedError) Error() string {
 	return fmt.Sprintf("series %s is blocked: %s", e.Block.Series, e.Block.Reason)

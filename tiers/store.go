@@ -3,6 +3,8 @@ package tiers
 import (
 	"context"
 	"errors"
+
+	"github.com/tsgate/tsgate/failure"
 )
 
 // Row is one stored row. A raw point is a row with Count 1 and Min, Max and
@@ -83,7 +85,7 @@ type RowPages interface {
 var ErrDone = errors.New("tiers: no more rows")
 
 // ErrNotFound is returned for a series the registry does not know.
-var ErrNotFound = errors.New("tiers: not found")
+var ErrNotFound = failure.New(failure.NotFound, "tiers: not found")
 
 // PartitionReader reads one partition at a time. Reads of different
 // partitions may run concurrently.

@@ -259,6 +259,7 @@ func (e PointsAnswerPartialReason) Valid() bool {
 const (
 	ProblemTypeBodyTooLarge         ProblemType = "/docs#problem/body-too-large"
 	ProblemTypeBudgetExceeded       ProblemType = "/docs#problem/budget-exceeded"
+	ProblemTypeCanceled             ProblemType = "/docs#problem/canceled"
 	ProblemTypeCrossOrigin          ProblemType = "/docs#problem/cross-origin"
 	ProblemTypeForbidden            ProblemType = "/docs#problem/forbidden"
 	ProblemTypeHostNotAllowed       ProblemType = "/docs#problem/host-not-allowed"
@@ -283,6 +284,8 @@ func (e ProblemType) Valid() bool {
 	case ProblemTypeBodyTooLarge:
 		return true
 	case ProblemTypeBudgetExceeded:
+		return true
+	case ProblemTypeCanceled:
 		return true
 	case ProblemTypeCrossOrigin:
 		return true

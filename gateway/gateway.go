@@ -72,6 +72,8 @@ type Gateway struct {
 	Rollups *rollup.Worker
 	// Importer writes history (POST /v1/import, gateway import).
 	Importer *ingest.Importer
+	// NewSeries bounds the series that every way in together creates.
+	NewSeries *ingest.NewSeriesLimit
 	// Layouts is layout administration, the wide-partition tracker and
 	// the blocked list.
 	Layouts *layouts.Service
@@ -181,6 +183,7 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 	g.Writer = ingest.NewWriter(writerStore{timedWriter{store, sm}, g.Series}, g.Series, cfg.Pyramid, cfg.Ingest, now)
 	g.Writer.RefuseBlocked(g.Layouts.ForWrites())
 	g.Importer = ingest.NewImporter(g.Writer, cfg.Pyramid, g.Rollups, cfg.Import, invalidate)
+	g.NewSeries = cfg.HTTP.Limits.NewSeriesLimit()
 	return g, nil
 }
 
@@ -257,6 +260,7 @@ func (g *Gateway) Handler() http.Handler {
 		MountErrors: map[string]func(http.ResponseWriter, *problem.Problem){"/prometheus": promapi.WriteRefusal},
 		MountRoles:  map[string]auth.Role{"/debug/pprof": auth.Admin},
 		Tokens:      g.opts.Tokens, AuthMetrics: g.Config.Auth.Metrics,
+		NewSeries: g.NewSeries,
 	}, g.Config.HTTP)
 	return srv.Handler()
 }

@@ -116,6 +116,9 @@ type Deps struct {
 	// Layouts serves the layout administration and the blocked list; its
 	// routes answer 404 when nil.
 	Layouts LayoutAdmin
+	// NewSeries bounds the series writes create, shared with the other
+	// ways in; one of the limits' bounds, for this server alone, when nil.
+	NewSeries *ingest.NewSeriesLimit
 }
 
 // Server serves the API.
@@ -123,7 +126,7 @@ type Server struct {
 	deps  Deps
 	cfg   Config
 	rolls *rollupRuns
-	fresh *newSeries
+	fresh *ingest.NewSeriesLimit
 }
 
 // New returns a server.
@@ -134,7 +137,11 @@ func New(deps Deps, cfg Config) *Server {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
-	return &Server{deps: deps, cfg: cfg, rolls: newRollupRuns(), fresh: newNewSeries(cfg.Limits)}
+	fresh := deps.NewSeries
+	if fresh == nil {
+		fresh = cfg.Limits.NewSeriesLimit()
+	}
+	return &Server{deps: deps, cfg: cfg, rolls: newRollupRuns(), fresh: fresh}
 }
 
 // Handler returns the routed handler.

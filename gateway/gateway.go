@@ -28,6 +28,7 @@ import (
 	"github.com/tsgate/tsgate/grafana"
 	"github.com/tsgate/tsgate/httpapi"
 	"github.com/tsgate/tsgate/ingest"
+	"github.com/tsgate/tsgate/kafkaingest"
 	"github.com/tsgate/tsgate/layouts"
 	"github.com/tsgate/tsgate/partial"
 	"github.com/tsgate/tsgate/problem"
@@ -74,6 +75,9 @@ type Gateway struct {
 	Importer *ingest.Importer
 	// NewSeries bounds the series that every way in together creates.
 	NewSeries *ingest.NewSeriesLimit
+	// Kafka consumes points from a Kafka topic once run; nil when no
+	// brokers are configured.
+	Kafka *kafkaingest.Consumer
 	// Layouts is layout administration, the wide-partition tracker and
 	// the blocked list.
 	Layouts *layouts.Service
@@ -184,6 +188,15 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 	g.Writer.RefuseBlocked(g.Layouts.ForWrites())
 	g.Importer = ingest.NewImporter(g.Writer, cfg.Pyramid, g.Rollups, cfg.Import, invalidate)
 	g.NewSeries = cfg.HTTP.Limits.NewSeriesLimit()
+	if cfg.Kafka.Enabled() {
+		g.Kafka, err = kafkaingest.New(cfg.Kafka, kafkaingest.Deps{
+			Writer: g.Writer, Registry: g.Series, NewSeries: g.NewSeries,
+			Registerer: reg, Logger: log, Now: now,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
 	return g, nil
 }
 

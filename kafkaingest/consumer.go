@@ -93,6 +93,8 @@ const (
 	pollRecords = 10_000
 	// minShare is the least queue share a partition gets.
 	minShare = 1 << 20
+	// fetchMaxWait is how long a broker holds a fetch without data.
+	fetchMaxWait = 500 * time.Millisecond
 )
 
 // New returns a consumer of cfg, which must be valid and enabled; Run
@@ -140,6 +142,10 @@ func New(cfg Config, deps Deps) (*Consumer, error) {
 		kgo.BlockRebalanceOnPoll(),
 		kgo.OnPartitionsAssigned(c.onAssigned), kgo.OnPartitionsRevoked(c.onRevoked), kgo.OnPartitionsLost(c.onLost),
 		kgo.FetchMaxBytes(int32(cfg.FetchMaxBytes)), kgo.FetchMaxPartitionBytes(int32(partBytes)),
+		// A partition resumed after a pause is fetched with the next
+		// fetch, once the broker answered the one in flight, which waits
+		// this long for data when its partitions have none.
+		kgo.FetchMaxWait(fetchMaxWait),
 		kgo.BrokerMaxReadBytes(int32(max(100<<20, 2*cfg.FetchMaxBytes))),
 		kgo.SessionTimeout(cfg.SessionTimeout), kgo.HeartbeatInterval(min(3*time.Second, cfg.SessionTimeout/3)),
 		kgo.WithLogger(kgoLogger{deps.Logger.With("component", "kafka")}),

@@ -37,6 +37,8 @@ import (
 	"testing"
 	"time"
 
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -354,12 +356,11 @@ func waitConsumed(t testing.TB, adm *kadm.Client, topic, group string, limit tim
 		}
 		var behind []string
 		ends.Each(func(o kadm.ListedOffset) {
-			c, ok := committed.Lookup(topic, o.Partition)
-			if !ok || c.At < o.Offset {
-				at := int64(-1)
-				if ok {
-					at = c.At
-				}
+			at := int64(0) // nothing committed: the partition is empty or nothing is written
+			if c, ok := committed.Lookup(topic, o.Partition); ok {
+				at = c.At
+			}
+			if at < o.Offset {
 				behind = append(behind, fmt.Sprintf("partition %d at %d of %d", o.Partition, at, o.Offset))
 			}
 		})
@@ -750,4 +751,200 @@ func TestKafkaPoisonRecords(t *testing.T) {
 	if m["tsgate_kafka_records_total"] != float64(len(recs)) || m["tsgate_kafka_points_total"] != 20 {
 		t.Errorf("records %v of %d, points %v of 20", m["tsgate_kafka_records_total"], len(recs), m["tsgate_kafka_points_total"])
 	}
+}
+
+// storeProxy is a Toxiproxy proxy, in the test process, between a gateway
+// and the Cassandra node: cutting it is the node going down, as the
+// gateway sees it, without stopping the node other tests share.
+func storeProxy(t *testing.T, node string) *toxiproxy.Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.1.1:0") // an address of its own: the driver tells nodes apart by IP
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	server := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
+	p := toxiproxy.NewProxy(server, "cassandra", addr, node)
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return p
+}
+
+// paddedRecords are records of n points each whose JSON is padded with
+// blanks to about size bytes: many bytes wait in Kafka while few points
+// wait to be written.
+func paddedRecords(topic string, pts []kpoint, n, size int) []*kgo.Record {
+	recs := records(topic, pts, n)
+	for _, r := range recs {
+		if pad := size - len(r.Value); pad > 0 {
+			if r.Value[0] == '{' && len(r.Headers) > 0 { // JSON: blanks after the opening brace
+				r.Value = append(append([]byte("{"), bytes.Repeat([]byte(" "), pad)...), r.Value[1:]...)
+			} else { // NDJSON: blank lines
+				r.Value = append(r.Value, bytes.Repeat([]byte("\n"), pad)...)
+			}
+		}
+	}
+	return recs
+}
+
+// TestKafkaStoreOutage puts a proxy between the gateway and Cassandra.
+// While the store is slow, the gateway keeps consuming and stays ready.
+// While it is cut off, consumption pauses: nothing is committed, the
+// partitions' fetching is paused, the records fetched stay within
+// --kafka-queue-bytes and the process's memory stays flat while 120 MB of
+// records wait in Kafka; nothing goes to the dead-letter topic. Once the
+// proxy is back, consumption resumes and every point reads back.
+func TestKafkaStoreOutage(t *testing.T) {
+	bin := buildGatewayBinary(t)
+	cl, adm := kafkaAdmin(t)
+	topic := newTopic(t, adm, 4)
+	const group = "outage"
+	cfg, _ := kafkaKeyspace(t)
+	px := storeProxy(t, cfg.Hosts[0])
+	const queueBytes, fetchBytes = 8 << 20, 2 << 20
+	args := append([]string{"--store", "cassandra", "--cassandra-hosts", px.Listen, "--cassandra-address-map", cfg.Hosts[0] + "=" + px.Listen,
+		"--keyspace", cfg.Keyspace, "--cassandra-consistency", cfg.Consistency, "--cassandra-local-dc", cfg.LocalDC,
+		"--cassandra-reconnect-interval", "500ms", "--cassandra-timeout", "3s"},
+		consumerFlags(topic, group, kafkaBrokers(t), "--kafka-queue-bytes", strconv.Itoa(queueBytes), "--kafka-fetch-max-bytes", strconv.Itoa(fetchBytes))...)
+	g := startGateway(t, bin, "g", args...)
+	ready := func() int {
+		resp, err := kafkaHTTP.Get(g.url + "/readyz")
+		if err != nil {
+			t.Fatalf("/readyz: %v", err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	waitUntil(t, time.Minute, "the gateway to be ready", func() error {
+		if s := ready(); s != 200 {
+			return fmt.Errorf("/readyz %d", s)
+		}
+		return nil
+	})
+
+	late, recent := pointSpans()
+	want := pointSet{}
+	add := func(pts []kpoint) []kpoint {
+		for _, p := range pts {
+			want.add(p)
+		}
+		return pts
+	}
+
+	// Slow: 100 ms more each way on every round trip to the node.
+	for _, stream := range []string{"upstream", "downstream"} {
+		js := fmt.Sprintf(`{"name":"slow-%s","type":"latency","stream":%q,"attributes":{"latency":100}}`, stream, stream)
+		if _, err := px.Toxics.AddToxicJson(strings.NewReader(js)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slow := records(topic, add(spanPoints("kafka.outage", 4, 100, 7, late, recent)), 10)
+	produce(t, cl, slow...)
+	slowStart := time.Now()
+	for range 5 {
+		if s := ready(); s != 200 {
+			t.Fatalf("/readyz answered %d while the store was slow", s)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	waitConsumed(t, adm, topic, group, 2*time.Minute)
+	t.Logf("%d records written through +100 ms each way in %v, /readyz 200 meanwhile", len(slow), time.Since(slowStart).Round(time.Millisecond))
+	for _, stream := range []string{"upstream", "downstream"} {
+		if err := px.Toxics.RemoveToxic(context.Background(), "slow-"+stream); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := g.metrics(t)
+	rss0 := base["process_resident_memory_bytes"]
+
+	// Down: the proxy refuses and drops every connection.
+	px.Stop()
+	cut := time.Now()
+	backlog := paddedRecords(topic, add(spanPoints("kafka.outage", 4, 300, 9, span{late.from + 1, late.to}, span{recent.from + 1, recent.to})), 2, 100_000)
+	// Sent uncompressed: --kafka-fetch-max-bytes bounds the bytes of a
+	// fetch as they travel, and blanks compress a hundredfold.
+	raw, err := kgo.NewClient(kgo.SeedBrokers(kafkaBrokers(t)...), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	produce(t, raw, backlog...)
+	t.Logf("%d records (%.0f MB) produced while the store is cut off", len(backlog), float64(len(backlog)*100_000)/1e6)
+	var maxRSS, maxQueued, maxLag float64
+	paused := false
+	committedAtCut := committedTotal(t, adm, topic, group)
+	watch := func(m metrics) {
+		maxRSS = max(maxRSS, m["process_resident_memory_bytes"])
+		maxQueued = max(maxQueued, m["tsgate_kafka_queued_bytes"])
+		maxLag = max(maxLag, m.sum("tsgate_kafka_consumer_lag"))
+		paused = paused || m["tsgate_kafka_paused_partitions"] > 0
+	}
+	for time.Since(cut) < 15*time.Second {
+		watch(g.metrics(t))
+		time.Sleep(250 * time.Millisecond)
+	}
+	down := g.metrics(t)
+	watch(down)
+	if c := committedTotal(t, adm, topic, group); c != committedAtCut {
+		t.Errorf("offsets committed while the store was cut off: %d, %d before", c, committedAtCut)
+	}
+	if !paused || down.sum(`tsgate_kafka_write_retries_total{cause="store"}`) == 0 {
+		t.Errorf("with the store cut off: paused partitions seen %v, store retries %v", paused, down.sum(`tsgate_kafka_write_retries_total{cause="store"}`))
+	}
+	if maxLag < float64(len(backlog))/2 {
+		t.Errorf("largest lag %v with %d records waiting", maxLag, len(backlog))
+	}
+	if d := down["tsgate_kafka_records_total"] - base["tsgate_kafka_records_total"]; d > 0 {
+		t.Errorf("%v records counted written while the store was cut off", d)
+	}
+
+	downRSS := maxRSS
+	t.Logf("while cut off: RSS %.0f MiB before, at most %.0f MiB; queued at most %.1f MiB (bound %d MiB); lag at most %v",
+		rss0/(1<<20), downRSS/(1<<20), maxQueued/(1<<20), queueBytes>>20, maxLag)
+	if growth := downRSS - rss0; growth > 32<<20 {
+		t.Errorf("RSS grew by %.0f MiB while 120 MB of records waited", growth/(1<<20))
+	}
+
+	// Back: consumption resumes where it stopped.
+	if err := px.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan time.Duration)
+	go func() { done <- waitConsumed(t, adm, topic, group, 3*time.Minute) }()
+	var d time.Duration
+	for d == 0 {
+		select {
+		case d = <-done:
+		case <-time.After(250 * time.Millisecond):
+			watch(g.metrics(t))
+		}
+	}
+	t.Logf("the backlog was written %v after the store came back; RSS at most %.0f MiB meanwhile, queued at most %.1f MiB",
+		d.Round(time.Millisecond), maxRSS/(1<<20), maxQueued/(1<<20))
+	if maxQueued > queueBytes+2*fetchBytes {
+		t.Errorf("queued %.0f bytes, more than --kafka-queue-bytes %d and a fetch", maxQueued, queueBytes)
+	}
+	checkAll(t, g, want, late, recent)
+	if m := g.metrics(t); m.sum("tsgate_kafka_dead_letters_total") != 0 {
+		t.Errorf("dead letters: %v", m.sum("tsgate_kafka_dead_letters_total"))
+	}
+}
+
+// committedTotal adds the group's committed offsets of topic.
+func committedTotal(t testing.TB, adm *kadm.Client, topic, group string) int64 {
+	t.Helper()
+	offs, err := adm.FetchOffsets(testContext(t), group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	offs.Each(func(o kadm.OffsetResponse) {
+		if o.Topic == topic {
+			total += o.At
+		}
+	})
+	return total
 }

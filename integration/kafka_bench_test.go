@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -11,8 +12,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -173,7 +177,16 @@ func BenchmarkKafkaIngest(b *testing.B) {
 			}
 		})
 	}
+	broker := map[string]time.Duration{}
+	runs := map[string]int{}
 	run := func(round int, side string) time.Duration {
+		b0 := brokerCPU()
+		defer func() {
+			if round >= 0 && b0 >= 0 {
+				broker[side] += brokerCPU() - b0
+				runs[side]++
+			}
+		}()
 		if side == "http" {
 			return viaHTTP(round)
 		}
@@ -190,6 +203,11 @@ func BenchmarkKafkaIngest(b *testing.B) {
 		res = rounds(b, *benchRounds, sides, run)
 	}
 	cpu.log(b, sides)
+	for _, side := range sides {
+		if runs[side] > 0 {
+			note(b, "%s: CPU of the Kafka broker per run %.3fs", side, (broker[side] / time.Duration(runs[side])).Seconds())
+		}
+	}
 	note(b, "Kafka side: %v write retries, %v dead letters", counter("tsgate_kafka_write_retries_total"), counter("tsgate_kafka_dead_letters_total"))
 	for _, side := range sides {
 		name := fmt.Sprintf("bench.kafka.r%d.%s.c%d", *benchRounds-1, side, ingestClients-1)
@@ -261,4 +279,24 @@ func pointsAt(c *http.Client, u string) (int, error) {
 		return 0, err
 	}
 	return len(a.Points), nil
+}
+
+// brokerCPU is the CPU time the Kafka broker started by scripts/kafka.sh
+// on this machine has used so far; -1 when there is none.
+func brokerCPU() time.Duration {
+	pid, err := os.ReadFile(filepath.Join("..", ".kafka", "kafka.pid"))
+	if err != nil {
+		return -1
+	}
+	stat, err := os.ReadFile(filepath.Join("/proc", strings.TrimSpace(string(pid)), "stat"))
+	if err != nil {
+		return -1
+	}
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(f) < 13 {
+		return -1
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }

@@ -30,12 +30,16 @@
 #                        needs root or sudo; not part of make test
 #   make cassandra-up    start the local single-node Cassandra (scripts/cassandra.sh)
 #   make cassandra-down  stop it
+#   make kafka-up        start the local single-node Kafka (scripts/kafka.sh)
+#   make kafka-down      stop it
 #
 # make test and make bench start a local node for what runs against Cassandra
 # unless one is already running (then it is reused and left running) or
 # CASSANDRA_HOSTS is set (then that cluster is used and nothing is started or
 # stopped). A node they started is stopped again, also when tests fail
-# (scripts/cassandra.sh run).
+# (scripts/cassandra.sh run). The integration tests and benchmarks also get a
+# local Kafka node the same way (scripts/kafka.sh run; KAFKA_BROKERS set:
+# those brokers are used instead).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -49,7 +53,7 @@ BENCH_ARGS ?=
 FUZZTIME ?= 60s
 FUZZ ?= .
 
-.PHONY: build generate run test vet shellcheck lint install-check unit-test client-test browser-test integration-test cluster-test bench fuzz loadtest cassandra-up cassandra-down
+.PHONY: build generate run test vet shellcheck lint install-check unit-test client-test browser-test integration-test cluster-test bench fuzz loadtest cassandra-up cassandra-down kafka-up kafka-down
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/gateway ./cmd/gateway
@@ -103,8 +107,11 @@ browser-test:
 	cd web/e2e && npm ci --no-audit --no-fund --loglevel=error
 	cd web/e2e && node --test --test-concurrency=1 dashboard.e2e.mjs
 
+# The Kafka ingest tests (integration/kafka_test.go) need a broker besides
+# the Cassandra node: scripts/kafka.sh run starts one for them, as
+# scripts/cassandra.sh run does the node.
 integration-test:
-	scripts/cassandra.sh run $(GO) test -tags integration -count=1 ./integration/...
+	scripts/cassandra.sh run scripts/kafka.sh run $(GO) test -tags integration -count=1 -timeout 30m ./integration/...
 
 # Its own cluster on 127.0.0.1-3 (native port 9043, storage port 7001), never
 # a running one: the tests kill and restart its nodes. Stopped afterwards,
@@ -129,7 +136,7 @@ loadtest: build
 bench:
 	$(GO) test -run '^$$' -bench 'EncodePoints|ReadMemory|CompressedPage|DecodeJSON|DecodeNDJSON|Merge|Write|ReadPartition|ParsePoint' -benchmem \
 	  ./httpapi/ ./ingest/ ./merge/ ./partial/ ./jsonenc/ ./tiers/embedded/
-	scripts/cassandra.sh run $(GO) test -tags integration -run '^$$' -bench . -benchtime 1x -timeout 60m \
+	scripts/cassandra.sh run scripts/kafka.sh run $(GO) test -tags integration -run '^$$' -bench . -benchtime 1x -timeout 60m \
 	  ./integration/ $(if $(BENCH_ARGS),-args $(BENCH_ARGS))
 
 # Every Fuzz function of the tests, one after another (go test
@@ -148,3 +155,9 @@ cassandra-up:
 
 cassandra-down:
 	scripts/cassandra.sh stop
+
+kafka-up:
+	scripts/kafka.sh start
+
+kafka-down:
+	scripts/kafka.sh stop

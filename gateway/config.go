@@ -9,6 +9,7 @@ import (
 	"github.com/tsgate/tsgate/auth"
 	"github.com/tsgate/tsgate/httpapi"
 	"github.com/tsgate/tsgate/ingest"
+	"github.com/tsgate/tsgate/kafkaingest"
 	"github.com/tsgate/tsgate/layouts"
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/promapi"
@@ -44,6 +45,9 @@ type Config struct {
 	Cassandra  cassandra.Config
 	Auth       auth.Config
 	Layouts    layouts.Config
+	// Kafka is the consumer of points from a Kafka topic; none runs
+	// without brokers.
+	Kafka kafkaingest.Config
 
 	tierFlags *pyramidFlags
 }
@@ -56,6 +60,7 @@ func DefaultConfig() Config {
 		Pyramid: tiers.DefaultPyramid(), Query: query.DefaultConfig(),
 		Ingest: ingest.DefaultConfig(), Import: ingest.DefaultImportConfig(), Rollup: rollup.DefaultConfig(), HTTP: httpapi.DefaultConfig(),
 		Prometheus: promapi.DefaultConfig(), Cassandra: cassandra.DefaultConfig(), Layouts: layouts.DefaultConfig(),
+		Kafka: kafkaingest.DefaultConfig(),
 	}
 }
 
@@ -96,6 +101,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.HTTP.Limits.RegisterFlags(fs) // limits, timeouts, CORS and hosts
 	c.Auth.RegisterFlags(fs)        // bearer tokens
 	registerLayoutFlags(fs, &c.Layouts)
+	c.Kafka.RegisterFlags(fs) // the consumer of points from Kafka
 }
 
 // RegisterImportFlags adds the flags of the import path, which `serve`
@@ -120,7 +126,7 @@ func (c *Config) Finish() error {
 
 // Validate reports every setting that cannot work.
 func (c Config) Validate() error {
-	errs := []error{c.Pyramid.Validate(), c.Query.Validate(), c.Ingest.Validate(), c.Import.Validate(), c.Rollup.Validate(), c.HTTP.Validate(), c.Prometheus.Validate(), c.Auth.Validate(), c.Layouts.Validate()}
+	errs := []error{c.Pyramid.Validate(), c.Query.Validate(), c.Ingest.Validate(), c.Import.Validate(), c.Rollup.Validate(), c.HTTP.Validate(), c.Prometheus.Validate(), c.Auth.Validate(), c.Layouts.Validate(), c.Kafka.Validate()}
 	switch c.Store {
 	case "embedded":
 		if c.DataDir == "" {

@@ -28,6 +28,7 @@ import (
 	"github.com/tsgate/tsgate/grafana"
 	"github.com/tsgate/tsgate/httpapi"
 	"github.com/tsgate/tsgate/ingest"
+	"github.com/tsgate/tsgate/kafkaingest"
 	"github.com/tsgate/tsgate/layouts"
 	"github.com/tsgate/tsgate/partial"
 	"github.com/tsgate/tsgate/promapi"
@@ -71,6 +72,11 @@ type Gateway struct {
 	Rollups *rollup.Worker
 	// Importer writes history (POST /v1/import, gateway import).
 	Importer *ingest.Importer
+	// NewSeries bounds the series that every way in together creates.
+	NewSeries *ingest.NewSeriesLimit
+	// Kafka consumes points from a Kafka topic once run; nil when no
+	// brokers are configured.
+	Kafka *kafkaingest.Consumer
 	// Layouts is layout administration, the wide-partition tracker and
 	// the blocked list.
 	Layouts *layouts.Service
@@ -180,6 +186,16 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 	g.Writer = ingest.NewWriter(writerStore{timedWriter{store, sm}, g.Series}, g.Series, cfg.Pyramid, cfg.Ingest, now)
 	g.Writer.RefuseBlocked(g.Layouts.ForWrites())
 	g.Importer = ingest.NewImporter(g.Writer, cfg.Pyramid, g.Rollups, cfg.Import, invalidate)
+	g.NewSeries = cfg.HTTP.Limits.NewSeriesLimit()
+	if cfg.Kafka.Enabled() {
+		g.Kafka, err = kafkaingest.New(cfg.Kafka, kafkaingest.Deps{
+			Writer: g.Writer, Registry: g.Series, NewSeries: g.NewSeries,
+			Registerer: reg, Logger: log, Now: now,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
 	return g, nil
 }
 
@@ -257,6 +273,7 @@ func (g *Gateway) Handler() http.Handler {
 				Bodies: []string{"application/x-www-form-urlencoded"}, Refuse: promapi.WriteRefusal},
 		),
 		Tokens: g.opts.Tokens, AuthMetrics: g.Config.Auth.Metrics,
+		NewSeries: g.NewSeries,
 	}, g.Config.HTTP)
 	return srv.Handler()
 }

@@ -106,6 +106,9 @@ type Deps struct {
 	// Layouts serves the layout administration and the blocked list; its
 	// routes answer 404 when nil.
 	Layouts LayoutAdmin
+	// NewSeries bounds the series writes create, shared with the other
+	// ways in; one of the limits' bounds, for this server alone, when nil.
+	NewSeries *ingest.NewSeriesLimit
 }
 
 // Mount is another front end, served under Prefix behind the guards of
@@ -137,7 +140,7 @@ type Server struct {
 	deps  Deps
 	cfg   Config
 	rolls *rollupRuns
-	fresh *newSeries
+	fresh *ingest.NewSeriesLimit
 	// budget bounds the memory of the answers being built and sent.
 	budget *membudget.Budget
 }
@@ -150,7 +153,11 @@ func New(deps Deps, cfg Config) *Server {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
-	s := &Server{deps: deps, cfg: cfg, rolls: newRollupRuns(), fresh: newNewSeries(cfg.Limits),
+	fresh := deps.NewSeries
+	if fresh == nil {
+		fresh = cfg.Limits.NewSeriesLimit()
+	}
+	s := &Server{deps: deps, cfg: cfg, rolls: newRollupRuns(), fresh: fresh,
 		budget: membudget.New(cfg.Limits.AnswerMemory, cfg.Limits.MaxQueueWait)}
 	if m := deps.Metrics; m != nil && m.guard != nil {
 		s.budget.Observe(func(n int64) { m.guard.answerMemory.Set(float64(n)) })

@@ -35,8 +35,8 @@ var layers = [][]string{
 	{"query", "rollup", "demo", "layouts"},
 	// The one table from kinds of failure to HTTP answers (problem+json).
 	{"problem"},
-	// Front ends.
-	{"httpapi", "grafana", "promapi"},
+	// Front ends: HTTP, and the Kafka consumer.
+	{"httpapi", "grafana", "promapi", "kafkaingest"},
 	// Assembly.
 	{"gateway"},
 	// Commands.
@@ -74,6 +74,7 @@ var restricted = map[string][]string{
 	"github.com/cockroachdb/pebble/v2":            {"tiers/embedded"},
 	"github.com/go-chi/chi/v5":                    {"httpapi", "grafana", "promapi", "httpapi/apitest", "integration"},
 	"github.com/getkin/kin-openapi":               {"api", "httpapi", "httpapi/apitest"},
+	"github.com/twmb/franz-go":                    {"kafkaingest", "integration"},
 }
 
 // Graph is the module's import graph: package (relative to the module) to

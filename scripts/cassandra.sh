@@ -95,66 +95,20 @@ die() { log "$*"; exit 1; }
 
 # shellcheck source=lib/install.sh
 . "$ROOT/scripts/lib/install.sh"
+# shellcheck source=lib/jvm.sh
+. "$ROOT/scripts/lib/jvm.sh"
 
-# java_major prints the major version of the java binary $1.
-java_major() {
-  "$1" -version 2>&1 | sed -n 's/.* version "\([0-9]*\).*/\1/p' | head -n 1
-}
-
-# find_java17 prints JAVA_HOME of a JDK 17, or fails. It never picks "the
-# newest JDK": Cassandra 5.0 refuses to start on Java 18 and later.
-find_java17() {
-  local arch home
-  if [ -n "${CASSANDRA_JAVA_HOME:-}" ]; then
-    [ -x "$CASSANDRA_JAVA_HOME/bin/java" ] || die "CASSANDRA_JAVA_HOME=$CASSANDRA_JAVA_HOME has no bin/java"
-    echo "$CASSANDRA_JAVA_HOME"
-    return 0
-  fi
-  arch="$(dpkg --print-architecture 2>/dev/null || echo amd64)"
-  for home in "/usr/lib/jvm/java-17-openjdk-$arch" /usr/lib/jvm/*; do
-    if [ -x "$home/bin/java" ] && [ "$(java_major "$home/bin/java")" = 17 ]; then
-      echo "$home"
-      return 0
-    fi
-  done
-  return 1
-}
-
-ensure_java17() {
-  if ! JAVA_HOME17="$(find_java17)"; then
-    apt_install openjdk-17-jdk-headless
-    JAVA_HOME17="$(find_java17)" || die "no JDK 17 found after installing openjdk-17-jdk-headless"
-  fi
-}
-
-# fetch_classpath copies Cassandra's runtime jars into $LIB, once.
-fetch_classpath() {
-  [ -f "$LIB/.complete" ] && return 0
-  command -v mvn >/dev/null 2>&1 || apt_install maven
-  mkdir -p "$LOGDIR"
-  local tmp="$LIB.partial" t0=$SECONDS
-  rm -rf "$tmp"
-  log "fetching the Cassandra $VERSION classpath from Maven Central into $LIB"
-  if ! JAVA_HOME="$JAVA_HOME17" mvn -B -ntp -f "$POM" \
-      dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp" \
-      >"$LOGDIR/maven.log" 2>&1; then
-    tail -n 40 "$LOGDIR/maven.log" >&2
-    die "maven failed (full output in $LOGDIR/maven.log)"
-  fi
-  ls "$tmp"/cassandra-all-"$VERSION".jar >/dev/null 2>&1 || die "maven did not produce cassandra-all-$VERSION.jar"
-  rm -rf "$LIB"
-  mv "$tmp" "$LIB"
-  touch "$LIB/.complete"
-  local jars=("$LIB"/*.jar)
-  log "fetched ${#jars[@]} jars in $((SECONDS - t0)) s"
+# fetch_classpath_cassandra copies Cassandra's runtime jars into $LIB, once.
+fetch_classpath_cassandra() {
+  fetch_classpath "Cassandra $VERSION" "$POM" "$LIB" "cassandra-all-$VERSION.jar" "$LOGDIR/maven.log"
 }
 
 # ensure_node_tools checks the settings every node shares and installs what
 # starting one needs: Java 17, the classpath, the CQL helper.
 ensure_node_tools() {
   case "$SKIP_SYNC" in true | false) ;; *) die "CASSANDRA_SKIP_SYNC must be true or false" ;; esac
-  ensure_java17
-  fetch_classpath
+  ensure_java17 "${CASSANDRA_JAVA_HOME:-}"
+  fetch_classpath_cassandra
   ensure_cql
 }
 
@@ -170,13 +124,6 @@ ensure_cql() {
   (cd "$ROOT" && go build -o "$CQL_BIN" ./scripts/cassandra/cql) || die "building the cql helper failed"
 }
 
-# alive tells whether process $1 exists and is not a zombie (a node that died
-# while this script is still its parent stays a zombie until the script exits).
-alive() {
-  kill -0 "$1" 2>/dev/null || return 1
-  [ "$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d ' ' -f 1)" != Z ]
-}
-
 # running_pid prints the pid of the node started by this script if it runs.
 running_pid() {
   local pid
@@ -184,13 +131,11 @@ running_pid() {
   pid="$(cat "$PIDFILE")"
   [ -n "$pid" ] && alive "$pid" || return 1
   # Guard against a recycled pid: it must still be our CassandraDaemon.
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'org.apache.cassandra.service.CassandraDaemon' || return 1
+  runs_class "$pid" org.apache.cassandra.service.CassandraDaemon || return 1
   echo "$pid"
 }
 
 running_port() { cat "$PORTFILE" 2>/dev/null || echo "$NATIVE_PORT"; }
-
-port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # release_version prints the node's release_version, retrying for up to $2 seconds.
 release_version() {
@@ -422,7 +367,7 @@ cl_pid() {
   [ -f "$f" ] || return 1
   pid="$(cat "$f")"
   [ -n "$pid" ] && alive "$pid" || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'org.apache.cassandra.service.CassandraDaemon' || return 1
+  runs_class "$pid" org.apache.cassandra.service.CassandraDaemon || return 1
   echo "$pid"
 }
 
@@ -622,7 +567,7 @@ cmd_cluster_kill() {
 cmd_cluster_restart() {
   local t0 deadline
   cl_check_node_arg "${1:-}"
-  ensure_java17
+  ensure_java17 "${CASSANDRA_JAVA_HOME:-}"
   ensure_cql
   cl_stop_node "$1"
   t0=$EPOCHREALTIME
@@ -691,8 +636,8 @@ cmd_cluster() {
 # install-test-tools.sh), so that a machine is set up once, as a person
 # with sudo, rather than in the middle of a test run.
 cmd_tools() {
-  ensure_java17
-  command -v mvn >/dev/null 2>&1 || apt_install maven
+  ensure_java17 "${CASSANDRA_JAVA_HOME:-}"
+  ensure_maven
   echo "JDK 17: $JAVA_HOME17; Maven: $(command -v mvn)"
 }
 

@@ -6,7 +6,8 @@
 # web/e2e, /usr/bin/chromium driven by playwright-core, which downloads no
 # browser of its own), curl (the runnable API examples, the client tests),
 # Python with venv (the Python client) and shellcheck (make shellcheck);
-# JDK 17 and Maven for the Cassandra test node (scripts/cassandra.sh tools);
+# JDK 17 and Maven for the Cassandra and Kafka test nodes (scripts/cassandra.sh
+# tools, scripts/kafka.sh tools);
 # then the npm projects api/lint and api/clients/typescript (npm ci, from
 # their committed package-lock.json) and the Python client generator in a
 # venv under api/clients/python/.venv (git-ignored). npm runs no install

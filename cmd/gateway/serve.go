@@ -174,18 +174,34 @@ func (m Main) run(ctx context.Context, c serveConfig, store tiers.Store, opts ga
 	}
 	front.set(g.Handler())
 
+	// The rollup worker and the Kafka consumer stop once the server has:
+	// the consumer commits what it wrote and leaves its group.
 	workerCtx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
 	workerDone := make(chan struct{})
 	go func() {
 		defer close(workerDone)
 		g.Rollups.Run(workerCtx)
 	}()
+	kafkaErr := make(chan error, 1)
+	kafkaDone := make(chan struct{})
+	go func() {
+		defer close(kafkaDone)
+		if g.Kafka != nil {
+			if err := g.Kafka.Run(workerCtx); err != nil {
+				kafkaErr <- err
+			}
+		}
+	}()
 	defer func() {
 		stopWorker()
 		<-workerDone
+		<-kafkaDone
 	}()
 	log.Info("gateway listening", "url", url, "store", c.Store, "version", version)
 	fmt.Fprintf(m.Stdout, "gateway %s serving on %s (store: %s)\n", version, url, c.Store)
+	if g.Kafka != nil {
+		fmt.Fprintf(m.Stdout, "consuming points from Kafka topic %s (group %s)\n", c.Kafka.Topic, c.Kafka.Group)
+	}
 	fmt.Fprintf(m.Stdout, "dashboard:     %s/\n", url)
 	fmt.Fprintf(m.Stdout, "API reference: %s/docs (contract: %s/openapi.yaml)\n", url, url)
 	fmt.Fprintf(m.Stdout, "try: curl '%s/v1/series'\n", url)
@@ -198,6 +214,9 @@ func (m Main) run(ctx context.Context, c serveConfig, store tiers.Store, opts ga
 	}
 	select {
 	case err := <-serveErr:
+		return err
+	case err := <-kafkaErr:
+		_ = shutdown()
 		return err
 	case <-ctx.Done():
 		return shutdown()

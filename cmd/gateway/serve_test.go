@@ -270,3 +270,65 @@ func TestServeWithoutItsStore(t *testing.T) {
 		t.Fatalf("serve exited with %d:\n%s", c, out.String())
 	}
 }
+
+// With --kafka-brokers where no broker answers, serve still serves:
+// /readyz says whether the store answers, the consumer's metrics are on
+// /metrics, HTTP writes work, and the signal stops it promptly (the
+// consumer leaves no goroutine waiting for a broker).
+func TestServeWithUnreachableKafka(t *testing.T) {
+	addr, nowhere := freeAddr(t), freeAddr(t)
+	base := "http://" + addr
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &lockedBuffer{}
+	now := testClock()
+	m := Main{Stdout: out, Stderr: out, LookupEnv: func(string) (string, bool) { return "", false }, Now: testClock}
+	code := make(chan int, 1)
+	go func() {
+		code <- m.Run(ctx, []string{"serve", "--addr", addr, "--data-dir", t.TempDir(), "--rollup-interval", "0", "--log-level", "error",
+			"--kafka-brokers", nowhere, "--kafka-topic", "points"})
+	}()
+	waitUntil(t, code, out, "/readyz to say ready", func() error {
+		status, body, err := fresh("GET", base+"/readyz", "")
+		if err == nil && status != 200 {
+			return fmt.Errorf("%d %s", status, body)
+		}
+		return err
+	})
+	at := now.Add(-time.Minute).UnixMilli()
+	if status, body, err := fresh("POST", base+"/v1/points", fmt.Sprintf(`{"points":[{"series":"k","t":%d,"v":1}]}`, at)); err != nil || status != 200 {
+		t.Fatalf("write: %d %s %v", status, body, err)
+	}
+	status, body, err := fresh("GET", base+"/metrics", "")
+	if err != nil || status != 200 || !strings.Contains(body, "tsgate_kafka_records_total 0") || !strings.Contains(body, "tsgate_kafka_queued_bytes 0") {
+		t.Fatalf("/metrics: %d %v, want the consumer's metrics", status, err)
+	}
+	if !strings.Contains(out.String(), "consuming points from Kafka topic points (group tsgate)") {
+		t.Fatalf("serve does not say it consumes:\n%s", out.String())
+	}
+	cancel()
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Fatalf("serve exited with %d:\n%s", c, out.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("serve did not stop within 15 s of the signal:\n%s", out.String())
+	}
+}
+
+// A Kafka setting that cannot work stops serve before it listens, naming
+// the flag.
+func TestServeRefusesBadKafkaSettings(t *testing.T) {
+	out := &lockedBuffer{}
+	m := Main{Stdout: out, Stderr: out, LookupEnv: func(k string) (string, bool) {
+		if k == "GATEWAY_KAFKA_START" {
+			return "middle", true
+		}
+		return "", false
+	}, Now: testClock}
+	c := m.Run(context.Background(), []string{"serve", "--addr", freeAddr(t), "--data-dir", t.TempDir(), "--kafka-brokers", "k:9092", "--kafka-topic", "points"})
+	if c != 1 || !strings.Contains(out.String(), "--kafka-start must be earliest or latest") {
+		t.Fatalf("exit %d:\n%s", c, out.String())
+	}
+}

@@ -64,10 +64,12 @@ type Options struct {
 
 // Gateway is an assembled gateway.
 type Gateway struct {
-	Config  Config
-	Store   tiers.Store
-	Series  *cache.Series
-	Engine  query.Engine
+	Config Config
+	Store  tiers.Store
+	Series *cache.Series
+	Engine query.Engine
+	// Many reads many series through Engine.
+	Many    *query.Many
 	Writer  *ingest.Writer
 	Rollups *rollup.Worker
 	// Importer writes history (POST /v1/import, gateway import).
@@ -183,6 +185,9 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 		Watermarks: g.Rollups, Signer: signer, Now: now,
 	}, cfg.Query)
 	g.Engine = g.Metrics.CountRefusals(query.Observe(engine, g.Metrics.ObserveRead))
+	many := query.DefaultManyConfig()
+	many.MaxResponsePoints = cfg.HTTP.Limits.MaxResponsePoints
+	g.Many = query.NewMany(g.Engine, cfg.Query.Limits, many)
 	g.Writer = ingest.NewWriter(writerStore{timedWriter{store, sm}, g.Series}, g.Series, cfg.Pyramid, cfg.Ingest, now)
 	g.Writer.RefuseBlocked(g.Layouts.ForWrites())
 	g.Importer = ingest.NewImporter(g.Writer, cfg.Pyramid, g.Rollups, cfg.Import, invalidate)
@@ -253,17 +258,16 @@ func (r registryView) ListSeries(ctx context.Context, prefix, after string, limi
 func (g *Gateway) Handler() http.Handler {
 	registry := registryView{g.Series, g.Store}
 	gf := grafana.New(grafana.Deps{
-		Engine: g.Engine, Series: registry, MaxLimit: g.Config.Query.MaxLimit,
+		Engine: g.Engine, Many: g.Many, Series: registry, MaxLimit: g.Config.Query.MaxLimit,
 		MaxSeries: g.Config.HTTP.MaxQueries, Logger: g.Logger, Now: g.Now,
-		ForEach: httpapi.ForEachParallel, CORSOrigins: g.Config.HTTP.Limits.CORSOrigins,
-		MaxResponsePoints: g.Config.HTTP.Limits.MaxResponsePoints,
+		CORSOrigins: g.Config.HTTP.Limits.CORSOrigins,
 	})
 	prom := promapi.New(promapi.Deps{
 		Engine: g.Engine, Registry: registry, Pyramid: g.Config.Pyramid, MaxLimit: g.Config.Query.MaxLimit,
 		Now: g.Now, Logger: g.Logger, Metrics: g.PromMetrics,
 	}, g.Config.Prometheus)
 	srv := httpapi.New(httpapi.Deps{
-		Engine: g.Engine, Limits: g.Config.Query.Limits, Pyramid: g.Config.Pyramid,
+		Engine: g.Engine, Many: g.Many, Limits: g.Config.Query.Limits, Pyramid: g.Config.Pyramid,
 		Writer: g.Writer, Importer: g.Importer, Registry: registry, Rollups: g.Rollups,
 		Ready: g.Store.Ping, Logger: g.Logger, Now: g.Now,
 		Metrics: g.Metrics, Gatherer: g.Registry, Home: g.opts.Home, Layouts: g.Layouts,

@@ -43,6 +43,8 @@ type Lister interface {
 // Deps are what the Grafana front end reads.
 type Deps struct {
 	Engine query.Engine
+	// Many reads the series of a query side by side, as one answer.
+	Many   *query.Many
 	Series Lister
 	// MaxLimit is the page size of every read: Grafana cannot page, so it
 	// gets the largest page there is.
@@ -51,15 +53,9 @@ type Deps struct {
 	MaxSeries int
 	Logger    *slog.Logger
 	Now       func() time.Time
-	// ForEach runs the reads of one query side by side (the batch's
-	// runner); sequentially when nil.
-	ForEach func(n int, fn func(i int))
 	// CORSOrigins are the origins a browser may call the datasource from
 	// (the plugin's browser access mode); none when empty, "*" for any.
 	CORSOrigins []string
-	// MaxResponsePoints bounds the points of one answer across its
-	// series (0: unbounded).
-	MaxResponsePoints int
 }
 
 // maxListed bounds a series listing for the query builder.
@@ -76,12 +72,8 @@ func New(deps Deps) *Server {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
-	if deps.ForEach == nil {
-		deps.ForEach = func(n int, fn func(int)) {
-			for i := range n {
-				fn(i)
-			}
-		}
+	if deps.Many == nil {
+		deps.Many = query.NewMany(deps.Engine, query.Limits{DefaultLimit: deps.MaxLimit}, query.DefaultManyConfig())
 	}
 	return &Server{deps: deps}
 }

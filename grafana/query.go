@@ -85,43 +85,29 @@ func (s *Server) grafanaQuery(w http.ResponseWriter, r *http.Request) {
 		s.writeGrafanaError(w, r, err)
 		return
 	}
-	// The reads run side by side like a batch's, under one budget: the
-	// server's default SLO, in wall-clock time from the request's arrival
-	// (whatever the clock that decides which data is current says).
-	reads := 0
-	for _, j := range jobs {
-		j.req.Start = arrival
+	// The reads run side by side like a batch's, as one answer: one
+	// budget, the server's default SLO, in wall-clock time from the
+	// request's arrival (whatever the clock that decides which data is
+	// current says); the answer's points shared among them (each read's
+	// meta says when it was cut); its memory reserved.
+	var reads []int
+	var reqs []query.Request
+	for i, j := range jobs {
 		if j.out == nil {
-			reads++
+			reads = append(reads, i)
+			reqs = append(reqs, j.req)
 		}
 	}
-	// One answer holds at most MaxResponsePoints points: each read's page
-	// is cut to an equal share (its meta says it was cut).
-	if s.deps.MaxResponsePoints > 0 && reads > 0 {
-		share := max(1, s.deps.MaxResponsePoints/reads)
-		for _, j := range jobs {
-			j.req.Limit = min(j.req.Limit, share)
+	err = s.deps.Many.Each(r.Context(), arrival, reqs, func(i int, res query.Result, err error) error {
+		j := jobs[reads[i]]
+		if err != nil {
+			j.out = s.grafanaFailed(r, j, err)
+			return nil
 		}
-	}
-	// The answer is built whole: it waits for its share of the memory
-	// budget before anything is read.
-	var expect int64
-	for _, j := range jobs {
-		if j.out == nil {
-			expect += query.AnswerBytes(j.req, s.deps.MaxLimit)
-		}
-	}
-	if err := membudget.From(r.Context()).Expect(r.Context(), expect); err != nil {
-		s.writeGrafanaError(w, r, err)
-		return
-	}
-	failed := make([]error, len(jobs))
-	s.deps.ForEach(len(jobs), func(i int) {
-		if jobs[i].out == nil {
-			jobs[i].out, failed[i] = s.grafanaAnswer(r, jobs[i])
-		}
+		j.out, err = s.grafanaAnswer(r, j, res)
+		return err
 	})
-	if err := errors.Join(failed...); err != nil {
+	if err != nil {
 		// The answer could not be held within the memory budget.
 		s.writeGrafanaError(w, r, err)
 		return
@@ -416,16 +402,11 @@ func grafanaTargetIDs(target string, maxIDs int) ([]string, error) {
 	return out, nil
 }
 
-// grafanaAnswer reads one series and encodes it as a time series element
+// grafanaAnswer encodes the page of one series as a time series element
 // (value first: [[value, ms], ...]), or as a table for the legacy plugin's
 // table targets. Failures other than a bad request become the element's
 // notice, so that the panel still shows the other series.
-func (s *Server) grafanaAnswer(r *http.Request, j *grafanaJob) ([]byte, error) {
-	res, err := s.deps.Engine.Query(r.Context(), j.req)
-	if err != nil {
-		return s.grafanaFailed(r, j, err), nil
-	}
-	defer res.Close()
+func (s *Server) grafanaAnswer(r *http.Request, j *grafanaJob, res query.Result) ([]byte, error) {
 	b := j.head(make([]byte, 0, 4096))
 	h := res.Head()
 	agg := h.Aggs[0]

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/tsgate/tsgate/jsonenc"
@@ -24,10 +23,6 @@ const DefaultMaxQueries = 100
 
 // maxBatchBodyBytes bounds the body of one POST /v1/query.
 const maxBatchBodyBytes = 1 << 20
-
-// BatchParallelism is how many series of one batch are read at once; each
-// also fans out over its partitions.
-const BatchParallelism = 4
 
 // batchFields are the read parameters a batch sets for all its queries and
 // each query may override. Times and numbers may be JSON strings or numbers.
@@ -182,22 +177,19 @@ func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, errs)
 		return
 	}
-	s.shareResponsePoints(reqs)
-	// The answer is built whole: it waits for its share of the memory
-	// budget before anything is read.
-	var expect int64
-	for _, req := range reqs {
-		expect += query.AnswerBytes(req, s.deps.Limits.DefaultLimit)
-	}
-	if err := membudget.From(r.Context()).Expect(r.Context(), expect); err != nil {
-		s.writeProblem(w, r, err)
-		return
-	}
-	// Every query shares the budget, which runs from the request's arrival.
+	// The queries are read side by side under one budget, which runs
+	// from the request's arrival, as one answer: the engine shares its
+	// points and reserves its memory.
 	results := make([][]byte, len(reqs))
-	failed := make([]error, len(reqs))
-	ForEachParallel(len(reqs), func(i int) { results[i], failed[i] = s.answerOne(r, reqs[i]) })
-	if err := errors.Join(failed...); err != nil {
+	err := s.deps.Many.Each(r.Context(), arrival, reqs, func(i int, res query.Result, err error) error {
+		if err != nil {
+			results[i] = s.errorResult(r, reqs[i].Series, err)
+			return nil
+		}
+		results[i], err = s.answerOne(r, reqs[i], res)
+		return err
+	})
+	if err != nil {
 		// The answer could not be held within the memory budget: the
 		// whole request is overloaded, not one of its series.
 		s.writeProblem(w, r, err)
@@ -225,20 +217,15 @@ func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, "]}\n")
 }
 
-// answerOne produces one result of a batch: the answer object, or an object
-// with the series and an error member. It fails only when the memory budget
-// for answers could not hold the result.
-func (s *Server) answerOne(r *http.Request, req query.Request) ([]byte, error) {
-	res, err := s.deps.Engine.Query(r.Context(), req)
-	if err != nil {
-		return s.errorResult(r, req.Series, err), nil
-	}
-	defer res.Close()
+// answerOne renders one result of a batch: the answer object, or an
+// object with the series and an error member. It fails only when the
+// memory budget for answers could not hold the result.
+func (s *Server) answerOne(r *http.Request, req query.Request, res query.Result) ([]byte, error) {
 	b := appendAnswerHead(nil, res.Head())
 	// The batch's answer is built whole: what it holds is counted into the
 	// request's memory budget as it grows.
 	meter := membudget.From(r.Context()).Meter()
-	b, err = appendItems(b, res, membudget.Chunk, func(b []byte) ([]byte, int, error) {
+	b, err := appendItems(b, res, membudget.Chunk, func(b []byte) ([]byte, int, error) {
 		return b, len(b) + membudget.Chunk, meter.Track(r.Context(), cap(b))
 	})
 	if err != nil {
@@ -264,19 +251,3 @@ func (s *Server) errorResult(r *http.Request, series string, err error) []byte {
 	return append(b, '}')
 }
 
-// ForEachParallel calls fn for 0 … n-1, BatchParallelism calls at a time,
-// and returns once all have returned. The reads it runs share one budget
-// because each request carries the same arrival time (Start), so running
-// them side by side is what lets many series fit in one budget.
-func ForEachParallel(n int, fn func(i int)) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, BatchParallelism)
-	for i := range n {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			fn(i)
-		})
-	}
-	wg.Wait()
-}

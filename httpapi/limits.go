@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"github.com/tsgate/tsgate/query"
-
 	"errors"
 	"flag"
 	"strings"
@@ -120,38 +118,4 @@ func (f listFlag) Set(s string) error {
 		}
 	}
 	return nil
-}
-
-// shareResponsePoints cuts the page limit of each read of one answer so
-// that together they return at most MaxResponsePoints points: each gets an
-// equal share. A read cut this way ends its page early with a next_cursor,
-// as any page that reaches its limit does, so no point is lost: the client
-// follows the cursor. The cursor does not depend on the limit, so it works
-// with the limit the client asked for.
-func (s *Server) shareResponsePoints(reqs []query.Request) {
-	ps := make([]*query.Request, len(reqs))
-	for i := range reqs {
-		ps[i] = &reqs[i]
-	}
-	s.shareResponsePointsOf(ps)
-}
-
-func (s *Server) shareResponsePointsOf(reqs []*query.Request) {
-	if len(reqs) == 0 || s.cfg.Limits.MaxResponsePoints <= 0 {
-		return
-	}
-	share := max(1, s.cfg.Limits.MaxResponsePoints/len(reqs))
-	def := s.deps.Limits.DefaultLimit
-	if def == 0 {
-		def = query.DefaultConfig().DefaultLimit
-	}
-	for _, r := range reqs {
-		limit := r.Limit
-		if limit == 0 {
-			limit = def
-		}
-		if limit > share {
-			r.Limit = share
-		}
-	}
 }

@@ -76,6 +76,8 @@ func (c Config) Validate() error {
 // Deps are the parts the HTTP layer serves.
 type Deps struct {
 	Engine query.Engine
+	// Many reads many series through Engine (batches).
+	Many *query.Many
 	// Limits are the engine's; the contract states the page limit.
 	Limits  query.Limits
 	Pyramid tiers.Pyramid

@@ -272,6 +272,7 @@ func Run(t *testing.T, store tiers.Store, p tiers.Pyramid) {
 	t.Run("PagesProgressWhenEveryReadIsSlowerThanTheBudget", func(t *testing.T) { pagesProgress(t, store, series, env) })
 	t.Run("CachedBucketsAnswerTheSame", func(t *testing.T) { cachedBuckets(t, store, series, truth, env) })
 	t.Run("ImportsAfterCachedReadsAreSeenByEveryGateway", func(t *testing.T) { importsSeen(t, store, env) })
+	t.Run("ManyReadsEqualSingleReads", func(t *testing.T) { env.manyReads(t, series, truth) })
 	t.Run("UnknownSeries", func(t *testing.T) {
 		_, err := env.Read(context.Background(), env.Req(series+"x", tiers.Span{From: 0, To: 1}, router.Resolution{Kind: router.RawPoints}))
 		if !errors.Is(err, query.ErrSeriesNotFound) {
@@ -461,6 +462,75 @@ func (e *Env) answersEqualBruteForce(t *testing.T, series string, truth Truth) {
 		if d := diff(p.Items, want(truth, span, p.Plan, false)); d != "" {
 			t.Fatalf("step %d over the whole series (segments %+v): %s", step, p.Plan.Segments, d)
 		}
+	}
+}
+
+// manyReads: Many.Each answers every request of a batch as it answers
+// alone, in its own slot, an unknown series among them; Many.All follows
+// the cursors of a small page to exactly the brute force.
+func (e *Env) manyReads(t *testing.T, series string, truth Truth) {
+	r := rand.New(rand.NewPCG(47, 48))
+	ctx := context.Background()
+	many := e.Gateway.Many
+	for round := range 5 {
+		reqs := make([]query.Request, 2+r.IntN(6))
+		for i := range reqs {
+			res := resolutions[r.IntN(len(resolutions))]
+			reqs[i] = e.Req(series, e.randomSpan(r), res.res)
+			reqs[i].Desc = r.IntN(2) == 0
+			reqs[i].Aggs = []query.Agg{query.Min, query.Max, query.Sum, query.Count}
+		}
+		unknown := r.IntN(len(reqs))
+		reqs[unknown].Series = series + ".unknown"
+		got := make([][]query.Item, len(reqs))
+		gotErr := make([]error, len(reqs))
+		err := many.Each(ctx, time.Now(), slices.Clone(reqs), func(i int, res query.Result, err error) error {
+			if err != nil {
+				gotErr[i] = err
+				return nil
+			}
+			for res.Next() {
+				got[i] = append(got[i], res.Item())
+			}
+			gotErr[i] = res.Trailer().Err
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, req := range reqs {
+			if i == unknown {
+				if !errors.Is(gotErr[i], query.ErrSeriesNotFound) {
+					t.Fatalf("round %d: the unknown series' read: %v", round, gotErr[i])
+				}
+				continue
+			}
+			alone, err := e.Read(ctx, req)
+			if err != nil || gotErr[i] != nil {
+				t.Fatalf("round %d, request %d: %v / %v", round, i, err, gotErr[i])
+			}
+			if d := diff(got[i], alone.Items); d != "" {
+				t.Fatalf("round %d, request %d (%+v): in a batch %s", round, i, req, d)
+			}
+		}
+	}
+	now := e.Clock.Now().UnixMilli()
+	span := tiers.Span{From: now - 3*tiers.Day, To: now}
+	req := e.Req(series, span, router.Resolution{Kind: router.RawPoints})
+	req.Limit = 97
+	var all []query.Item
+	var head *query.Head
+	for it, err := range many.All(ctx, req, func(h *query.Head) { head = h }) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, it)
+	}
+	if head == nil {
+		t.Fatal("All gave no head")
+	}
+	if d := diff(all, want(truth, span, head.Plan, false)); d != "" {
+		t.Fatalf("All over pages of 97: %s", d)
 	}
 }
 

@@ -250,4 +250,3 @@ func (s *Server) errorResult(r *http.Request, series string, err error) []byte {
 	b = append(b, pb...)
 	return append(b, '}')
 }
-

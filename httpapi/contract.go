@@ -15,6 +15,7 @@ import (
 
 	"github.com/tsgate/tsgate/api"
 	"github.com/tsgate/tsgate/params"
+	"github.com/tsgate/tsgate/query"
 )
 
 // contract is api/openapi.yaml as the server enforces it. Operations are
@@ -45,8 +46,14 @@ func newContract(maxLimit int) (*contract, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The bounds the engine owns are patched in, so that the contract
+	// and the engine cannot disagree.
 	if p := doc.Components.Parameters["QueryLimit"]; p != nil && p.Value != nil && p.Value.Schema != nil && maxLimit > 0 {
 		max := float64(maxLimit)
+		p.Value.Schema.Value.Max = &max
+	}
+	if p := doc.Components.Parameters["QueryMaxPoints"]; p != nil && p.Value != nil && p.Value.Schema != nil {
+		max := float64(query.MaxMaxPoints)
 		p.Value.Schema.Value.Max = &max
 	}
 	c := &contract{doc: doc, ops: map[string]*routers.Route{}, checks: map[string]*routers.Route{}}

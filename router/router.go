@@ -125,27 +125,26 @@ func RoundStep(need, unit int64) int64 {
 	}
 }
 
-// Route plans a read at time now.
+// w is the window of an explicit resolution, else 0.
+func w(req Request) int64 {
+	if req.Resolution.Kind == Window {
+		return req.Resolution.Window
+	}
+	return 0
+}
+
+// Route plans a read at time now. The request is checked already (the
+// engine normalises every request once, query.Request): a non-empty span,
+// a window of at least MinWindow, MaxPoints only with Auto and within
+// query's bound. The error is for a request that breaks them: a bug.
 func Route(req Request, now int64, p tiers.Pyramid, wm tiers.Watermarks) (Plan, error) {
 	span := req.Span
-	if span.Empty() {
-		return Plan{}, params.Bad("from", "must be before to (ranges are [from, to))")
-	}
-	if req.MaxPoints < 0 {
-		return Plan{}, params.Bad("max_points", "must be at least 1")
-	}
-	if req.MaxPoints > 0 && req.Resolution.Kind != Auto {
-		return Plan{}, params.Bad("max_points", "applies only to resolution=auto")
-	}
 	var plan Plan
 	switch req.Resolution.Kind {
 	case RawPoints:
 		plan = Plan{Tier: tiers.LevelRaw, Reason: "resolution raw: raw points"}
 	case Window:
 		w := req.Resolution.Window
-		if w < MinWindow {
-			return Plan{}, params.Bad("resolution", "a window must be at least 1s")
-		}
 		level := servingTier(p, w)
 		plan = Plan{Tier: level, Step: w}
 		if level == tiers.LevelRaw {
@@ -160,7 +159,10 @@ func Route(req Request, now int64, p tiers.Pyramid, wm tiers.Watermarks) (Plan, 
 			plan = routeAuto(req, now, p)
 		}
 	default:
-		return Plan{}, params.Bad("resolution", "unknown resolution")
+		return Plan{}, fmt.Errorf("router: unknown resolution kind %d", req.Resolution.Kind)
+	}
+	if span.Empty() || (w(req) > 0 && w(req) < MinWindow) {
+		return Plan{}, fmt.Errorf("router: an unchecked request %+v", req)
 	}
 	plan.TierName = p[plan.Tier].Name
 	plan.Read = readSpan(span, plan.Step, req.WholeFirstWindow)

@@ -25,12 +25,12 @@ import (
 
 	"github.com/tsgate/tsgate/auth"
 	"github.com/tsgate/tsgate/cache"
+	"github.com/tsgate/tsgate/cursor"
 	"github.com/tsgate/tsgate/grafana"
 	"github.com/tsgate/tsgate/httpapi"
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/kafkaingest"
 	"github.com/tsgate/tsgate/layouts"
-	"github.com/tsgate/tsgate/partial"
 	"github.com/tsgate/tsgate/promapi"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/rollup"
@@ -317,7 +317,7 @@ func (g *Gateway) Close() error {
 // cursorSigner returns the signer of cursors: the configured key, or the
 // deployment's key kept in the store (created on first start), so that
 // every instance accepts every other's cursors.
-func cursorSigner(ctx context.Context, store tiers.Store, configured string) (*partial.Signer, error) {
+func cursorSigner(ctx context.Context, store tiers.Store, configured string) (*cursor.Signer, error) {
 	var key []byte
 	if configured != "" {
 		k, err := base64.StdEncoding.DecodeString(configured)
@@ -336,7 +336,7 @@ func cursorSigner(ctx context.Context, store tiers.Store, configured string) (*p
 		}
 		key = k
 	}
-	s, err := partial.NewSigner(key)
+	s, err := cursor.NewSigner(key)
 	if err != nil {
 		return nil, errors.New("--cursor-key: " + err.Error())
 	}

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tsgate/tsgate/cursor"
 	"github.com/tsgate/tsgate/httpapi/apitest"
 	"github.com/tsgate/tsgate/params"
-	"github.com/tsgate/tsgate/partial"
 )
 
 // FuzzBatchQuery posts any body under any Content-Type to /v1/query.
@@ -89,8 +89,8 @@ func FuzzReadPoints(f *testing.F) {
 func FuzzListSeries(f *testing.F) {
 	g := apitest.NewFuzzGateway(f)
 	for _, q := range []string{
-		"", "limit=2", "prefix=room.&limit=1", "cursor=" + partial.EncodeListCursor("s-1"),
-		"cursor=garbage", "cursor=s-1", "limit=0", "prefix=a%20b", "cursor=" + partial.EncodeListCursor("a b"),
+		"", "limit=2", "prefix=room.&limit=1", "cursor=" + cursor.EncodeList("s-1"),
+		"cursor=garbage", "cursor=s-1", "limit=0", "prefix=a%20b", "cursor=" + cursor.EncodeList("a b"),
 	} {
 		f.Add(q)
 	}
@@ -102,7 +102,7 @@ func FuzzListSeries(f *testing.F) {
 		}
 		q, _ := url.ParseQuery(rawQuery)
 		if c := q.Get("cursor"); c != "" {
-			id, err := partial.DecodeListCursor(c)
+			id, err := cursor.DecodeList(c)
 			if err != nil || params.SeriesID(id) != nil {
 				t.Fatalf("cursor %q accepted: %q, %v", c, id, err)
 			}
@@ -118,7 +118,7 @@ func FuzzListSeries(f *testing.F) {
 		}
 		if page.NextCursor != "" {
 			last := page.Series[len(page.Series)-1].ID
-			if id, err := partial.DecodeListCursor(page.NextCursor); err != nil || id != last {
+			if id, err := cursor.DecodeList(page.NextCursor); err != nil || id != last {
 				t.Fatalf("next_cursor %q decodes to %q, %v; the page ended at %q", page.NextCursor, id, err, last)
 			}
 		}

@@ -7,9 +7,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/tsgate/tsgate/cursor"
 	"github.com/tsgate/tsgate/failure"
 	"github.com/tsgate/tsgate/params"
-	"github.com/tsgate/tsgate/partial"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -34,11 +34,11 @@ func (s *Server) listSeries(w http.ResponseWriter, r *http.Request) {
 			errs.Add("prefix", "%s", err)
 		}
 	}
-	if cursor := q.Get("cursor"); cursor != "" {
+	if token := q.Get("cursor"); token != "" {
 		// The cursor carries the last id of the previous page, checked, so
 		// that text that is not a next_cursor is refused, not taken as a
 		// place to resume.
-		id, err := partial.DecodeListCursor(cursor)
+		id, err := cursor.DecodeList(token)
 		if err == nil {
 			err = params.SeriesID(id)
 		}
@@ -71,7 +71,7 @@ func (s *Server) listSeries(w http.ResponseWriter, r *http.Request) {
 	}{Series: make([]seriesEntry, 0, min(len(list), limit))}
 	for i, info := range list {
 		if i == limit {
-			out.NextCursor = partial.EncodeListCursor(list[limit-1].ID)
+			out.NextCursor = cursor.EncodeList(list[limit-1].ID)
 			break
 		}
 		out.Series = append(out.Series, seriesEntry{ID: info.ID, First: info.First, Last: info.Last})

@@ -17,6 +17,7 @@ import (
 	"iter"
 	"time"
 
+	"github.com/tsgate/tsgate/cursor"
 	"github.com/tsgate/tsgate/failure"
 	"github.com/tsgate/tsgate/jsonenc"
 	"github.com/tsgate/tsgate/merge"
@@ -132,7 +133,7 @@ type Deps struct {
 	// Watermarks says how far rollups have run; nil reads as nothing
 	// rolled up, which reads finer tiers, never wrong data.
 	Watermarks WatermarkSource
-	Signer     *partial.Signer
+	Signer     *cursor.Signer
 	// Now is the clock that decides what data is current and resolves
 	// relative times; time.Now when nil. Budgets run on the wall clock
 	// whatever it says.
@@ -211,7 +212,7 @@ func (e *engine) lookup(ctx context.Context, id string) (tiers.SeriesInfo, error
 }
 
 // prepare normalises req at the engine's clock and decodes its cursor.
-func (e *engine) prepare(req Request, now int64) (prepared, *partial.Cursor, error) {
+func (e *engine) prepare(req Request, now int64) (prepared, *cursor.Cursor, error) {
 	p, err := req.normalize(e.cfg.Limits, now)
 	if err != nil || req.Cursor == "" {
 		return p, nil, err
@@ -234,7 +235,7 @@ func (e *engine) Check(req Request) error {
 }
 
 // plan routes a fresh request or rebuilds the plan a cursor carries.
-func (e *engine) plan(ctx context.Context, p *prepared, cur *partial.Cursor, now int64) (router.Plan, error) {
+func (e *engine) plan(ctx context.Context, p *prepared, cur *cursor.Cursor, now int64) (router.Plan, error) {
 	wm := e.watermarks(ctx)
 	if cur == nil {
 		return router.Route(p.routerRequest(p.span), now, e.Pyramid, wm)
@@ -701,7 +702,7 @@ func (r *result) finish(limited bool) {
 		t.Reason = partial.Reason(stopErr)
 	}
 	if pos != end {
-		t.NextCursor = r.e.Signer.Encode(partial.Cursor{
+		t.NextCursor = r.e.Signer.Encode(cursor.Cursor{
 			Binding: r.req.binding, From: r.head.Span.From, To: r.head.Span.To, Position: pos,
 			TierName: r.head.Plan.TierName, TierStep: r.e.Pyramid[r.head.Plan.Tier].Step, Step: r.head.Plan.Step,
 		})

@@ -4,8 +4,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tsgate/tsgate/cursor"
 	"github.com/tsgate/tsgate/params"
-	"github.com/tsgate/tsgate/partial"
 	"github.com/tsgate/tsgate/router"
 	"github.com/tsgate/tsgate/tiers"
 )
@@ -66,7 +66,7 @@ type prepared struct {
 	span    tiers.Span
 	slo     time.Duration
 	limit   int
-	binding partial.Binding
+	binding cursor.Binding
 }
 
 // normalize checks every parameter of r at clock now and reports all that
@@ -144,7 +144,7 @@ func (r Request) normalize(lim Limits, now int64) (prepared, error) {
 // bind digests the parameters that define the answer, so that a cursor is
 // accepted only by the request it was issued for. Relative times enter as
 // written: their meaning moves with the clock and the cursor pins it.
-func (p *prepared) bind() partial.Binding {
+func (p *prepared) bind() cursor.Binding {
 	res := "auto"
 	switch p.Resolution.Kind {
 	case router.RawPoints:
@@ -160,7 +160,7 @@ func (p *prepared) bind() partial.Binding {
 	if p.WholeFirstWindow {
 		flags = "whole-first"
 	}
-	return partial.Bind(p.Series, p.From.Canon(), p.To.Canon(), res,
+	return cursor.Bind(p.Series, p.From.Canon(), p.To.Canon(), res,
 		strconv.FormatInt(p.MaxPoints, 10), strconv.FormatInt(p.MinWindow, 10), flags, FormatAggs(p.Aggs), order)
 }
 

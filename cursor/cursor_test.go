@@ -1,4 +1,4 @@
-package partial
+package cursor
 
 import (
 	"encoding/base64"

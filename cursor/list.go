@@ -1,4 +1,4 @@
-package partial
+package cursor
 
 import (
 	"crypto/sha256"
@@ -16,13 +16,13 @@ const listCheckLen = 4
 // shorter still.
 const maxListCursorID = 256
 
-// EncodeListCursor returns the next_cursor of a series listing whose page
+// EncodeList returns the next_cursor of a series listing whose page
 // ended at lastID: the id, versioned and checked, base64url without
 // padding. The id is not secret (any id resumes the sorted listing after
 // it), so the check is a digest rather than a signature: it makes a
 // cursor that was typed, truncated or made up a clear 400 instead of a
 // listing that silently starts somewhere.
-func EncodeListCursor(lastID string) string {
+func EncodeList(lastID string) string {
 	buf := make([]byte, 0, 1+len(lastID)+listCheckLen)
 	buf = append(buf, listCursorVersion)
 	buf = append(buf, lastID...)
@@ -30,10 +30,10 @@ func EncodeListCursor(lastID string) string {
 	return base64.RawURLEncoding.EncodeToString(buf)
 }
 
-// DecodeListCursor returns the last id of the page a listing cursor was
-// issued for. Only the exact token EncodeListCursor produces is accepted;
+// DecodeList returns the last id of the page a listing cursor was
+// issued for. Only the exact token EncodeList produces is accepted;
 // anything else fails with ErrCursorMalformed or ErrCursorVersion.
-func DecodeListCursor(token string) (string, error) {
+func DecodeList(token string) (string, error) {
 	if token == "" || len(token) > base64.RawURLEncoding.EncodedLen(1+maxListCursorID+listCheckLen) {
 		return "", ErrCursorMalformed
 	}

@@ -1,4 +1,4 @@
-package partial
+package cursor
 
 import (
 	"encoding/base64"
@@ -9,16 +9,16 @@ import (
 
 func TestListCursorRoundTrip(t *testing.T) {
 	for _, id := range []string{"a", "sensor-1", "A.b:c_d-9", strings.Repeat("x", 200)} {
-		token := EncodeListCursor(id)
-		got, err := DecodeListCursor(token)
+		token := EncodeList(id)
+		got, err := DecodeList(token)
 		if err != nil || got != id {
-			t.Fatalf("DecodeListCursor(EncodeListCursor(%q)) = %q, %v", id, got, err)
+			t.Fatalf("DecodeList(EncodeList(%q)) = %q, %v", id, got, err)
 		}
 	}
 }
 
 func TestListCursorRefusesAnythingElse(t *testing.T) {
-	token := EncodeListCursor("sensor-2")
+	token := EncodeList("sensor-2")
 	raw, _ := base64.RawURLEncoding.DecodeString(token)
 	flip := func(i int) string {
 		x := append([]byte(nil), raw...)
@@ -44,7 +44,7 @@ func TestListCursorRefusesAnythingElse(t *testing.T) {
 		{"huge", strings.Repeat("A", 1<<16), ErrCursorMalformed},
 	}
 	for _, c := range cases {
-		if id, err := DecodeListCursor(c.token); !errors.Is(err, c.want) {
+		if id, err := DecodeList(c.token); !errors.Is(err, c.want) {
 			t.Errorf("%s: %q, %v; want %v", c.name, id, err, c.want)
 		}
 	}
@@ -57,23 +57,23 @@ func otherVersion(id string) string {
 	return base64.RawURLEncoding.EncodeToString(append(body, listCheck(body)...))
 }
 
-// Any token DecodeListCursor accepts is exactly the encoding of the id it
+// Any token DecodeList accepts is exactly the encoding of the id it
 // returns.
 func FuzzListCursorDecode(f *testing.F) {
-	f.Add(EncodeListCursor("sensor-1"))
-	f.Add(EncodeListCursor(strings.Repeat("x", 200)))
+	f.Add(EncodeList("sensor-1"))
+	f.Add(EncodeList(strings.Repeat("x", 200)))
 	f.Add("garbage")
 	f.Add("")
 	f.Fuzz(func(t *testing.T, token string) {
-		id, err := DecodeListCursor(token)
+		id, err := DecodeList(token)
 		if err != nil {
 			if !errors.Is(err, ErrCursorMalformed) && !errors.Is(err, ErrCursorVersion) {
-				t.Fatalf("DecodeListCursor(%q): unexpected error %v", token, err)
+				t.Fatalf("DecodeList(%q): unexpected error %v", token, err)
 			}
 			return
 		}
-		if EncodeListCursor(id) != token {
-			t.Fatalf("accepted %q for %q, which encodes as %q", token, id, EncodeListCursor(id))
+		if EncodeList(id) != token {
+			t.Fatalf("accepted %q for %q, which encodes as %q", token, id, EncodeList(id))
 		}
 	})
 }
@@ -88,11 +88,11 @@ func FuzzListCursorEdited(f *testing.F) {
 		if len(id) > maxListCursorID {
 			return
 		}
-		token := EncodeListCursor(id)
+		token := EncodeList(id)
 		i := int(at) % (len(token) + 1)
 		j := min(i+int(remove), len(token))
 		edited := token[:i] + insert + token[j:]
-		got, err := DecodeListCursor(edited)
+		got, err := DecodeList(edited)
 		if err != nil {
 			if edited == token && id != "" {
 				t.Fatalf("the cursor of %q refused: %v", id, err)

@@ -3,10 +3,11 @@
 #   make build           bin/gateway
 #   make generate        regenerate the Go client from api/openapi.yaml
 #   make run             the gateway on the embedded store (./data) with demo series
-#   make test            vet, shellcheck, lint the contract, unit tests, the generated clients
+#   make test            vet, the Go linters, shellcheck, lint the contract, unit tests, the generated clients
 #                        against a gateway, browser tests of the dashboard, then
 #                        integration tests against Cassandra: a single node, then
 #                        a three-node cluster (cluster-test)
+#   make golangci-lint   the Go linters of .golangci.yml, pinned in scripts/golangci-lint.sh
 #   make shellcheck      shellcheck over every script under scripts/ (.shellcheckrc)
 #   make lint            Redocly's and Spectral's rulesets on api/openapi.yaml
 #   make client-test     TypeScript and Python clients generated from the contract,
@@ -53,7 +54,7 @@ BENCH_ARGS ?=
 FUZZTIME ?= 60s
 FUZZ ?= .
 
-.PHONY: build generate run test vet shellcheck lint install-check unit-test client-test browser-test integration-test cluster-test bench fuzz loadtest cassandra-up cassandra-down kafka-up kafka-down
+.PHONY: build generate run test vet golangci-lint shellcheck lint install-check unit-test client-test browser-test integration-test cluster-test bench fuzz loadtest cassandra-up cassandra-down kafka-up kafka-down
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/gateway ./cmd/gateway
@@ -66,7 +67,12 @@ generate:
 run:
 	$(GO) run -ldflags "-X main.version=$(VERSION)" ./cmd/gateway serve --demo --data-dir data
 
-test: vet shellcheck lint unit-test client-test browser-test integration-test cluster-test
+test: vet golangci-lint shellcheck lint unit-test client-test browser-test integration-test cluster-test
+
+# The Go linters of .golangci.yml, at the version scripts/golangci-lint.sh
+# pins (built once into .tools/bin).
+golangci-lint:
+	GO=$(GO) scripts/golangci-lint.sh
 
 vet:
 	$(GO) vet ./...

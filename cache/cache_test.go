@@ -127,7 +127,9 @@ func TestSeriesCacheWidensOnLocalWrites(t *testing.T) {
 	if _, err := c.Layout(ctx, "a"); err != nil || reg.lookups.Load() != lookups {
 		t.Fatal("layout lookup within its TTL reached the registry")
 	}
-	c.LookupSeries(ctx, "a")
+	if _, err := c.LookupSeries(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
 	if reg.lookups.Load() != lookups+1 {
 		t.Fatal("an expired entry was not refreshed")
 	}

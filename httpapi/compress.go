@@ -173,7 +173,8 @@ func (c *compressWriter) WriteHeader(status int) {
 	}
 	c.status = status
 	if status < 200 || status == http.StatusNoContent || status == http.StatusNotModified {
-		c.decide(false)
+		// Nothing is buffered yet: there is no write to fail.
+		_ = c.decide(false)
 	}
 }
 

@@ -118,6 +118,7 @@ func TestOverloadSheds(t *testing.T) {
 	<-entered
 	start := time.Now()
 	resp := serve("/v1/series")
+	defer resp.Body.Close()
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "1" || !strings.Contains(resp.Header.Get("Content-Type"), "problem+json") {
 		t.Fatalf("a third request: %d %v", resp.StatusCode, resp.Header)
 	}

@@ -278,14 +278,6 @@ func (s pointSet) add(p kpoint) {
 	s[p.series][p.t] = p.v
 }
 
-func (s pointSet) count() int {
-	n := 0
-	for _, m := range s {
-		n += len(m)
-	}
-	return n
-}
-
 // makePoints returns perSeries points of each of the series, one every
 // step from start on, with integer values (sums are exact in any order).
 func makePoints(prefix string, series, perSeries int, start, step int64, seed uint64) []kpoint {

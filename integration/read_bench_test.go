@@ -611,7 +611,7 @@ func BenchmarkReadRSS(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					io.Copy(io.Discard, resp.Body)
+					_, _ = io.Copy(io.Discard, resp.Body)
 					resp.Body.Close()
 				} else {
 					streamRead(b, srv.URL, "bench.rss", q, c.limit)

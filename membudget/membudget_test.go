@@ -85,7 +85,9 @@ func TestWaitAndRefusal(t *testing.T) {
 		t.Fatalf("a request that could wait for a release: %v", err)
 	}
 	short := New(Chunk, 10*time.Millisecond)
-	short.Account().Use(context.Background(), Chunk)
+	if err := short.Account().Use(context.Background(), Chunk); err != nil {
+		t.Fatal(err)
+	}
 	if err := short.Account().Use(context.Background(), 1); !errors.Is(err, ErrExhausted) {
 		t.Fatalf("a spent budget after the wait: %v", err)
 	}

@@ -2,7 +2,6 @@ package promapi_test
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -57,7 +56,7 @@ func BenchmarkQueryRange(b *testing.B) {
 			}
 			b.ReportMetric(float64(points), "points/op")
 			if points == 0 {
-				b.Fatal(fmt.Sprintf("%s: no points", c.name))
+				b.Fatalf("%s: no points", c.name)
 			}
 		})
 	}

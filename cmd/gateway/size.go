@@ -65,7 +65,9 @@ func (m Main) size(_ context.Context, args []string) error {
 			flags = append(flags, fmt.Sprintf("--%s-event-buckets %d", s.Tier, s.EventBuckets))
 		}
 	}
-	tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
 	fmt.Fprintf(m.Stdout, "\nas flags for a new store: %s\n", strings.Join(flags, " "))
 	fmt.Fprintln(m.Stdout, "for one series of an existing store: PUT /v1/admin/series/{id}/layout with the raw tier's values")
 	return nil

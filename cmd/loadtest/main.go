@@ -533,8 +533,10 @@ func flood(ctx context.Context, c config) error {
 			_, err = io.WriteString(conn, first)
 			if !trickle && err == nil {
 				// An idle keep-alive: read the answer, then stay silent.
-				_, err = http.ReadResponse(bufio.NewReader(conn), nil)
-				if err == nil {
+				var resp *http.Response
+				if resp, err = http.ReadResponse(bufio.NewReader(conn), nil); err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
 					_, err = conn.Read(make([]byte, 1))
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
 	"github.com/tsgate/tsgate/tiers"
 )
 

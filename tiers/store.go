@@ -236,6 +236,7 @@ type Store interface {
 	RollupLog
 	Secrets
 	Blocks
+	LabelIndex
 	// Ping reports whether the store answers.
 	Ping(ctx context.Context) error
 	// Close flushes and releases the store.

@@ -78,6 +78,8 @@
 // policy sends it to a replica. A read is one partition, never IN over
 // buckets, paged by the driver with the caller's page size (capped by
 // Config.PageSize). Writes are UNLOGGED batches of one partition each, at
-// most Config.MaxBatchRows statements, Config.WriteParallelism at once.
-// Every request runs at Config.Consistency under the caller's context.
+// most Config.MaxBatchRows statements, Config.WriteParallelism at once;
+// the exception is a step of SetLabels, a few one-row partitions of the
+// label index written as one batch (see execIndex). Every request runs at
+// Config.Consistency under the caller's context.
 package cassandra

@@ -101,6 +101,8 @@ func (s *Store) SetLabels(ctx context.Context, id string, labels tiers.Labels) e
 	if err != nil {
 		return err
 	}
+	// 1. The series' labels, and the pairs earlier calls lost and did not
+	// finish removing: all of them that labels lacks are lost now.
 	sh := seriesShard(id)
 	var cur map[string]string
 	var pendingBlob []byte
@@ -124,51 +126,40 @@ func (s *Store) SetLabels(ctx context.Context, id string, labels tiers.Labels) e
 	names := labels.Names()
 	ps := postingShard(id)
 
-	// 2. Postings, each pair its own partition.
-	groups := make([]group, 0, len(names)+1)
+	// 2. The postings.
 	ts := indexStamp()
+	batch := make([]stmt, 0, len(names)+1)
 	for _, n := range names {
-		groups = append(groups, group{what: fmt.Sprintf("posting %s=%q of %q", n, labels[n], id),
-			stmts: []stmt{{s.stmts.addPosting, []any{n, labels[n], ps, id, ts}}}})
+		batch = append(batch, stmt{s.stmts.addPosting, []any{n, labels[n], ps, id, ts}})
 	}
-	if err := s.execGroups(ctx, groups); err != nil {
+	if err := s.execIndex(ctx, "postings of "+id, batch); err != nil {
 		return err
 	}
 
 	// 3. Value entries and the record.
-	groups, ts = groups[:0], indexStamp()
+	batch, ts = batch[:0], indexStamp()
 	for _, n := range names {
-		groups = append(groups, group{what: fmt.Sprintf("label value %s=%q", n, labels[n]),
-			stmts: []stmt{{s.stmts.addValue, []any{n, valueShard(labels[n]), labels[n], ts}}}})
+		batch = append(batch, stmt{s.stmts.addValue, []any{n, valueShard(labels[n]), labels[n], ts}})
 	}
 	switch {
 	case len(lost) > 0 || len(pending) > 0:
-		groups = append(groups, group{what: fmt.Sprintf("labels of %q", id), stmts: []stmt{
-			{s.stmts.setLabelsPending, []any{ts, map[string]string(labels), encodePairs(lost), sh, id}}}})
+		batch = append(batch, stmt{s.stmts.setLabelsPending, []any{ts, map[string]string(labels), encodePairs(lost), sh, id}})
 	case !labels.Equal(cur):
-		groups = append(groups, group{what: fmt.Sprintf("labels of %q", id), stmts: []stmt{
-			{s.stmts.setLabels, []any{ts, map[string]string(labels), sh, id}}}})
+		batch = append(batch, stmt{s.stmts.setLabels, []any{ts, map[string]string(labels), sh, id}})
 	}
-	if err := s.execGroups(ctx, groups); err != nil {
+	if err := s.execIndex(ctx, "label values and labels of "+id, batch); err != nil {
 		return err
 	}
 
-	// 4. Name entries (by shard: one batch each) and the lost postings.
-	groups, ts = groups[:0], indexStamp()
-	var byShard [nameShards][]stmt
+	// 4. Name entries and the lost postings.
+	batch, ts = batch[:0], indexStamp()
 	for _, n := range names {
-		byShard[nameShard(n)] = append(byShard[nameShard(n)], stmt{s.stmts.addName, []any{nameShard(n), n, ts}})
-	}
-	for i, st := range byShard {
-		if len(st) > 0 {
-			groups = append(groups, group{what: fmt.Sprintf("label names shard %d", i), stmts: st})
-		}
+		batch = append(batch, stmt{s.stmts.addName, []any{nameShard(n), n, ts}})
 	}
 	for _, l := range lost {
-		groups = append(groups, group{what: fmt.Sprintf("posting %s=%q of %q", l.Name, l.Value, id),
-			stmts: []stmt{{s.stmts.delPosting, []any{ts, l.Name, l.Value, ps, id}}}})
+		batch = append(batch, stmt{s.stmts.delPosting, []any{ts, l.Name, l.Value, ps, id}})
 	}
-	if err := s.execGroups(ctx, groups); err != nil {
+	if err := s.execIndex(ctx, "label names and lost postings of "+id, batch); err != nil {
 		return err
 	}
 	if len(lost) == 0 {
@@ -180,6 +171,39 @@ func (s *Store) SetLabels(ctx context.Context, id string, labels tiers.Labels) e
 	err = session.Query(s.stmts.clearPending, indexStamp(), sh, id).Idempotent(true).ExecContext(ctx)
 	if err != nil {
 		return fmt.Errorf("cassandra: labels of %q: clear pending pairs: %w", id, wrapCtx(ctx, err))
+	}
+	return nil
+}
+
+// maxIndexBatch is the most statements of one index write request:
+// Cassandra warns of unlogged batches across more partitions than 10
+// (unlogged_batch_across_partitions_warn_threshold).
+const maxIndexBatch = 10
+
+// execIndex writes the statements of one step of SetLabels as UNLOGGED
+// batches of at most maxIndexBatch, all at once. Unlike the data writes
+// (execGroups), a batch spans partitions: a step is a handful of one-row
+// partitions, and a request per row costs the client and the node more
+// than the coordinator's fan-out of a few rows does (loading 15,000
+// series of 5 labels on one node, CPU per series fell from 1.6 to 1.0 ms
+// on the node and from 0.8 to 0.4 ms in the gateway). The rows carry
+// their write timestamps, so a batch applied twice stores the same.
+func (s *Store) execIndex(ctx context.Context, what string, stmts []stmt) error {
+	if len(stmts) == 0 {
+		return nil
+	}
+	if len(stmts) <= maxIndexBatch {
+		if err := s.execBatch(ctx, stmts); err != nil {
+			return fmt.Errorf("cassandra: write %s: %w", what, wrapCtx(ctx, err))
+		}
+		return nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for chunk := range slices.Chunk(stmts, maxIndexBatch) {
+		g.Go(func() error { return s.execBatch(gctx, chunk) })
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("cassandra: write %s: %w", what, wrapCtx(ctx, err))
 	}
 	return nil
 }

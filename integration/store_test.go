@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"hash/fnv"
 	"log/slog"
 	"os"
 	"slices"
@@ -230,5 +231,70 @@ func TestCassandraStoreExactTimes(t *testing.T) {
 	}
 	if info.First != tiers.MinTime || info.Last != tiers.MaxTime-1 {
 		t.Fatalf("registry kept %d..%d, want %d..%d", info.First, info.Last, tiers.MinTime, tiers.MaxTime-1)
+	}
+}
+
+// TestCassandraSchemaAddsLabels applies the schema to a keyspace created
+// before labels existed — the registry without its labels columns, no
+// label tables — holding a series: Open refuses it until the schema is
+// applied again, which adds the columns and tables; the series is then
+// there, without labels, and takes labels.
+func TestCassandraSchemaAddsLabels(t *testing.T) {
+	s := newSession(t)
+	ks := newKeyspace(t, s)
+	cfg := storeConfig(t, s, ks)
+	p := tiers.DefaultPyramid()
+	ctx := testContext(t)
+	for _, stmt := range cassandra.Schema(cfg, p) {
+		if strings.Contains(stmt, "label_") || strings.Contains(stmt, "ADD IF NOT EXISTS labels") || strings.HasPrefix(stmt, "CREATE KEYSPACE") {
+			continue
+		}
+		var lines []string
+		for line := range strings.Lines(stmt) {
+			if !strings.HasPrefix(strings.TrimSpace(line), "labels") {
+				lines = append(lines, line)
+			}
+		}
+		if err := s.Query(strings.Join(lines, "")).ExecContext(ctx); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	// A series as a gateway of that time noted it: FNV-1a of the id mod 16
+	// is its registry shard.
+	id, now := "before.labels", storetest.Start().UnixMilli()
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	if err := s.Query("INSERT INTO "+ks+".series (shard, id, first, last) VALUES (?, ?, ?, ?)", int(h.Sum32()%16), id, now, now).ExecContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if store, err := cassandra.Open(ctx, cfg, p, storeLogger()); err == nil {
+		store.Close()
+		t.Fatal("Open of a keyspace without the label index succeeded")
+	} else if !strings.Contains(err.Error(), "label_postings") || !strings.Contains(err.Error(), "gateway schema --apply") {
+		t.Fatalf("Open: %v, want it to name the missing tables and the command that adds them", err)
+	}
+
+	if err := cassandra.ApplySchema(ctx, cfg, p); err != nil {
+		t.Fatal(err)
+	}
+	store, err := cassandra.Open(ctx, cfg, p, storeLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	info, err := store.LookupSeries(ctx, id)
+	if err != nil || info.First != now || info.Labels != nil {
+		t.Fatalf("LookupSeries after the schema was applied: %+v, %v", info, err)
+	}
+	labels := tiers.Labels{"__name__": "cpu", "host": "a"}
+	if err := store.SetLabels(ctx, id, labels); err != nil {
+		t.Fatal(err)
+	}
+	listed, err := store.ListSeries(ctx, "", "", 10)
+	if err != nil || len(listed) != 1 || listed[0].ID != id || !listed[0].Labels.Equal(labels) {
+		t.Fatalf("ListSeries: %+v, %v", listed, err)
+	}
+	if got, err := store.Postings(ctx, "host", "a"); err != nil || !slices.Equal(got, []string{id}) {
+		t.Fatalf("Postings: %v, %v", got, err)
 	}
 }

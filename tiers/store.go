@@ -109,6 +109,10 @@ type PartitionWriter interface {
 type SeriesInfo struct {
 	ID          string
 	First, Last int64
+	// Labels are the series' labels (see LabelIndex), nil when it has
+	// none. LookupSeries and ListSeries fill them from the same read as
+	// the rest; NoteSeries ignores them.
+	Labels Labels
 	// Layout is the raw tier's partitioning history of the series; nil means
 	// the raw tier's default layout. Only LookupSeries fills it.
 	Layout Layout
@@ -234,6 +238,7 @@ type Store interface {
 	RollupLog
 	Secrets
 	Blocks
+	LabelIndex
 	// Ping reports whether the store answers.
 	Ping(ctx context.Context) error
 	// Close flushes and releases the store.

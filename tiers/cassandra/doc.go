@@ -27,16 +27,37 @@
 // so that it expires at T + Retention; rows past that are not written.
 //
 //	late_buckets  ((series text), bucket timestamp)            marks, TTL each
-//	series        ((shard int), id text) → first timestamp, last timestamp
+//	series        ((shard int), id text) → first timestamp, last timestamp,
+//	              generation bigint, labels frozen<map<text, text>>, labels_pending blob
 //	series_layout ((series text), since timestamp) → width bigint, event_buckets int
 //	rollup_dirty  ((slot timestamp, shard int), series text, window timestamp)
 //	rollup_state  (name text PRIMARY KEY) → value bigint
 //	gateway_meta  (name text PRIMARY KEY) → value blob
 //
+//	label_postings ((name text, value text, shard int), series text)
+//	label_values   ((name text, shard int), value text)
+//	label_names    ((shard int), name text)
+//
 // The registry spreads ids over 16 shard partitions by FNV-1a of the id, so
 // that a listing is a k-way merge of 16 clustering-ordered id ranges, and
 // the rollup log spreads a slot over 4 partitions the same way. Both counts
 // are part of the on-disk format.
+//
+// # Labels
+//
+// A series' labels are a column of its registry row, so that LookupSeries
+// and ListSeries return them in the same read, and SeriesLabels reads the
+// labels of many series with IN over the ids of one registry partition. The
+// label index splits the same way: a posting lives in its series' registry
+// shard, a value entry in one of 16 shards of its name by FNV-1a of the
+// value, a name in one of 4 by FNV-1a of the name; a read queries every
+// shard at once and merges them. No partition of the index grows past the
+// registry's (a pair every series holds has as many rows per partition as a
+// registry shard). SetLabels writes postings, then value entries and the
+// record, then name entries, then deletes what the series lost, each step
+// acknowledged before the next, with write timestamps from one clock per
+// process; see SetLabels for why entries that no series needs any more are
+// deleted safely.
 //
 // # Nothing is read before a write
 //
@@ -47,7 +68,8 @@
 // with it where the largest must win (last, checkpoints), shrinking with it
 // where the smallest must win (first, the oldest slot). See maxWinsStamp.
 // Secrets, which must be agreed on exactly once, are the only lightweight
-// transaction (INSERT ... IF NOT EXISTS).
+// transaction (INSERT ... IF NOT EXISTS). SetLabels is the one write that
+// reads first: the series' old labels say which postings to delete.
 //
 // # Requests
 //
@@ -56,6 +78,8 @@
 // policy sends it to a replica. A read is one partition, never IN over
 // buckets, paged by the driver with the caller's page size (capped by
 // Config.PageSize). Writes are UNLOGGED batches of one partition each, at
-// most Config.MaxBatchRows statements, Config.WriteParallelism at once.
-// Every request runs at Config.Consistency under the caller's context.
+// most Config.MaxBatchRows statements, Config.WriteParallelism at once;
+// the exception is a step of SetLabels, a few one-row partitions of the
+// label index written as one batch (see execIndex). Every request runs at
+// Config.Consistency under the caller's context.
 package cassandra

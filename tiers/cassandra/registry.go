@@ -61,8 +61,8 @@ func (s *Store) MarkRewritten(ctx context.Context, ids []string) error {
 	return s.execGroups(ctx, groups)
 }
 
-// LookupSeries reads the series' registry entry and its layout history at
-// the same time.
+// LookupSeries reads the series' registry entry (its labels included) and
+// its layout history at the same time.
 //
 // When too few replicas answer for the configured consistency, it reads
 // them from one replica instead. Both only ever grow (first/last widen,
@@ -105,7 +105,8 @@ func (s *Store) lookupSeries(ctx context.Context, session *gocql.Session, id str
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		var first, last, gen *int64
-		err := query(s.stmts.lookup, seriesShard(id), id).ScanContext(gctx, &first, &last, &gen)
+		var labels map[string]string
+		err := query(s.stmts.lookup, seriesShard(id), id).ScanContext(gctx, &first, &last, &gen, &labels)
 		if errors.Is(err, gocql.ErrNotFound) || (err == nil && first == nil && last == nil) {
 			return tiers.ErrNotFound
 		}
@@ -124,6 +125,9 @@ func (s *Store) lookupSeries(ctx context.Context, session *gocql.Session, id str
 		info.First, info.Last = *first, *last
 		if gen != nil {
 			info.Generation = *gen
+		}
+		if len(labels) > 0 {
+			info.Labels = labels
 		}
 		return nil
 	})
@@ -161,7 +165,7 @@ func (s *Store) AppendLayout(ctx context.Context, id string, entry tiers.LayoutE
 	return nil
 }
 
-// ListSeries reads the id range of every shard at once, each shard in
+// ListSeries reads the id range of every shard at once, labels included, each shard in
 // clustering (id) order, and merges them. Each shard returns at most limit
 // ids, the most the merged page can take from it, in driver pages sized for
 // an even spread, so a page of the listing costs about one round trip.
@@ -186,7 +190,7 @@ func (s *Store) ListSeries(ctx context.Context, prefix, after string, limit int)
 		}
 		where, bounds = append(where, "id < ?"), append(bounds, end)
 	}
-	cql := fmt.Sprintf("SELECT id, first, last FROM %s.%s WHERE shard = ?", s.cfg.Keyspace, tableSeries)
+	cql := fmt.Sprintf("SELECT id, first, last, labels FROM %s.%s WHERE shard = ?", s.cfg.Keyspace, tableSeries)
 	for _, w := range where {
 		cql += " AND " + w
 	}
@@ -235,7 +239,8 @@ type seriesIter struct {
 
 func (it *seriesIter) Next() bool {
 	var first, last *int64
-	if !it.iter.Scan(&it.cur.ID, &first, &last) {
+	var labels map[string]string
+	if !it.iter.Scan(&it.cur.ID, &first, &last, &labels) {
 		it.err = it.iter.Close()
 		if !it.started && it.store.lostRace(it.err) {
 			it.query, it.store, it.err = noSpeculation(it.query), nil, nil
@@ -245,10 +250,14 @@ func (it *seriesIter) Next() bool {
 		return false
 	}
 	it.started = true
+	it.cur.Labels = nil
+	if len(labels) > 0 {
+		it.cur.Labels = labels
+	}
 	switch {
 	case first == nil && last == nil:
-		// Only a generation (MarkRewritten of an id never noted): no
-		// series.
+		// Only a generation (MarkRewritten of an id never noted) or labels
+		// (SetLabels before the first NoteSeries): no series yet.
 		return it.Next()
 	case first == nil:
 		it.cur.First, it.cur.Last = *last, *last

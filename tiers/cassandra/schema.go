@@ -86,9 +86,26 @@ func Schema(cfg Config, p tiers.Pyramid) []string {
 		// cells are overwritten on every ingest batch, hence leveled
 		// compaction, which bounds the SSTables a lookup reads.
 		// generation is the version of the series' last rewrite mark.
-		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (\n    shard int,\n    id text,\n    first timestamp,\n    last timestamp,\n    generation bigint,\n    PRIMARY KEY ((shard), id)\n) WITH CLUSTERING ORDER BY (id ASC)\n  AND compaction = {'class': 'LeveledCompactionStrategy'}",
+		// labels are the series' labels (tiers.LabelIndex), one frozen
+		// cell that SetLabels replaces whole; labels_pending the pairs a
+		// SetLabels call lost whose postings and entries it has not
+		// removed yet.
+		comment(registryComment)+fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (\n    shard int,\n    id text,\n    first timestamp,\n    last timestamp,\n    generation bigint,\n    labels frozen<map<text, text>>,\n    labels_pending blob,\n    PRIMARY KEY ((shard), id)\n) WITH CLUSTERING ORDER BY (id ASC)\n  AND compaction = {'class': 'LeveledCompactionStrategy'}",
 			ks, tableSeries),
 		fmt.Sprintf("ALTER TABLE %s.%s ADD IF NOT EXISTS generation bigint", ks, tableSeries),
+		// Keyspaces created before labels gain them.
+		fmt.Sprintf("ALTER TABLE %s.%s ADD IF NOT EXISTS labels frozen<map<text, text>>", ks, tableSeries),
+		fmt.Sprintf("ALTER TABLE %s.%s ADD IF NOT EXISTS labels_pending blob", ks, tableSeries),
+		// The label index: read far more often than written (every
+		// selector reads postings), hence leveled compaction. Entries are
+		// deleted only when a series' labels change; see indexOptions for
+		// gc_grace.
+		comment(postingsComment)+fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (\n    name text,\n    value text,\n    shard int,\n    series text,\n    PRIMARY KEY ((name, value, shard), series)\n) WITH CLUSTERING ORDER BY (series ASC)\n  AND %s",
+			ks, tableLabelPostings, indexOptions),
+		comment(valuesComment)+fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (\n    name text,\n    shard int,\n    value text,\n    PRIMARY KEY ((name, shard), value)\n) WITH CLUSTERING ORDER BY (value ASC)\n  AND %s",
+			ks, tableLabelValues, indexOptions),
+		comment(namesComment)+fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (\n    shard int,\n    name text,\n    PRIMARY KEY ((shard), name)\n) WITH CLUSTERING ORDER BY (name ASC)\n  AND %s",
+			ks, tableLabelNames, indexOptions),
 		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (\n    series text,\n    since timestamp,\n    width bigint,\n    event_buckets int,\n    PRIMARY KEY ((series), since)\n) WITH CLUSTERING ORDER BY (since ASC)",
 			ks, tableSeriesLayout),
 		// The rollup log is written in write-time order and expires by TTL,
@@ -103,6 +120,98 @@ func Schema(cfg Config, p tiers.Pyramid) []string {
 			ks, tableBlocked),
 	)
 	return stmts
+}
+
+// indexOptions are the options of the label index tables. A delete there
+// only ever removes a posting or entry that a change of labels made
+// stale; one that a replica missed and that comes back after gc_grace is
+// a posting whose series no longer has the pair, which readers re-check
+// against the series' labels, or a value or name no series has, which
+// lists harmlessly. So tombstones need not outlive the hint window by
+// much: one day, and selectors scan fewer of them.
+const indexOptions = "compaction = {'class': 'LeveledCompactionStrategy'}\n  AND gc_grace_seconds = 86400"
+
+// The partition sizes the comments of the registry and the label index
+// state: for sizedSeries series of sizedLabels labels each, the example
+// spread of their values, and about indexRowBytes bytes per index row
+// (a series id or value of 20–40 bytes and the row's overhead) and
+// registryRowBytes per registry row with its labels.
+const (
+	sizedSeries      = 1_000_000
+	sizedLabels      = 5
+	indexRowBytes    = 50
+	registryRowBytes = 200
+)
+
+var (
+	registryComment = fmt.Sprintf(`The registry: one row per series, split into %d partitions (shard) by
+FNV-1a of the id mod %d. %s series of %d labels: %s rows of about
+%d bytes (id, span, labels) per partition, %s.`,
+		seriesShards, seriesShards, count(sizedSeries), sizedLabels, count(sizedSeries/seriesShards),
+		registryRowBytes, mb(sizedSeries/seriesShards*registryRowBytes))
+	postingsComment = fmt.Sprintf(`Postings: the series that have one label pair, one partition per pair
+and shard. shard is the series' registry shard (FNV-1a of the id mod %d),
+so a pair held by n series has n/%d rows per partition and a read
+queries the %d shards at once. %s series of %d labels (__name__ among 10
+names, host among 10,000, dc among 5, job among 20, instance unique):
+%s rows, at most %s per partition (a dc value: 200,000 series),
+%s for a pair every series has (about %s), 6 for a host.
+%d shards, not 32: no partition grows past the registry's own (the
+same %s rows at %s series), and every selector pays one query
+per shard.`,
+		seriesShards, seriesShards, seriesShards, count(sizedSeries), sizedLabels,
+		count(sizedSeries*sizedLabels), count(200_000/seriesShards), count(sizedSeries/seriesShards),
+		mb(sizedSeries/seriesShards*indexRowBytes), seriesShards, count(sizedSeries/seriesShards), count(sizedSeries))
+	valuesComment = fmt.Sprintf(`The values each label name has, split into %d partitions per name
+(shard) by FNV-1a of the value mod %d. %s series of %d labels as
+above: at most %s rows per partition (instance, one value per
+series, about %s), about %d for host, 1 for dc.`,
+		valueShards, valueShards, count(sizedSeries), sizedLabels, count(sizedSeries/valueShards),
+		mb(sizedSeries/valueShards*indexRowBytes), 10_000/valueShards)
+	namesComment = fmt.Sprintf(`The label names, split into %d partitions (shard) by FNV-1a of the
+name mod %d, so that the writes of different names (every SetLabels
+rewrites its names) reach different replicas. %s series of %d
+labels: %d rows in all.`,
+		nameShards, nameShards, count(sizedSeries), sizedLabels, sizedLabels)
+)
+
+// comment turns text into CQL comment lines of at most 76 characters that
+// precede a statement; a NUL joins two words on one line.
+func comment(text string) string {
+	var b strings.Builder
+	line := "--"
+	for _, w := range strings.Fields(text) {
+		if len(line)+1+len(w) > 76 && line != "--" {
+			b.WriteString(line + "\n")
+			line = "--"
+		}
+		line += " " + w
+	}
+	b.WriteString(line + "\n")
+	return strings.ReplaceAll(b.String(), "\x00", " ")
+}
+
+// count writes n with thousands separators.
+func count(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// mb writes a byte count in megabytes, one decimal, number and unit joined
+// by a NUL that comment turns into a space that never breaks a line.
+func mb(n int) string { return fmt.Sprintf("%.1f\x00MB", float64(n)/1e6) }
+
+// statementHead is the first line of a statement that is not a comment.
+func statementHead(stmt string) string {
+	for line := range strings.Lines(stmt) {
+		if !strings.HasPrefix(line, "--") {
+			return strings.TrimSuffix(line, "\n")
+		}
+	}
+	return stmt
 }
 
 // tierOptions are the table options of a tier table: a TWCS window of
@@ -185,8 +294,7 @@ func ApplySchema(ctx context.Context, cfg Config, p tiers.Pyramid) error {
 	defer session.Close()
 	for _, stmt := range Schema(cfg, p) {
 		if err := session.Query(stmt).ExecContext(ctx); err != nil {
-			first, _, _ := strings.Cut(stmt, "\n")
-			return fmt.Errorf("cassandra: %s: %w", strings.TrimSuffix(first, " ("), err)
+			return fmt.Errorf("cassandra: %s: %w", strings.TrimSuffix(statementHead(stmt), " ("), err)
 		}
 	}
 	if err := session.AwaitSchemaAgreement(ctx); err != nil {

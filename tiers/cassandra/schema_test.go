@@ -16,6 +16,10 @@ func tableStatement(t *testing.T, stmts []string, ks, table string) string {
 	head := fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (", ks, table)
 	var found []string
 	for _, s := range stmts {
+		// Comment lines may precede the statement.
+		for strings.HasPrefix(s, "--") {
+			_, s, _ = strings.Cut(s, "\n")
+		}
 		if strings.HasPrefix(s, head) {
 			found = append(found, s)
 		}
@@ -29,11 +33,12 @@ func tableStatement(t *testing.T, stmts []string, ks, table string) string {
 func TestSchemaOfTheDefaultPyramid(t *testing.T) {
 	cfg := DefaultConfig()
 	stmts := Schema(cfg, tiers.DefaultPyramid())
-	if len(stmts) != 16 {
-		t.Fatalf("%d statements, want a keyspace, 12 tables, the late index's version and rewritten columns and the registry's generation:\n%s", len(stmts), strings.Join(stmts, "\n\n"))
+	if len(stmts) != 21 {
+		t.Fatalf("%d statements, want a keyspace, 15 tables, the late index's version and rewritten columns and the registry's generation, labels and pending labels:\n%s", len(stmts), strings.Join(stmts, "\n\n"))
 	}
-	for _, col := range []string{"late_buckets ADD IF NOT EXISTS version", "late_buckets ADD IF NOT EXISTS rewritten", "series ADD IF NOT EXISTS generation"} {
-		if want := "ALTER TABLE tsgate." + col + " bigint"; !slices.Contains(stmts, want) {
+	for _, col := range []string{"late_buckets ADD IF NOT EXISTS version bigint", "late_buckets ADD IF NOT EXISTS rewritten bigint", "series ADD IF NOT EXISTS generation bigint",
+		"series ADD IF NOT EXISTS labels frozen<map<text, text>>", "series ADD IF NOT EXISTS labels_pending blob"} {
+		if want := "ALTER TABLE tsgate." + col; !slices.Contains(stmts, want) {
 			t.Errorf("no statement adds a column to a table created without it (%q)", want)
 		}
 	}
@@ -82,7 +87,10 @@ func TestSchemaOfTheDefaultPyramid(t *testing.T) {
 
 	others := map[string][]string{
 		"late_buckets":   {"PRIMARY KEY ((series), bucket)", "bucket timestamp", "version bigint", "gc_grace_seconds = 14400"},
-		"series":         {"PRIMARY KEY ((shard), id)", "shard int", "id text", "first timestamp", "last timestamp", "CLUSTERING ORDER BY (id ASC)"},
+		"series":         {"PRIMARY KEY ((shard), id)", "shard int", "id text", "first timestamp", "last timestamp", "CLUSTERING ORDER BY (id ASC)", "labels frozen<map<text, text>>", "labels_pending blob"},
+		"label_postings": {"PRIMARY KEY ((name, value, shard), series)", "CLUSTERING ORDER BY (series ASC)", "LeveledCompactionStrategy", "gc_grace_seconds = 86400"},
+		"label_values":   {"PRIMARY KEY ((name, shard), value)", "CLUSTERING ORDER BY (value ASC)", "LeveledCompactionStrategy", "gc_grace_seconds = 86400"},
+		"label_names":    {"PRIMARY KEY ((shard), name)", "CLUSTERING ORDER BY (name ASC)", "LeveledCompactionStrategy", "gc_grace_seconds = 86400"},
 		"series_layout":  {"PRIMARY KEY ((series), since)", "width bigint", "event_buckets int"},
 		"rollup_dirty":   {"PRIMARY KEY ((slot, shard), series, window)", "slot timestamp", "window timestamp", "TimeWindowCompactionStrategy"},
 		"rollup_state":   {"name text PRIMARY KEY", "value bigint"},
@@ -95,6 +103,44 @@ func TestSchemaOfTheDefaultPyramid(t *testing.T) {
 			if !strings.Contains(s, w) {
 				t.Errorf("%s lacks %q:\n%s", table, w, s)
 			}
+		}
+	}
+}
+
+// The registry and every table of the label index say how they are split
+// and how large a partition grows, in comment lines before the statement
+// that gateway schema prints and ApplySchema sends as they are.
+func TestSchemaCommentsSayHowTablesAreSplit(t *testing.T) {
+	stmts := Schema(DefaultConfig(), tiers.DefaultPyramid())
+	for table, wants := range map[string][]string{
+		"series":         {"16 partitions", "62,500 rows"},
+		"label_postings": {"registry shard", "62,500", "16 shards, not 32"},
+		"label_values":   {"FNV-1a of the value mod 16", "62,500 rows"},
+		"label_names":    {"mod 4"},
+	} {
+		head := "CREATE TABLE IF NOT EXISTS tsgate." + table + " ("
+		var found string
+		for _, s := range stmts {
+			if strings.Contains(s, head) {
+				found = s
+			}
+		}
+		comment, _, ok := strings.Cut(found, head)
+		if !ok || comment == "" {
+			t.Fatalf("%s has no comment before it:\n%s", table, found)
+		}
+		for line := range strings.Lines(comment) {
+			if !strings.HasPrefix(line, "-- ") || len(line) > 77 {
+				t.Errorf("%s: comment line %q is not a CQL comment of at most 76 characters", table, line)
+			}
+		}
+		for _, w := range wants {
+			if !strings.Contains(comment, w) {
+				t.Errorf("%s: the comment lacks %q:\n%s", table, w, comment)
+			}
+		}
+		if got := statementHead(found); got != head {
+			t.Errorf("statementHead = %q, want %q", got, head)
 		}
 	}
 }

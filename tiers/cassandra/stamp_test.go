@@ -96,7 +96,9 @@ func TestRowTTL(t *testing.T) {
 }
 
 // TestShardsAreStable pins the hash and the shard counts: they decide in
-// which partition stored registry and rollup-log entries live.
+// which partition stored registry, rollup-log and label index entries
+// live. Postings and values are split 16 ways like the registry, names 4
+// ways like the rollup log, so the same columns pin them.
 func TestShardsAreStable(t *testing.T) {
 	cases := []struct {
 		id            string
@@ -118,6 +120,15 @@ func TestShardsAreStable(t *testing.T) {
 		}
 		if got := dirtyShard(c.id); got != c.dirty {
 			t.Errorf("dirtyShard(%q) = %d, want %d", c.id, got, c.dirty)
+		}
+		if got := postingShard(c.id); got != c.series {
+			t.Errorf("postingShard(%q) = %d, want %d", c.id, got, c.series)
+		}
+		if got := valueShard(c.id); got != c.series {
+			t.Errorf("valueShard(%q) = %d, want %d", c.id, got, c.series)
+		}
+		if got := nameShard(c.id); got != c.dirty {
+			t.Errorf("nameShard(%q) = %d, want %d", c.id, got, c.dirty)
 		}
 	}
 	r := rand.New(rand.NewPCG(3, 4))

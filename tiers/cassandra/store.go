@@ -73,6 +73,12 @@ type stmts struct {
 	setState, getState                                string
 	getMeta, putMeta                                  string
 	block, unblock, listBlocked, isBlocked            string
+	readLabels, seriesLabels                          string
+	setLabels, setLabelsPending, clearPending         string
+	addPosting, delPosting, postings, anyPosting      string
+	addValue, delValue, values, anyValue              string
+	addName, names                                    string
+	delName                                           string
 }
 
 func newTableStmts(ks string, name tiers.Table, k kind) *tableStmts {
@@ -103,7 +109,7 @@ func newStmts(ks string) stmts {
 	return stmts{
 		noteFirst:      q("UPDATE %s USING TIMESTAMP ? SET first = ? WHERE shard = ? AND id = ?", tableSeries),
 		noteLast:       q("UPDATE %s USING TIMESTAMP ? SET last = ? WHERE shard = ? AND id = ?", tableSeries),
-		lookup:         q("SELECT first, last, generation FROM %s WHERE shard = ? AND id = ?", tableSeries),
+		lookup:         q("SELECT first, last, generation, labels FROM %s WHERE shard = ? AND id = ?", tableSeries),
 		markGeneration: q("UPDATE %s USING TIMESTAMP ? SET generation = ? WHERE shard = ? AND id = ?", tableSeries),
 		layout:         q("SELECT since, width, event_buckets FROM %s WHERE series = ?", tableSeriesLayout),
 		appendLayout:   q("INSERT INTO %s (series, since, width, event_buckets) VALUES (?, ?, ?, ?)", tableSeriesLayout),
@@ -120,6 +126,23 @@ func newStmts(ks string) stmts {
 		unblock:        q("DELETE FROM %s WHERE shard = 0 AND series = ?", tableBlocked),
 		listBlocked:    q("SELECT series, reason, since FROM %s WHERE shard = 0", tableBlocked),
 		isBlocked:      q("SELECT reason, since FROM %s WHERE shard = 0 AND series = ?", tableBlocked),
+
+		readLabels:       q("SELECT labels, labels_pending FROM %s WHERE shard = ? AND id = ?", tableSeries),
+		seriesLabels:     q("SELECT id, labels FROM %s WHERE shard = ? AND id IN ?", tableSeries),
+		setLabels:        q("UPDATE %s USING TIMESTAMP ? SET labels = ? WHERE shard = ? AND id = ?", tableSeries),
+		setLabelsPending: q("UPDATE %s USING TIMESTAMP ? SET labels = ?, labels_pending = ? WHERE shard = ? AND id = ?", tableSeries),
+		clearPending:     q("UPDATE %s USING TIMESTAMP ? SET labels_pending = null WHERE shard = ? AND id = ?", tableSeries),
+		addPosting:       q("INSERT INTO %s (name, value, shard, series) VALUES (?, ?, ?, ?) USING TIMESTAMP ?", tableLabelPostings),
+		delPosting:       q("DELETE FROM %s USING TIMESTAMP ? WHERE name = ? AND value = ? AND shard = ? AND series = ?", tableLabelPostings),
+		postings:         q("SELECT series FROM %s WHERE name = ? AND value = ? AND shard = ?", tableLabelPostings),
+		anyPosting:       q("SELECT series FROM %s WHERE name = ? AND value = ? AND shard = ? LIMIT 1", tableLabelPostings),
+		addValue:         q("INSERT INTO %s (name, shard, value) VALUES (?, ?, ?) USING TIMESTAMP ?", tableLabelValues),
+		delValue:         q("DELETE FROM %s USING TIMESTAMP ? WHERE name = ? AND shard = ? AND value = ?", tableLabelValues),
+		values:           q("SELECT value FROM %s WHERE name = ? AND shard = ?", tableLabelValues),
+		anyValue:         q("SELECT value FROM %s WHERE name = ? AND shard = ? LIMIT 1", tableLabelValues),
+		addName:          q("INSERT INTO %s (shard, name) VALUES (?, ?) USING TIMESTAMP ?", tableLabelNames),
+		delName:          q("DELETE FROM %s USING TIMESTAMP ? WHERE shard = ? AND name = ?", tableLabelNames),
+		names:            q("SELECT name FROM %s WHERE shard = ?", tableLabelNames),
 	}
 }
 
@@ -380,7 +403,8 @@ func (s *Store) checkSchema(ctx context.Context, session *gocql.Session, p tiers
 			missing = append(missing, string(t))
 		}
 	}
-	for _, t := range []string{tableLateBuckets, tableSeries, tableSeriesLayout, tableRollupDirty, tableRollupState, tableMeta, tableBlocked} {
+	for _, t := range []string{tableLateBuckets, tableSeries, tableSeriesLayout, tableRollupDirty, tableRollupState, tableMeta, tableBlocked,
+		tableLabelPostings, tableLabelValues, tableLabelNames} {
 		if _, ok := ttls[t]; !ok {
 			missing = append(missing, t)
 		}
@@ -389,7 +413,8 @@ func (s *Store) checkSchema(ctx context.Context, session *gocql.Session, p tiers
 		slices.Sort(missing)
 		return schemaError{fmt.Errorf("cassandra: keyspace %s lacks the tables %s: %s", ks, strings.Join(missing, ", "), hint)}
 	}
-	for _, c := range []struct{ table, column string }{{tableLateBuckets, "version"}, {tableLateBuckets, "rewritten"}, {tableSeries, "generation"}} {
+	for _, c := range []struct{ table, column string }{{tableLateBuckets, "version"}, {tableLateBuckets, "rewritten"}, {tableSeries, "generation"},
+		{tableSeries, "labels"}, {tableSeries, "labels_pending"}} {
 		var col string
 		err = session.Query("SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ? AND column_name = ?",
 			ks, c.table, c.column).ScanContext(ctx, &col)

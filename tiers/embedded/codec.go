@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -36,6 +37,12 @@ const (
 	// kindGeneration keys each series' generation (see
 	// tiers.Registry.MarkRewritten).
 	kindGeneration byte = 0x19
+	// The label index (tiers.LabelIndex): each series' labels, the
+	// postings, the values some series has and the names.
+	kindLabels     byte = 0x1a
+	kindPosting    byte = 0x1b
+	kindLabelValue byte = 0x1c
+	kindLabelName  byte = 0x1d
 )
 
 // Widths of the fixed-width parts of keys and values.
@@ -310,6 +317,121 @@ func layoutPrefix(id string) []byte {
 
 func lateMarkPrefix(id string) []byte {
 	return appendID(append(make([]byte, 0, 2+len(id)+timeLen), kindLateMark), id)
+}
+
+func labelsKey(id string) []byte {
+	return appendID(append(make([]byte, 0, 2+len(id)), kindLabels), id)
+}
+
+// postingPrefix starts the postings of one pair: the name, NUL, the value
+// escaped and terminated (appendValue); the series id and its NUL follow.
+func postingPrefix(name, value string) []byte {
+	b := append(make([]byte, 0, 4+len(name)+len(value)+2), kindPosting)
+	b = append(append(b, name...), 0)
+	return appendValue(b, value)
+}
+
+func postingKey(name, value, id string) []byte {
+	return appendID(postingPrefix(name, value), id)
+}
+
+// labelValuePrefix starts the value entries of a name.
+func labelValuePrefix(name string) []byte {
+	b := append(make([]byte, 0, 2+len(name)), kindLabelValue)
+	return append(append(b, name...), 0)
+}
+
+func labelValueKey(name, value string) []byte {
+	return appendValue(labelValuePrefix(name), value)
+}
+
+func labelNameKey(name string) []byte { return namedKey(kindLabelName, name) }
+
+// appendValue appends a label value in an order-preserving, self-delimiting
+// form: values are UTF-8 and may hold NUL, so a NUL is written as 0x00
+// 0xff and the value ends with 0x00 0x01. A value then sorts before every
+// longer value it starts (0x01 is below 0xff and below every other byte
+// that can follow), and otherwise as its bytes do, so value keys list in
+// value order and a value's postings are a prefix no other value's
+// postings share.
+func appendValue(b []byte, v string) []byte {
+	for i := 0; i < len(v); i++ {
+		if v[i] == 0 {
+			b = append(b, 0, 0xff)
+		} else {
+			b = append(b, v[i])
+		}
+	}
+	return append(b, 0, 1)
+}
+
+// splitValue is appendValue's inverse: the value at the start of b and what
+// follows it.
+func splitValue(b []byte) (v string, rest []byte, ok bool) {
+	i := bytes.IndexByte(b, 0)
+	if i < 0 {
+		return "", nil, false
+	}
+	if i+1 < len(b) && b[i+1] == 1 {
+		return string(b[:i]), b[i+2:], true // no NUL inside: the common case
+	}
+	out := make([]byte, 0, len(b))
+	for j := 0; j < len(b); j++ {
+		if b[j] != 0 {
+			out = append(out, b[j])
+			continue
+		}
+		if j+1 >= len(b) {
+			return "", nil, false
+		}
+		switch b[j+1] {
+		case 0xff:
+			out = append(out, 0)
+			j++
+		case 1:
+			return string(out), b[j+2:], true
+		default:
+			return "", nil, false
+		}
+	}
+	return "", nil, false
+}
+
+// encodeLabels encodes a labels record: the pairs in name order, each name
+// and value preceded by its length as a uvarint.
+func encodeLabels(l tiers.Labels) []byte {
+	n := 0
+	for k, v := range l {
+		n += len(k) + len(v) + 2*binary.MaxVarintLen32
+	}
+	b := make([]byte, 0, n)
+	for _, k := range l.Names() {
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		b = append(b, k...)
+		b = binary.AppendUvarint(b, uint64(len(l[k])))
+		b = append(b, l[k]...)
+	}
+	return b
+}
+
+// decodeLabels is encodeLabels' inverse; an empty record is no labels.
+func decodeLabels(b []byte) (tiers.Labels, bool) {
+	if len(b) == 0 {
+		return nil, true
+	}
+	l := make(tiers.Labels, 8)
+	for len(b) > 0 {
+		var field [2]string
+		for i := range field {
+			n, w := binary.Uvarint(b)
+			if w <= 0 || n > uint64(len(b)-w) {
+				return nil, false
+			}
+			field[i], b = string(b[w:w+int(n)]), b[w+int(n):]
+		}
+		l[field[0]] = field[1]
+	}
+	return l, true
 }
 
 // rewriteMarkSuffix ends a rewrite mark's key, which is otherwise its

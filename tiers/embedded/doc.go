@@ -35,6 +35,21 @@
 //	0x14                                  oldest dirty slot (merged)
 //	0x15 name                             checkpoint (merged)
 //	0x16 name                             secret
+//	0x17 series                           blocked series: since, reason
+//	0x19 series 0x00                      generation
+//	0x1a series 0x00                      labels of the series
+//	0x1b name 0x00 value series 0x00      posting: the series has the pair
+//	0x1c name 0x00 value                  a value some series has
+//	0x1d name                             a name some series has
+//
+// The label index (tiers.LabelIndex) is the last four kinds. A label name
+// never holds NUL (SetLabels refuses it), so it ends with one; a value is
+// UTF-8 and may, so it is written with each NUL as 0x00 0xff and ends with
+// 0x00 0x01: values then sort as their bytes do, and the postings of one
+// pair are a key range no other pair's postings share. Postings, values
+// and names have empty values; Postings, LabelValues and LabelNames are
+// each one prefix scan in the order they return. A store written before
+// labels existed has none of these keys, and its series have no labels.
 //
 // # Values
 //
@@ -42,7 +57,8 @@
 // start with their expiry in Unix milliseconds (0 = never); a raw row then
 // holds its value as a float64, a rollup row min, max and sum as float64 and
 // count as int64. The registry value is first and last as int64; the oldest
-// slot and checkpoints are one int64.
+// slot and checkpoints are one int64. A labels record is the pairs in name
+// order, each name and value preceded by its length as a uvarint.
 //
 // # Expiry
 //
@@ -62,4 +78,12 @@
 // allows one process per directory, so that is all it takes for every
 // caller to get the value stored first. Every write is synced before it
 // returns.
+//
+// SetLabels reads the series' labels and writes its postings, entries,
+// record and deletions in one atomic batch, so the order the interface
+// asks for (postings before the record, deletions after it) holds at
+// every instant. Calls for one series are ordered by a mutex per stripe
+// of ids; a call that may remove value or name entries checks that no
+// posting (no value) is left, through the batch itself, while holding
+// exclusively the lock that calls adding entries hold shared.
 package embedded

@@ -346,3 +346,64 @@ func TestOpenRefusesADirectoryHeldByAnotherProcess(t *testing.T) {
 		t.Fatalf("Open while another process holds the directory: %v", err)
 	}
 }
+
+// TestOpensAStoreWrittenBeforeLabels opens a store written by the build
+// before the label index (testdata/before-labels: three series with a
+// raw partition each, one with a layout entry): it opens, reads as it
+// did, its series have no labels, and labels set on it survive a reopen.
+func TestOpensAStoreWrittenBeforeLabels(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("testdata/before-labels")); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir, Options{Now: storetest.Start, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := tiers.AlignDown(storetest.Start().UnixMilli(), tiers.Hour)
+	ids := []string{"old.a", "old.b", "old.c"}
+	listed, err := s.ListSeries(ctx, "old.", "", 10)
+	if err != nil || len(listed) != 3 {
+		t.Fatalf("ListSeries: %+v, %v", listed, err)
+	}
+	for i, info := range listed {
+		if info.ID != ids[i] || info.First != base || info.Last != base+1000 || info.Labels != nil {
+			t.Errorf("listed %+v", info)
+		}
+	}
+	info, err := s.LookupSeries(ctx, "old.b")
+	if err != nil || info.Labels != nil || !slices.Equal(info.Layout, tiers.Layout{{Width: tiers.Hour, EventBuckets: 2}}) {
+		t.Fatalf("LookupSeries: %+v, %v", info, err)
+	}
+	rows := readAll(t, s, tiers.ReadRequest{Key: tiers.PartitionKey{Table: tiers.TableRaw, Series: "old.c", Bucket: base}, Span: tiers.Span{From: base, To: base + tiers.Hour}, PageSize: 10})
+	if want := []tiers.Row{tiers.PointRow(base, 1), tiers.PointRow(base+1000, 2)}; !slices.Equal(rows, want) {
+		t.Fatalf("rows %v, want %v", rows, want)
+	}
+	if got, err := s.SeriesLabels(ctx, ids); err != nil || len(got) != 0 {
+		t.Fatalf("SeriesLabels: %v, %v", got, err)
+	}
+	if got, err := s.LabelNames(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("LabelNames: %v, %v", got, err)
+	}
+
+	labels := tiers.Labels{"__name__": "cpu", "host": "a"}
+	if err := s.SetLabels(ctx, "old.a", labels); err != nil {
+		t.Fatal(err)
+	}
+	closeStore(t, s)
+	s, err = Open(dir, Options{Now: storetest.Start, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore(t, s)
+	if info, err := s.LookupSeries(ctx, "old.a"); err != nil || !info.Labels.Equal(labels) || info.First != base {
+		t.Fatalf("after reopen: %+v, %v", info, err)
+	}
+	if got, err := s.Postings(ctx, "host", "a"); err != nil || !slices.Equal(got, []string{"old.a"}) {
+		t.Fatalf("Postings after reopen: %v, %v", got, err)
+	}
+	if got, err := s.LabelNames(ctx); err != nil || !slices.Equal(got, []string{"__name__", "host"}) {
+		t.Fatalf("LabelNames after reopen: %v, %v", got, err)
+	}
+}

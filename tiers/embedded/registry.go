@@ -68,7 +68,8 @@ func (s *Store) MarkRewritten(ctx context.Context, ids []string) error {
 	})
 }
 
-// LookupSeries returns the series' span and its layout history.
+// LookupSeries returns the series' span, its layout history and its
+// labels.
 func (s *Store) LookupSeries(ctx context.Context, id string) (tiers.SeriesInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return tiers.SeriesInfo{}, err
@@ -106,6 +107,9 @@ func (s *Store) LookupSeries(ctx context.Context, id string) (tiers.SeriesInfo, 
 	}
 	info.Layout, err = s.layout(id)
 	if err != nil {
+		return tiers.SeriesInfo{}, err
+	}
+	if info.Labels, err = s.seriesLabels(id); err != nil {
 		return tiers.SeriesInfo{}, err
 	}
 	return info, nil
@@ -175,7 +179,8 @@ func (s *Store) AppendLayout(ctx context.Context, id string, entry tiers.LayoutE
 }
 
 // ListSeries scans the registry in key order, which is id order because the
-// NUL terminator sorts below every id byte.
+// NUL terminator sorts below every id byte, and the labels records of the
+// series it lists, which are in the same order.
 func (s *Store) ListSeries(ctx context.Context, prefix, after string, limit int) ([]tiers.SeriesInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -220,6 +225,9 @@ func (s *Store) ListSeries(ctx context.Context, prefix, after string, limit int)
 	}
 	if err := it.Error(); err != nil {
 		return nil, fmt.Errorf("embedded: list series: %w", err)
+	}
+	if err := s.fillLabels(ctx, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -80,6 +80,12 @@ type Store struct {
 	// committing them one step, so that versions stored never go back.
 	versionMu sync.Mutex
 
+	// labelStripes order SetLabels calls for one series (seriesLock), and
+	// labelsMu orders the ones that delete value and name entries after
+	// every one that adds entries (see SetLabels).
+	labelStripes [seriesLockStripes]labelStripe
+	labelsMu     sync.RWMutex
+
 	// secretMu makes get-or-create of a secret atomic: Pebble has no
 	// conditional write, and it is single-process, so a mutex is enough.
 	secretMu sync.Mutex
@@ -89,6 +95,9 @@ type Store struct {
 	closeOnce   sync.Once
 	closeErr    error
 }
+
+// labelStripe is one of the mutexes that order SetLabels calls.
+type labelStripe = sync.Mutex
 
 // Open opens the store in dir, creating it when it does not exist.
 func Open(dir string, opts Options) (*Store, error) {

@@ -75,6 +75,10 @@ func Run(t *testing.T, store tiers.Store, p tiers.Pyramid) {
 	t.Run("RollupLog", s.rollupLog)
 	t.Run("Secret", s.secret)
 	t.Run("Blocks", s.blocks)
+	t.Run("LabelsEqualBruteForce", s.labelsEqualBruteForce)
+	t.Run("LabelPostingsSpanEveryShard", s.labelPostingsSpanEveryShard)
+	t.Run("LabelsConcurrently", s.labelsConcurrently)
+	t.Run("LabelsRefusedAndAbsent", s.labelsRefusedAndAbsent)
 	t.Run("Ping", func(t *testing.T) {
 		if err := store.Ping(context.Background()); err != nil {
 			t.Fatalf("Ping: %v", err)

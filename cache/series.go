@@ -109,15 +109,16 @@ func (s *Series) NoteSeries(ctx context.Context, spans []tiers.SeriesInfo) error
 		if !ok {
 			continue
 		}
+		if e.missing {
+			// A new series: the registry has more of it than its span
+			// (labels, layout), so the next lookup reads it whole.
+			s.lru.Remove(sp.ID)
+			continue
+		}
 		// Entries are shared with readers: replace, never mutate.
 		n := *e
-		if n.missing {
-			n.missing = false
-			n.info = tiers.SeriesInfo{ID: sp.ID, First: sp.First, Last: sp.Last}
-		} else {
-			n.info.First = min(n.info.First, sp.First)
-			n.info.Last = max(n.info.Last, sp.Last)
-		}
+		n.info.First = min(n.info.First, sp.First)
+		n.info.Last = max(n.info.Last, sp.Last)
 		s.lru.Add(sp.ID, &n)
 	}
 	return nil

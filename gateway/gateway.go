@@ -28,6 +28,7 @@ import (
 	"github.com/tsgate/tsgate/cursor"
 	"github.com/tsgate/tsgate/grafana"
 	"github.com/tsgate/tsgate/httpapi"
+	"github.com/tsgate/tsgate/index"
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/kafkaingest"
 	"github.com/tsgate/tsgate/layouts"
@@ -69,7 +70,9 @@ type Gateway struct {
 	Series *cache.Series
 	Engine query.Engine
 	// Many reads many series through Engine.
-	Many    *query.Many
+	Many *query.Many
+	// Index answers selectors from the label index.
+	Index   *index.Index
 	Writer  *ingest.Writer
 	Rollups *rollup.Worker
 	// Importer writes history (POST /v1/import, gateway import).
@@ -187,9 +190,11 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 	g.Engine = g.Metrics.CountRefusals(query.Observe(engine, g.Metrics.ObserveRead))
 	many := query.DefaultManyConfig()
 	many.MaxResponsePoints = cfg.HTTP.Limits.MaxResponsePoints
-	g.Many = query.NewMany(g.Engine, cfg.Query.Limits, many)
+	g.Index = index.New(indexStore{LabelIndex: store, series: g.Series, store: store})
+	g.Many = query.NewMany(g.Engine, cfg.Query.Limits, many).WithSelectors(g.Index, signer, cfg.Pyramid, now, cfg.Query.MaxSeriesPerQuery)
 	g.Writer = ingest.NewWriter(writerStore{timedWriter{store, sm}, g.Series}, g.Series, cfg.Pyramid, cfg.Ingest, now)
 	g.Writer.RefuseBlocked(g.Layouts.ForWrites())
+	g.Writer.KnowSeries(g.Series)
 	g.Importer = ingest.NewImporter(g.Writer, cfg.Pyramid, g.Rollups, cfg.Import, invalidate)
 	g.NewSeries = cfg.HTTP.Limits.NewSeriesLimit()
 	if cfg.Kafka.Enabled() {
@@ -243,6 +248,30 @@ func (w writerStore) MarkRewritten(ctx context.Context, ids []string) error {
 	return w.series.MarkRewritten(ctx, ids)
 }
 
+// SetLabels labels a series and drops its cached entry, so that local
+// reads see the labels at once.
+func (w writerStore) SetLabels(ctx context.Context, id string, labels tiers.Labels) error {
+	err := w.Store.SetLabels(ctx, id, labels)
+	w.series.Invalidate(id)
+	return err
+}
+
+// indexStore is what the index reads: the store's label index and
+// listing, series looked up through the cache.
+type indexStore struct {
+	tiers.LabelIndex
+	series *cache.Series
+	store  tiers.Store
+}
+
+func (s indexStore) LookupSeries(ctx context.Context, id string) (tiers.SeriesInfo, error) {
+	return s.series.LookupSeries(ctx, id)
+}
+
+func (s indexStore) ListSeries(ctx context.Context, prefix, after string, limit int) ([]tiers.SeriesInfo, error) {
+	return s.store.ListSeries(ctx, prefix, after, limit)
+}
+
 // registryView looks series up through the cache and lists them from the
 // store.
 type registryView struct {
@@ -267,7 +296,7 @@ func (g *Gateway) Handler() http.Handler {
 		Now: g.Now, Logger: g.Logger, Metrics: g.PromMetrics,
 	}, g.Config.Prometheus)
 	srv := httpapi.New(httpapi.Deps{
-		Engine: g.Engine, Many: g.Many, Limits: g.Config.Query.Limits, Pyramid: g.Config.Pyramid,
+		Engine: g.Engine, Many: g.Many, Index: g.Index, Limits: g.Config.Query.Limits, Pyramid: g.Config.Pyramid,
 		Writer: g.Writer, Importer: g.Importer, Registry: registry, Rollups: g.Rollups,
 		Ready: g.Store.Ping, Logger: g.Logger, Now: g.Now,
 		Metrics: g.Metrics, Gatherer: g.Registry, Home: g.opts.Home, Layouts: g.Layouts,

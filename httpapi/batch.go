@@ -8,8 +8,10 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
+	"github.com/tsgate/tsgate/index"
 	"github.com/tsgate/tsgate/jsonenc"
 	"github.com/tsgate/tsgate/membudget"
 	"github.com/tsgate/tsgate/params"
@@ -40,6 +42,11 @@ type batchFields struct {
 type batchQuery struct {
 	Series string          `json:"series"`
 	Cursor json.RawMessage `json:"cursor"`
+	// Match (a selector, or an array of them) reads every series it
+	// matches instead of one; GroupBy (a comma list or an array) groups
+	// them.
+	Match   json.RawMessage `json:"match"`
+	GroupBy json.RawMessage `json:"group_by"`
 	batchFields
 }
 
@@ -125,6 +132,7 @@ func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
 	}
 	sloText := scalar(body.SLO, "slo")
 	reqs := make([]query.Request, len(body.Queries))
+	matches := map[int]query.ManyRequest{}
 	for i, q := range body.Queries {
 		// A parameter the query sets itself is named queries[i].x in
 		// errors; one it takes from the batch is named x.
@@ -163,6 +171,17 @@ func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
 			errs = append(errs, perr)
 		}
 		f.Agg = aggs
+		if set(q.Match) {
+			mr, perrs := s.batchMatch(i, q, f, name)
+			errs = append(errs, perrs...)
+			mr.Start = arrival
+			matches[i] = mr
+			continue
+		}
+		if q.Series == "" {
+			errs.Add(fmt.Sprintf("queries[%d].series", i), "required: a series id, or match with a selector")
+			continue
+		}
 		req, perrs := f.request(q.Series, name)
 		errs = append(errs, perrs...)
 		if len(perrs) == 0 {
@@ -179,9 +198,30 @@ func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
 	}
 	// The queries are read side by side under one budget, which runs
 	// from the request's arrival, as one answer: the engine shares its
-	// points and reserves its memory.
+	// points and reserves its memory. The reads by selector go beside
+	// them, each as one answer of its own.
 	results := make([][]byte, len(reqs))
-	err := s.deps.Many.Each(r.Context(), arrival, reqs, func(i int, res query.Result, err error) error {
+	var singles []query.Request
+	var at []int
+	for i, req := range reqs {
+		if _, ok := matches[i]; !ok {
+			singles = append(singles, req)
+			at = append(at, i)
+		}
+	}
+	var wg sync.WaitGroup
+	for i, mr := range matches {
+		wg.Go(func() {
+			ans, err := s.deps.Many.Read(r.Context(), mr)
+			if err != nil {
+				results[i] = s.errorResult(r, "", err)
+				return
+			}
+			results[i] = appendManyAnswer(nil, ans)
+		})
+	}
+	err := s.deps.Many.Each(r.Context(), arrival, singles, func(k int, res query.Result, err error) error {
+		i := at[k]
 		if err != nil {
 			results[i] = s.errorResult(r, reqs[i].Series, err)
 			return nil
@@ -189,6 +229,7 @@ func (s *Server) batchQuery(w http.ResponseWriter, r *http.Request) {
 		results[i], err = s.answerOne(r, reqs[i], res)
 		return err
 	})
+	wg.Wait()
 	if err != nil {
 		// The answer could not be held within the memory budget: the
 		// whole request is overloaded, not one of its series.
@@ -236,6 +277,57 @@ func (s *Server) answerOne(r *http.Request, req query.Request, res query.Result)
 		return s.errorResult(r, req.Series, tr.Err), nil
 	}
 	return appendAnswerTail(b, tr), meter.Track(r.Context(), cap(b))
+}
+
+// batchMatch reads a query of a batch that has match: its selectors and
+// grouping, and the read parameters f.
+func (s *Server) batchMatch(i int, q batchQuery, f readFields, name func(string) string) (query.ManyRequest, params.Errors) {
+	param := fmt.Sprintf("queries[%d].match", i)
+	var errs params.Errors
+	if q.Series != "" {
+		errs.Add(fmt.Sprintf("queries[%d].series", i), "a query reads one series or a selector (match), not both")
+	}
+	texts, ok := stringList(q.Match)
+	if !ok || len(texts) == 0 {
+		errs.Add(param, "must be a selector, or an array of selectors")
+	}
+	sels, err := index.Parse(param, texts)
+	errs = append(errs, params.List(err)...)
+	var by []string
+	grouped := len(bytes.TrimSpace(q.GroupBy)) > 0 && string(bytes.TrimSpace(q.GroupBy)) != "null"
+	if grouped {
+		list, ok := stringList(q.GroupBy)
+		if !ok {
+			errs.Add(fmt.Sprintf("queries[%d].group_by", i), "must be a comma list of label names, or an array of them")
+		}
+		_, by = groupBy(list, true)
+	}
+	req, perrs := f.request("selector", name)
+	errs = append(errs, perrs...)
+	rename := func(p string) string {
+		if p == "group_by" {
+			return fmt.Sprintf("queries[%d].group_by", i)
+		}
+		return name(p)
+	}
+	return query.ManyRequest{Request: req, Match: sels, Grouped: grouped, GroupBy: by, Param: param, Rename: rename}, errs
+}
+
+// stringList reads a JSON string or array of strings.
+func stringList(raw json.RawMessage) ([]string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '[' {
+		var list []string
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return nil, false
+		}
+		return list, true
+	}
+	var one string
+	if err := json.Unmarshal(raw, &one); err != nil {
+		return nil, false
+	}
+	return []string{one}, true
 }
 
 func (s *Server) errorResult(r *http.Request, series string, err error) []byte {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -121,6 +122,7 @@ func TestEveryEndpointAnswersByRole(t *testing.T) {
 		"PUT /v1/admin/series/{id}/blocked": `{"reason":"role test"}`,
 		"PUT /v1/admin/series/{id}/layout":  fmt.Sprintf(`{"since":%d,"bucket_ms":3600000,"event_buckets":8}`, (now/86_400_000+3)*86_400_000),
 		"POST /v1/import":                   fmt.Sprintf("series,t,v\ns1,%d,3\n", now-600),
+		"PUT /v1/admin/series/{id}/labels":  `{"labels":{"role":"test"}}`,
 	}
 	contentTypes := map[string]string{"POST /v1/import": "text/csv"}
 	roles := specRoles(t)
@@ -147,6 +149,9 @@ func TestEveryEndpointAnswersByRole(t *testing.T) {
 		path := strings.NewReplacer("{id}", id, "{run}", "1", "{name}", "series").Replace(specPath)
 		if strings.HasSuffix(path, "/points") && method == http.MethodGet || strings.HasSuffix(path, "/plan") {
 			path += "?from=now-1h"
+		}
+		if path == "/v1/points?from=now-1h" || path == "/v1/plan?from=now-1h" || path == "/v1/labels/series/values" {
+			path = strings.TrimSuffix(path, "?from=now-1h") + "?from=now-1h&match=" + url.QueryEscape(`{series="s1"}`)
 		}
 		// The Prometheus API's reads need their query.
 		sec := now / 1000

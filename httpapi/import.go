@@ -20,11 +20,11 @@ func (s *Server) importPoints(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, errors.New("this server has no importer"))
 		return
 	}
-	points, ok := s.decodePoints(w, r, importDecoders, "send history as application/x-ndjson or text/csv", s.deps.Importer.Check)
+	batch, ok := s.decodePoints(w, r, importDecoders, "send history as application/x-ndjson or text/csv", s.deps.Importer.Check)
 	if !ok {
 		return
 	}
-	res, err := s.deps.Importer.Import(r.Context(), points)
+	res, err := s.deps.Importer.ImportBatch(r.Context(), batch)
 	if err != nil {
 		s.writeFailed(w, r, err)
 		return

@@ -268,6 +268,7 @@ func (s *Server) listBlocked(w http.ResponseWriter, r *http.Request) {
 // history itself (GET /v1/series/{id}/layout) is a read.
 func (s *Server) layoutAdminRoutes(r chi.Router) {
 	r.Put("/v1/admin/series/{id}/layout", s.putLayout)
+	r.Put("/v1/admin/series/{id}/labels", s.putLabels)
 	r.Get("/v1/admin/partitions/wide", s.widePartitions)
 	r.Put("/v1/admin/series/{id}/blocked", s.blockSeries)
 	r.Delete("/v1/admin/series/{id}/blocked", s.unblockSeries)

@@ -10,7 +10,7 @@ import (
 )
 
 // pointDecoder reads a body of points at the clock now.
-type pointDecoder = func(r io.Reader, now int64) ([]ingest.Point, error)
+type pointDecoder = func(r io.Reader, now int64) (ingest.Batch, error)
 
 // decodePoints reads the batch of a write route: the decoder of its
 // declared media type (one of decoders), the body bounded by the size
@@ -18,22 +18,22 @@ type pointDecoder = func(r io.Reader, now int64) ([]ingest.Point, error)
 // route's own checks of the points that did decode, so that one answer
 // names every bad point; want says which media types the route takes. It
 // answers the problem itself when ok is false.
-func (s *Server) decodePoints(w http.ResponseWriter, r *http.Request, decoders map[string]pointDecoder, want string, check func(*ingest.ValidationError)) (points []ingest.Point, ok bool) {
+func (s *Server) decodePoints(w http.ResponseWriter, r *http.Request, decoders map[string]pointDecoder, want string, check func(*ingest.ValidationError)) (batch ingest.Batch, ok bool) {
 	decode := decoders[mediaType(r)]
 	if decode == nil {
 		s.refuseProblem(w, r, unsupportedMedia(want, r.Header.Get("Content-Type")))
-		return nil, false
+		return ingest.Batch{}, false
 	}
-	points, err := decode(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), s.deps.Now().UnixMilli())
+	batch, err := decode(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), s.deps.Now().UnixMilli())
 	if err != nil {
 		var ve *ingest.ValidationError
 		if errors.As(err, &ve) {
 			check(ve)
 		}
 		s.writeProblem(w, r, err)
-		return nil, false
+		return ingest.Batch{}, false
 	}
-	return points, true
+	return batch, true
 }
 
 // writeFailed answers a write the store did not take: a refused batch as

@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -188,21 +190,33 @@ func appendAnswerHead(b []byte, res *query.Head) []byte {
 		b = jsonenc.AppendString(b, "asc")
 	}
 	b = append(b, ',')
-	b = jsonenc.AppendKey(b, "columns")
-	b = append(b, `["t"`...)
-	if res.Plan.Step == 0 {
-		b = append(b, `,"v"`...)
-	} else {
-		for _, a := range res.Aggs {
-			b = append(b, ',')
-			b = jsonenc.AppendString(b, a.String())
-		}
-	}
-	b = append(b, ']', ',')
+	b = appendColumns(b, res)
+	b = append(b, ',')
 	b = appendWarnings(b, res.Warnings)
 	b = appendSegments(b, res.Plan.Segments)
 	b = jsonenc.AppendKey(b, "points")
 	return append(b, '[')
+}
+
+// appendColumns writes the columns member: t and v for raw points, t and
+// the aggregates for windows.
+func appendColumns(b []byte, h *query.Head) []byte {
+	b = jsonenc.AppendKey(b, "columns")
+	b = append(b, `["t"`...)
+	if h.Plan.Step == 0 {
+		b = append(b, `,"v"`...)
+	} else {
+		for _, a := range h.Aggs {
+			b = append(b, ',')
+			b = jsonenc.AppendString(b, a.String())
+		}
+	}
+	return append(b, ']')
+}
+
+// sortedNames is the keys of m, ascending.
+func sortedNames(m map[string]string) []string {
+	return slices.Sorted(maps.Keys(m))
 }
 
 // appendItems writes the items of a page separated by commas, and calls

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tsgate/tsgate/cursor"
 	"github.com/tsgate/tsgate/failure"
+	"github.com/tsgate/tsgate/index"
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/tiers"
 )
@@ -20,9 +22,14 @@ const (
 )
 
 type seriesEntry struct {
-	ID    string `json:"id"`
-	First int64  `json:"first"`
-	Last  int64  `json:"last"`
+	ID     string       `json:"id"`
+	First  int64        `json:"first"`
+	Last   int64        `json:"last"`
+	Labels tiers.Labels `json:"labels"`
+}
+
+func entryOf(info tiers.SeriesInfo) seriesEntry {
+	return seriesEntry{ID: info.ID, First: info.First, Last: info.Last, Labels: labelsOf(info.Labels)}
 }
 
 func (s *Server) listSeries(w http.ResponseWriter, r *http.Request) {
@@ -55,14 +62,24 @@ func (s *Server) listSeries(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
+	sels, err := selectors(r, "match")
+	errs = append(errs, params.List(err)...)
 	if len(errs) > 0 {
 		s.writeProblem(w, r, errs)
 		return
 	}
 	// One more than asked tells whether another page exists.
-	list, err := s.deps.Registry.ListSeries(r.Context(), prefix, after, limit+1)
+	var list []tiers.SeriesInfo
+	if sels != nil {
+		list, err = s.matchingPage(r, sels, prefix, after, limit+1)
+	} else {
+		list, err = s.deps.Registry.ListSeries(r.Context(), prefix, after, limit+1)
+	}
 	if err != nil {
-		s.writeProblem(w, r, failure.Mark(err, failure.Unavailable))
+		if failure.Of(err) == failure.Internal {
+			err = failure.Mark(err, failure.Unavailable)
+		}
+		s.writeProblem(w, r, err)
 		return
 	}
 	out := struct {
@@ -74,9 +91,36 @@ func (s *Server) listSeries(w http.ResponseWriter, r *http.Request) {
 			out.NextCursor = cursor.EncodeList(list[limit-1].ID)
 			break
 		}
-		out.Series = append(out.Series, seriesEntry{ID: info.ID, First: info.First, Last: info.Last})
+		out.Series = append(out.Series, entryOf(info))
 	}
 	writeValue(w, http.StatusOK, out)
+}
+
+// matchingPage is a page of the listing of the series sels match: those
+// after after (and starting with prefix), ascending, at most limit, each
+// one the registry knows, with its span and labels.
+func (s *Server) matchingPage(r *http.Request, sels []index.Selector, prefix, after string, limit int) ([]tiers.SeriesInfo, error) {
+	ids, _, err := s.deps.Index.Matching(r.Context(), sels)
+	if err != nil {
+		return nil, err
+	}
+	var out []tiers.SeriesInfo
+	for _, id := range ids {
+		if id <= after || !strings.HasPrefix(id, prefix) {
+			continue
+		}
+		info, err := s.deps.Registry.LookupSeries(r.Context(), id)
+		if errors.Is(err, tiers.ErrNotFound) {
+			continue // labelled, not written yet
+		}
+		if err != nil {
+			return nil, err
+		}
+		if out = append(out, info); len(out) == limit {
+			break
+		}
+	}
+	return out, nil
 }
 
 type tierInfo struct {
@@ -108,7 +152,7 @@ func (s *Server) getSeries(w http.ResponseWriter, r *http.Request) {
 	out := struct {
 		seriesEntry
 		Tiers []tierInfo `json:"tiers"`
-	}{seriesEntry: seriesEntry{ID: info.ID, First: info.First, Last: info.Last}}
+	}{seriesEntry: entryOf(info)}
 	for _, l := range p.Levels() {
 		t := p.Tier(l)
 		ti := tierInfo{Name: t.Name, StepMs: t.Step, BucketMs: t.BucketWidth, EventBuckets: t.EventBuckets, RetentionS: t.Retention / 1000}

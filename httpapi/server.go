@@ -22,6 +22,7 @@ import (
 
 	"github.com/tsgate/tsgate/api"
 	"github.com/tsgate/tsgate/auth"
+	"github.com/tsgate/tsgate/index"
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/membudget"
 	"github.com/tsgate/tsgate/problem"
@@ -76,8 +77,10 @@ func (c Config) Validate() error {
 // Deps are the parts the HTTP layer serves.
 type Deps struct {
 	Engine query.Engine
-	// Many reads many series through Engine (batches).
+	// Many reads many series through Engine (batches, selectors).
 	Many *query.Many
+	// Index answers selectors.
+	Index *index.Index
 	// Limits are the engine's; the contract states the page limit.
 	Limits  query.Limits
 	Pyramid tiers.Pyramid
@@ -189,6 +192,10 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/v1/series", s.listSeries)
 		r.Get("/v1/series/{id}", s.getSeries)
 		r.Get("/v1/series/{id}/layout", s.getLayout)
+		r.Get("/v1/labels", s.labelNames)
+		r.Get("/v1/labels/{name}/values", s.labelValues)
+		r.Get("/v1/points", s.readMatch)
+		r.Get("/v1/plan", s.planMatch)
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(s.need(auth.Write), validate)

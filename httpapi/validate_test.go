@@ -39,7 +39,10 @@ func TestRequestValidation(t *testing.T) {
 				{"limit", "must be an integer or a string"},
 				{"queries[0].agg", "must be a list of min, max, sum, count, avg or a string matching ^(min|max|sum|count|avg)(,(min|max|sum|count|avg))*$"},
 				{"queries[1].sieries", "unknown member"},
-				{"queries[1].series", "required"},
+			}},
+		{"batch query without series or match", "POST", "/v1/query", "application/json",
+			`{"from":"now-1h","queries":[{"series":"v"},{"agg":"max"}]}`, 400, []want{
+				{"queries[1].series", "required: a series id, or match with a selector"},
 			}},
 		{"batch without queries", "POST", "/v1/query", "application/json", `{"from":"now-1h","queries":[]}`, 400, []want{{"queries", "must hold at least 1"}}},
 		{"batch not JSON", "POST", "/v1/query", "application/json", `{"from":`, 400, []want{{"body", "not valid JSON"}}},

@@ -13,14 +13,14 @@ var writeDecoders = map[string]pointDecoder{
 }
 
 func (s *Server) writePoints(w http.ResponseWriter, r *http.Request) {
-	points, ok := s.decodePoints(w, r, writeDecoders, "send points as application/json or application/x-ndjson", s.deps.Writer.Check)
+	batch, ok := s.decodePoints(w, r, writeDecoders, "send points as application/json or application/x-ndjson", s.deps.Writer.Check)
 	if !ok {
 		return
 	}
-	if !s.checkNewSeries(w, r, points) {
+	if !s.checkNewSeries(w, r, batch.Points) {
 		return
 	}
-	res, err := s.deps.Writer.Write(r.Context(), points)
+	res, err := s.deps.Writer.WriteBatch(r.Context(), batch)
 	if err != nil {
 		s.writeFailed(w, r, err)
 		return

@@ -21,6 +21,10 @@ func (s *recordingStore) NoteSeries(context.Context, []tiers.SeriesInfo) error {
 }
 func (s *recordingStore) MarkLate(context.Context, []tiers.LateMark) error { return nil }
 func (s *recordingStore) MarkRewritten(context.Context, []string) error    { return nil }
+func (s *recordingStore) SetLabels(context.Context, string, tiers.Labels) error {
+	s.writes++
+	return nil
+}
 func (s *recordingStore) LateBuckets(context.Context, string, tiers.Span) ([]tiers.LateBucket, error) {
 	return nil, nil
 }

@@ -17,7 +17,7 @@ import (
 // ("..."); series ids cannot contain commas or quotes, so no field needs
 // escapes. Errors name points[i].field, i counting the points (the header
 // and blank lines excluded), like DecodeNDJSON's.
-func DecodeCSV(r io.Reader, now int64) ([]Point, error) {
+func DecodeCSV(r io.Reader, now int64) (Batch, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
 	verr := &ValidationError{}
@@ -46,9 +46,9 @@ func DecodeCSV(r io.Reader, now int64) ([]Point, error) {
 		i++
 	}
 	if err := sc.Err(); err != nil {
-		return nil, lineError(err, i)
+		return Batch{}, lineError(err, i)
 	}
-	return finish(points, verr)
+	return finish(points, nil, verr)
 }
 
 func unquote(b []byte) []byte {

@@ -24,6 +24,13 @@ type Point struct {
 	V      float64
 }
 
+// Batch is what a body holds: points, and the labels it gives series
+// ("series_labels" in JSON, label lines in NDJSON), by series id.
+type Batch struct {
+	Points []Point
+	Labels map[string]tiers.Labels
+}
+
 // MaxReportedErrors bounds the per-point errors of one rejected batch.
 const MaxReportedErrors = 100
 
@@ -71,9 +78,14 @@ type rawPoint struct {
 	Series *string          `json:"series"`
 	T      json.RawMessage  `json:"t"`
 	V      *json.RawMessage `json:"v"`
+	// Labels makes an NDJSON line a label line: series and labels, no t,
+	// no v.
+	Labels json.RawMessage `json:"labels"`
 }
 
-// DecodeJSON reads a body of the form {"points": [{"series", "t", "v"}, ...]}.
+// DecodeJSON reads a body of the form {"points": [{"series", "t", "v"},
+// ...], "series_labels": {"<id>": {"<name>": "<value>", ...}, ...}}
+// (series_labels optional).
 // now resolves relative times. Syntax errors are reported against "body";
 // invalid points against "points[i].field", all of them (up to
 // MaxReportedErrors) rather than only the first.
@@ -83,7 +95,7 @@ type rawPoint struct {
 // other body, and every body with an error, by encoding/json, which makes
 // the answer and the error report of every body what encoding/json makes
 // of it.
-func DecodeJSON(r io.Reader, now int64) ([]Point, error) {
+func DecodeJSON(r io.Reader, now int64) (Batch, error) {
 	body, err := io.ReadAll(r)
 	if err != nil {
 		// The reader failed part way (a body over the size limit, a client
@@ -92,7 +104,7 @@ func DecodeJSON(r io.Reader, now int64) ([]Point, error) {
 		return decodeJSONStream(io.MultiReader(bytes.NewReader(body), failingReader{err}), now)
 	}
 	if points, ok := decodeJSONFast(body, now); ok {
-		return points, nil
+		return Batch{Points: points}, nil
 	}
 	return decodeJSONStream(bytes.NewReader(body), now)
 }
@@ -103,7 +115,7 @@ type failingReader struct{ err error }
 func (f failingReader) Read([]byte) (int, error) { return 0, f.err }
 
 // decodeJSONStream is DecodeJSON with encoding/json, point by point.
-func decodeJSONStream(r io.Reader, now int64) ([]Point, error) {
+func decodeJSONStream(r io.Reader, now int64) (Batch, error) {
 	dec := json.NewDecoder(r)
 	dec.UseNumber()
 	verr := &ValidationError{}
@@ -111,41 +123,60 @@ func decodeJSONStream(r io.Reader, now int64) ([]Point, error) {
 		return &ValidationError{Errors: []params.Error{{Param: "body", Message: msg}}}
 	}
 	if tok, err := dec.Token(); err != nil {
-		return nil, syntaxError(err, bodyErr)
+		return Batch{}, syntaxError(err, bodyErr)
 	} else if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, bodyErr(`must be a JSON object like {"points": [...]}`)
+		return Batch{}, bodyErr(`must be a JSON object like {"points": [...]}`)
 	}
 	var points []Point
+	var labels map[string]tiers.Labels
 	sawPoints := false
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, syntaxError(err, bodyErr)
+			return Batch{}, syntaxError(err, bodyErr)
 		}
 		key, _ := tok.(string)
+		if key == "series_labels" {
+			if labels != nil {
+				return Batch{}, bodyErr(`"series_labels" appears twice`)
+			}
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return Batch{}, syntaxError(err, bodyErr)
+			}
+			if labels = seriesLabels(raw, verr); labels == nil {
+				labels = map[string]tiers.Labels{}
+			}
+			continue
+		}
 		if key != "points" {
-			return nil, bodyErr(fmt.Sprintf("unknown member %q; the body holds only \"points\"", key))
+			return Batch{}, bodyErr(fmt.Sprintf("unknown member %q; the body holds \"points\" and \"series_labels\"", key))
 		}
 		if sawPoints {
-			return nil, bodyErr(`"points" appears twice`)
+			return Batch{}, bodyErr(`"points" appears twice`)
 		}
 		sawPoints = true
 		if tok, err := dec.Token(); err != nil {
-			return nil, syntaxError(err, bodyErr)
+			return Batch{}, syntaxError(err, bodyErr)
 		} else if d, ok := tok.(json.Delim); !ok || d != '[' {
-			return nil, &ValidationError{Errors: []params.Error{{Param: "points", Message: "must be an array of points"}}}
+			return Batch{}, &ValidationError{Errors: []params.Error{{Param: "points", Message: "must be an array of points"}}}
 		}
 		for i := 0; dec.More(); i++ {
 			rp, err := decodePoint(dec)
 			if err != nil {
 				if isSyntax(err) {
-					return nil, syntaxError(err, bodyErr)
+					return Batch{}, syntaxError(err, bodyErr)
 				}
 				if !isShapeError(err) && !isRepeated(err) {
-					return nil, err // the body's reader failed: too large, or the client left
+					return Batch{}, err // the body's reader failed: too large, or the client left
 				}
 				verr.Invalid++
 				verr.add(pointShapeError(i, err))
+				continue
+			}
+			if rp.Labels != nil {
+				verr.Invalid++
+				verr.add(fmt.Sprintf("points[%d].labels", i), `a point carries no labels: give them in "series_labels"`)
 				continue
 			}
 			p, ok := checkPoint(rp, i, now, verr)
@@ -155,24 +186,27 @@ func decodeJSONStream(r io.Reader, now int64) ([]Point, error) {
 			}
 		}
 		if _, err := dec.Token(); err != nil {
-			return nil, syntaxError(err, bodyErr)
+			return Batch{}, syntaxError(err, bodyErr)
 		}
 	}
 	if _, err := dec.Token(); err != nil {
-		return nil, syntaxError(err, bodyErr)
+		return Batch{}, syntaxError(err, bodyErr)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, bodyErr("unexpected data after the JSON object")
+		return Batch{}, bodyErr("unexpected data after the JSON object")
 	}
-	return finish(points, verr)
+	return finish(points, labels, verr)
 }
 
-// DecodeNDJSON reads one point object per line; blank lines are skipped.
-func DecodeNDJSON(r io.Reader, now int64) ([]Point, error) {
+// DecodeNDJSON reads one point object per line; blank lines are skipped. A
+// line {"series": "<id>", "labels": {...}} (no t, no v) gives the series
+// its labels.
+func DecodeNDJSON(r io.Reader, now int64) (Batch, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
 	verr := &ValidationError{}
 	var points []Point
+	var labels map[string]tiers.Labels
 	var lines scanner // reused from line to line
 	i := 0
 	for sc.Scan() {
@@ -194,7 +228,7 @@ func DecodeNDJSON(r io.Reader, now int64) ([]Point, error) {
 		rp, err := decodePoint(dec)
 		if err != nil || int(dec.InputOffset()) != len(line) {
 			if err != nil && !isShapeError(err) && !isSyntax(err) && !isRepeated(err) {
-				return nil, err
+				return Batch{}, err
 			}
 			verr.Invalid++
 			if err != nil {
@@ -205,6 +239,14 @@ func DecodeNDJSON(r io.Reader, now int64) ([]Point, error) {
 			i++
 			continue
 		}
+		if rp.Labels != nil {
+			if labels == nil {
+				labels = map[string]tiers.Labels{}
+			}
+			labelLine(rp, i, labels, verr)
+			i++
+			continue
+		}
 		if p, ok := checkPoint(rp, i, now, verr); ok {
 			points = append(points, p)
 			verr.decoded = append(verr.decoded, i)
@@ -212,9 +254,9 @@ func DecodeNDJSON(r io.Reader, now int64) ([]Point, error) {
 		i++
 	}
 	if err := sc.Err(); err != nil {
-		return nil, lineError(err, i)
+		return Batch{}, lineError(err, i)
 	}
-	return finish(points, verr)
+	return finish(points, labels, verr)
 }
 
 // lineError is the failure of a line-by-line body at line i: a line over
@@ -227,18 +269,126 @@ func lineError(err error, i int) error {
 	return err
 }
 
-func finish(points []Point, verr *ValidationError) ([]Point, error) {
+func finish(points []Point, labels map[string]tiers.Labels, verr *ValidationError) (Batch, error) {
 	if verr.Invalid > 0 {
 		verr.Total = len(points) + verr.Invalid
 		// The points that did decode still get their other checks (see
 		// Writer.Check), so that one answer names every bad point.
 		verr.points = points
-		return nil, verr
+		return Batch{}, verr
 	}
 	if len(points) == 0 {
-		return nil, &ValidationError{Errors: []params.Error{{Param: "points", Message: "must hold at least one point"}}}
+		return Batch{}, &ValidationError{Errors: []params.Error{{Param: "points", Message: "must hold at least one point"}}}
 	}
-	return points, nil
+	return Batch{Points: points, Labels: labels}, nil
+}
+
+// seriesLabels reads the series_labels member: an object of series ids,
+// each an object of label names and string values, no name twice. What
+// is wrong is reported against series_labels.<id>.
+func seriesLabels(raw json.RawMessage, verr *ValidationError) map[string]tiers.Labels {
+	bad := func(param, msg string) {
+		verr.Invalid++
+		verr.add(param, msg)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		bad("series_labels", `must be an object of series ids, each an object of labels: {"sensor-1": {"host": "a"}}`)
+		return nil
+	}
+	out := map[string]tiers.Labels{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			bad("series_labels", "not valid JSON")
+			return out
+		}
+		id, _ := tok.(string)
+		var obj json.RawMessage
+		if err := dec.Decode(&obj); err != nil {
+			bad("series_labels", "not valid JSON")
+			return out
+		}
+		param := "series_labels." + id
+		if err := params.SeriesID(id); err != nil {
+			bad(param, err.Error())
+			continue
+		}
+		if _, dup := out[id]; dup {
+			bad(param, "the series appears twice")
+			continue
+		}
+		l, msg := labelObject(obj)
+		if msg != "" {
+			bad(param, msg)
+			continue
+		}
+		out[id] = l
+	}
+	return out
+}
+
+// labelLine reads an NDJSON label line into labels.
+func labelLine(rp rawPoint, i int, labels map[string]tiers.Labels, verr *ValidationError) {
+	bad := func(param, msg string) {
+		verr.Invalid++
+		verr.add(param, msg)
+	}
+	switch {
+	case rp.Series == nil:
+		bad(fmt.Sprintf("points[%d].series", i), "required: the series the labels are for")
+		return
+	case rp.T != nil || rp.V != nil:
+		bad(fmt.Sprintf("points[%d]", i), "a label line holds series and labels only, no t or v")
+		return
+	}
+	id := *rp.Series
+	param := "series_labels." + id
+	if err := params.SeriesID(id); err != nil {
+		bad(fmt.Sprintf("points[%d].series", i), err.Error())
+		return
+	}
+	l, msg := labelObject(rp.Labels)
+	if msg != "" {
+		bad(param, msg)
+		return
+	}
+	if prev, ok := labels[id]; ok && !prev.Equal(l) {
+		bad(param, "two label lines give the series different labels")
+		return
+	}
+	labels[id] = l
+}
+
+// labelObject reads an object of label names and string values; msg says
+// what is wrong with it, "" when nothing is. Names and values are checked
+// against the API's rules by the writer.
+func labelObject(raw json.RawMessage) (tiers.Labels, string) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, `must be an object of label names and string values: {"host": "a"}`
+	}
+	l := tiers.Labels{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, "not valid JSON"
+		}
+		name, _ := tok.(string)
+		tok, err = dec.Token()
+		if err != nil {
+			return nil, "not valid JSON"
+		}
+		value, ok := tok.(string)
+		if !ok {
+			return nil, fmt.Sprintf("the value of label %s must be a string", name)
+		}
+		if _, dup := l[name]; dup {
+			return nil, fmt.Sprintf("label %s appears twice", name)
+		}
+		l[name] = value
+	}
+	return l, ""
 }
 
 func isSyntax(err error) bool {

@@ -11,7 +11,7 @@ import (
 const now = int64(1768487842123)
 
 func TestDecodeJSON(t *testing.T) {
-	pts, err := DecodeJSON(strings.NewReader(`{"points": [
+	pts, err := decodeJSONPoints(strings.NewReader(`{"points": [
 		{"series": "sensor-1", "t": 1768487842123, "v": 21.5},
 		{"series": "sensor-2", "t": "2026-01-15T14:37:22Z", "v": -3},
 		{"series": "sensor-2", "t": "now-1m", "v": 0}]}`), now)
@@ -38,7 +38,7 @@ func TestDecodeReportsEveryBadPointUpTo100(t *testing.T) {
 		}
 	}
 	b.WriteString(`]}`)
-	_, err := DecodeJSON(strings.NewReader(b.String()), now)
+	_, err := pointsOf(DecodeJSON(strings.NewReader(b.String()), now))
 	var ve *ValidationError
 	if !errors.As(err, &ve) {
 		t.Fatalf("err = %v", err)
@@ -95,7 +95,7 @@ func FuzzDecodeJSONInvariants(f *testing.F) {
 	f.Add(`{"points":[{"series":"a","t":1,"v":1,"v":2}]}`)
 	f.Add(`{"points":[{"series":"a","Series":"b","t":1,"v":1}]}`)
 	f.Fuzz(func(t *testing.T, body string) {
-		pts, err := DecodeJSON(strings.NewReader(body), now)
+		pts, err := pointsOf(DecodeJSON(strings.NewReader(body), now))
 		checkDecoded(t, pts, err)
 		if err == nil && repeatsAMember([]byte(body), false) {
 			t.Fatalf("a point with a member given twice was accepted: %q", body)
@@ -112,7 +112,7 @@ func FuzzDecodeNDJSON(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		pts, err := DecodeNDJSON(strings.NewReader(body), now)
+		pts, err := pointsOf(DecodeNDJSON(strings.NewReader(body), now))
 		checkDecoded(t, pts, err)
 		if err != nil {
 			return
@@ -130,7 +130,7 @@ func FuzzDecodeNDJSON(f *testing.F) {
 			}
 		}
 		asJSON := `{"points":[` + strings.Join(lines, ",") + `]}`
-		want, err := DecodeJSON(strings.NewReader(asJSON), now)
+		want, err := pointsOf(DecodeJSON(strings.NewReader(asJSON), now))
 		if err != nil || !reflect.DeepEqual(pts, want) {
 			t.Fatalf("NDJSON %q gives %v; as JSON %q it gives %v, %v", body, pts, asJSON, want, err)
 		}
@@ -143,7 +143,7 @@ func FuzzDecodeNDJSON(f *testing.F) {
 func TestDecodeNDJSONRefusesTextAfterThePoint(t *testing.T) {
 	for _, tail := range []string{"}", "}0", "]", "]]", "} {}", ` {"series":"a","t":1,"v":1}`, ",", "x"} {
 		body := `{"series":"a","t":1768487842123,"v":1}` + "\n" + `{"series":"b","t":1768487842123,"v":2}` + tail + "\n"
-		_, err := DecodeNDJSON(strings.NewReader(body), now)
+		_, err := pointsOf(DecodeNDJSON(strings.NewReader(body), now))
 		var ve *ValidationError
 		if !errors.As(err, &ve) || len(ve.Errors) != 1 || ve.Errors[0].Param != "points[1]" || ve.Invalid != 1 || ve.Total != 2 {
 			t.Errorf("line with %q after the point: %v", tail, err)

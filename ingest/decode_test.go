@@ -22,8 +22,8 @@ const testNow = 1768400000000
 // on body: the same points, or the same error.
 func sameDecoding(t *testing.T, body []byte) {
 	t.Helper()
-	got, gotErr := DecodeJSON(bytes.NewReader(body), testNow)
-	want, wantErr := decodeJSONStream(bytes.NewReader(body), testNow)
+	got, gotErr := pointsOf(DecodeJSON(bytes.NewReader(body), testNow))
+	want, wantErr := pointsOf(decodeJSONStream(bytes.NewReader(body), testNow))
 	if !reflect.DeepEqual(got, want) || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
 		t.Fatalf("body %q:\nDecodeJSON:     %v, %v\nencoding/json:  %v, %v", body, got, gotErr, want, wantErr)
 	}
@@ -176,7 +176,7 @@ func TestDecodeJSONReaderFailure(t *testing.T) {
 			_, err := decode(http.MaxBytesReader(rec, io.NopCloser(bytes.NewReader(body)), 1024), testNow)
 			return err
 		}
-		got, want := read(DecodeJSON), read(decodeJSONStream)
+		got, want := read(decodeJSONPoints), read(decodeJSONStreamPoints)
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("DecodeJSON: %v; encoding/json: %v", got, want)
 		}
@@ -203,7 +203,7 @@ func BenchmarkDecodeJSON(b *testing.B) {
 	for _, c := range []struct {
 		name   string
 		decode func(io.Reader, int64) ([]Point, error)
-	}{{"decoder=gateway", DecodeJSON}, {"decoder=encoding-json", decodeJSONStream}} {
+	}{{"decoder=gateway", decodeJSONPoints}, {"decoder=encoding-json", decodeJSONStreamPoints}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(body)))
@@ -230,7 +230,7 @@ func BenchmarkDecodeNDJSON(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := DecodeNDJSON(bytes.NewReader(body), testNow); err != nil {
+		if _, err := pointsOf(DecodeNDJSON(bytes.NewReader(body), testNow)); err != nil {
 			b.Fatal(err)
 		}
 	}

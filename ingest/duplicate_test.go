@@ -31,9 +31,9 @@ func TestRepeatedMembersAreRefused(t *testing.T) {
 		lines := fmt.Sprintf("{\"series\":\"ok\",\"t\":1,\"v\":1}\n{\"series\":\"ok\",\"t\":2,\"v\":1}\n%s\n", c.point)
 		want := "points[2]." + c.param
 		for name, decode := range map[string]func() ([]Point, error){
-			"JSON":          func() ([]Point, error) { return DecodeJSON(strings.NewReader(body), testNow) },
-			"encoding/json": func() ([]Point, error) { return decodeJSONStream(strings.NewReader(body), testNow) },
-			"NDJSON":        func() ([]Point, error) { return DecodeNDJSON(strings.NewReader(lines), testNow) },
+			"JSON":          func() ([]Point, error) { return pointsOf(DecodeJSON(strings.NewReader(body), testNow)) },
+			"encoding/json": func() ([]Point, error) { return pointsOf(decodeJSONStream(strings.NewReader(body), testNow)) },
+			"NDJSON":        func() ([]Point, error) { return pointsOf(DecodeNDJSON(strings.NewReader(lines), testNow)) },
 		} {
 			pts, err := decode()
 			var ve *ValidationError
@@ -57,7 +57,7 @@ func TestRepeatedMembersProperty(t *testing.T) {
 	for range 2000 {
 		n := 1 + r.IntN(20)
 		body := plainBody(r, n)
-		if _, err := DecodeJSON(bytes.NewReader(body), testNow); err != nil {
+		if _, err := pointsOf(DecodeJSON(bytes.NewReader(body), testNow)); err != nil {
 			t.Fatalf("the plain body %q: %v", body, err)
 		}
 		points := splitPoints(t, body)
@@ -82,8 +82,8 @@ func TestRepeatedMembersProperty(t *testing.T) {
 			ndjson.WriteString(line.String() + "\n")
 		}
 		for name, decode := range map[string]func() ([]Point, error){
-			"JSON":   func() ([]Point, error) { return DecodeJSON(strings.NewReader(jsonBody), testNow) },
-			"NDJSON": func() ([]Point, error) { return DecodeNDJSON(strings.NewReader(ndjson.String()), testNow) },
+			"JSON":   func() ([]Point, error) { return pointsOf(DecodeJSON(strings.NewReader(jsonBody), testNow)) },
+			"NDJSON": func() ([]Point, error) { return pointsOf(DecodeNDJSON(strings.NewReader(ndjson.String()), testNow)) },
 		} {
 			_, err := decode()
 			var ve *ValidationError

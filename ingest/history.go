@@ -98,9 +98,20 @@ type ImportResult struct {
 // Write, it returns once everything is durable, and a retry of a failed
 // call is safe.
 func (im *Importer) Import(ctx context.Context, points []Point) (ImportResult, error) {
+	return im.ImportBatch(ctx, Batch{Points: points})
+}
+
+// ImportBatch is Import for a batch that may give series labels, checked
+// and written as Writer.WriteBatch does.
+func (im *Importer) ImportBatch(ctx context.Context, b Batch) (ImportResult, error) {
+	points := b.Points
 	w := im.writer
 	now := w.now().UnixMilli()
 	verr := &ValidationError{}
+	fresh, err := w.checkLabels(ctx, b.Labels, verr)
+	if err != nil {
+		return ImportResult{}, err
+	}
 	for i, p := range points {
 		if msg, bad := im.timeError(p.T, now); bad {
 			verr.Invalid++
@@ -110,6 +121,9 @@ func (im *Importer) Import(ctx context.Context, points []Point) (ImportResult, e
 	if verr.Invalid > 0 {
 		verr.Total = len(points)
 		return ImportResult{}, verr
+	}
+	if err := w.setLabels(ctx, fresh); err != nil {
+		return ImportResult{}, err
 	}
 
 	res := ImportResult{Points: len(points), Aggregated: map[string]int{}, Windows: map[string]int64{}}

@@ -43,8 +43,8 @@ func TestNDJSONDecodesLikeTheJSONBody(t *testing.T) {
 			}
 		}
 		now := int64(1700000000000)
-		gotPts, gotErr := DecodeNDJSON(strings.NewReader(strings.Join(lines, "\n")+"\n"), now)
-		wantPts, wantErr := DecodeJSON(strings.NewReader(`{"points":[`+strings.Join(lines, ",")+`]}`), now)
+		gotPts, gotErr := pointsOf(DecodeNDJSON(strings.NewReader(strings.Join(lines, "\n")+"\n"), now))
+		wantPts, wantErr := pointsOf(DecodeJSON(strings.NewReader(`{"points":[`+strings.Join(lines, ",")+`]}`), now))
 		if !reflect.DeepEqual(gotPts, wantPts) || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || !reflect.DeepEqual(gotErr, wantErr) {
 			t.Fatalf("lines %q:\nNDJSON %v %v\nJSON   %v %v", lines, gotPts, gotErr, wantPts, wantErr)
 		}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -22,6 +23,8 @@ import (
 // Store is what the write path writes to.
 type Store interface {
 	tiers.PartitionWriter
+	// SetLabels labels a series (tiers.LabelIndex).
+	SetLabels(ctx context.Context, id string, labels tiers.Labels) error
 	NoteSeries(ctx context.Context, spans []tiers.SeriesInfo) error
 	MarkRewritten(ctx context.Context, ids []string) error
 	tiers.LateIndex
@@ -66,11 +69,13 @@ type Config struct {
 	Lateness time.Duration
 	// ClockSkew is how far in the future a point may be.
 	ClockSkew time.Duration
+	// MaxLabels bounds the labels of one series (0: unbounded).
+	MaxLabels int
 }
 
 // DefaultConfig returns the write path's defaults.
 func DefaultConfig() Config {
-	return Config{Lateness: 15 * time.Minute, ClockSkew: 5 * time.Minute}
+	return Config{Lateness: 15 * time.Minute, ClockSkew: 5 * time.Minute, MaxLabels: params.DefaultMaxLabels}
 }
 
 // Validate checks the configuration.
@@ -80,6 +85,9 @@ func (c Config) Validate() error {
 	}
 	if c.ClockSkew < 0 {
 		return errors.New("clock skew allowance must not be negative")
+	}
+	if c.MaxLabels < 0 {
+		return errors.New("--max-labels must not be negative")
 	}
 	return nil
 }
@@ -95,7 +103,14 @@ type Writer struct {
 	cfg       Config
 	now       func() time.Time
 	blocks    BlockSource
+	// series tells which series exist, with their labels.
+	series SeriesLookup
 }
+
+// KnowSeries makes the writer compare the labels a batch gives a series
+// with the labels the series has, through reg (usually the series cache).
+// Without it every labelled series of a batch is taken as new.
+func (w *Writer) KnowSeries(reg SeriesLookup) { w.series = reg }
 
 // RefuseBlocked makes the writer refuse batches holding points of a series
 // that b says is blocked.
@@ -118,7 +133,16 @@ type Result struct {
 // invalid. It returns after every point is durable; on a store error some
 // points may be written, and a retry of the whole batch is safe.
 func (w *Writer) Write(ctx context.Context, points []Point) (Result, error) {
-	return w.write(ctx, points, false)
+	return w.write(ctx, Batch{Points: points}, false)
+}
+
+// WriteBatch is Write for a batch that may give series labels: labels of
+// a new series are checked (params.Labels) and written to the label index
+// before anything is acknowledged; labels given for a series that exists
+// must be its labels, else the batch is refused (series_labels.<id>).
+// Nothing is written when anything of the batch is invalid.
+func (w *Writer) WriteBatch(ctx context.Context, b Batch) (Result, error) {
+	return w.write(ctx, b, false)
 }
 
 // Backfill writes points like Write, but as if each had arrived on time:
@@ -126,7 +150,7 @@ func (w *Writer) Write(ctx context.Context, points []Point) (Result, error) {
 // history (the demo data, imports), where the late path's purpose — keeping
 // the raw table time-ordered — is served by loading in time order.
 func (w *Writer) Backfill(ctx context.Context, points []Point) (Result, error) {
-	return w.write(ctx, points, true)
+	return w.write(ctx, Batch{Points: points}, true)
 }
 
 // timeError says what is wrong with a point's time at now: older than the
@@ -183,7 +207,8 @@ func pointIndex(param string) int {
 	return i
 }
 
-func (w *Writer) write(ctx context.Context, points []Point, onTime bool) (Result, error) {
+func (w *Writer) write(ctx context.Context, batch Batch, onTime bool) (Result, error) {
+	points := batch.Points
 	now := w.now().UnixMilli()
 	// A blocked series refuses the whole batch, so its partitions are
 	// never touched, nor its registry entry.
@@ -192,6 +217,10 @@ func (w *Writer) write(ctx context.Context, points []Point, onTime bool) (Result
 		return Result{}, err
 	}
 	verr := &ValidationError{}
+	fresh, err := w.checkLabels(ctx, batch.Labels, verr)
+	if err != nil {
+		return Result{}, err
+	}
 	for i, p := range points {
 		bad := false
 		if msg, late := w.timeError(p.T, now); late {
@@ -209,6 +238,15 @@ func (w *Writer) write(ctx context.Context, points []Point, onTime bool) (Result
 	if verr.Invalid > 0 {
 		verr.Total = len(points)
 		return Result{}, verr
+	}
+	// The index knows a new series' labels before any of its points is
+	// acknowledged, so a selector finds every series a client was told
+	// is written.
+	if err := w.setLabels(ctx, fresh); err != nil {
+		return Result{}, err
+	}
+	if len(points) == 0 {
+		return Result{}, nil
 	}
 
 	lateBefore := now - w.cfg.Lateness.Milliseconds()
@@ -334,6 +372,63 @@ func (w *Writer) write(ctx context.Context, points []Point, onTime bool) (Result
 	return res, nil
 }
 
+// checkLabels checks the labels a batch gives series, adding what is
+// wrong to verr, and returns the labels of the series that do not exist
+// yet: those to write.
+func (w *Writer) checkLabels(ctx context.Context, labels map[string]tiers.Labels, verr *ValidationError) (map[string]tiers.Labels, error) {
+	if len(labels) == 0 {
+		return nil, nil
+	}
+	fresh := map[string]tiers.Labels{}
+	for _, id := range slices.Sorted(maps.Keys(labels)) {
+		l := labels[id]
+		param := "series_labels." + id
+		if err := params.Labels(l, w.cfg.MaxLabels); err != nil {
+			verr.Invalid++
+			verr.add(param, err.Error())
+			continue
+		}
+		if w.blocks != nil {
+			if b, ok, err := w.blocks.IsBlocked(ctx, id); err != nil {
+				return nil, fmt.Errorf("blocked series: %w", err)
+			} else if ok {
+				verr.Invalid++
+				verr.add(param, fmt.Sprintf("series %s is blocked: %s", b.Series, b.Reason))
+				continue
+			}
+		}
+		if w.series != nil {
+			info, err := w.series.LookupSeries(ctx, id)
+			switch {
+			case err == nil:
+				if !info.Labels.Stored().Equal(l.Stored()) {
+					verr.Invalid++
+					verr.add(param, fmt.Sprintf("the series exists with the labels %s; labels are set when a series is created, and changed only by PUT /v1/admin/series/%s/labels",
+						params.CanonicalLabels(info.Labels), id))
+				}
+				continue
+			case !errors.Is(err, tiers.ErrNotFound):
+				return nil, fmt.Errorf("series %s: %w", id, err)
+			}
+		}
+		fresh[id] = l.Stored()
+	}
+	return fresh, nil
+}
+
+// setLabels writes the labels of new series to the index, all at once.
+func (w *Writer) setLabels(ctx context.Context, fresh map[string]tiers.Labels) error {
+	if len(fresh) == 0 {
+		return nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for id, l := range fresh {
+		g.Go(func() error { return w.store.SetLabels(gctx, id, l) })
+	}
+	return g.Wait()
+}
+
 // blockedIn returns the blocks of the batch's blocked series, by id.
 func (w *Writer) blockedIn(ctx context.Context, points []Point) (map[string]tiers.BlockedSeries, error) {
 	if w.blocks == nil {
@@ -363,4 +458,19 @@ func (w *Writer) blockedIn(ctx context.Context, points []Point) (map[string]tier
 type seriesT struct {
 	series string
 	t      int64
+}
+
+// Relabel replaces the labels of an existing series: checked as a write's
+// labels are, written to the index (tiers.ErrNotFound for a series the
+// registry does not know).
+func (w *Writer) Relabel(ctx context.Context, id string, labels tiers.Labels) error {
+	if err := params.Labels(labels, w.cfg.MaxLabels); err != nil {
+		return params.Bad("labels", "%s", err)
+	}
+	if w.series != nil {
+		if _, err := w.series.LookupSeries(ctx, id); err != nil {
+			return err
+		}
+	}
+	return w.store.SetLabels(ctx, id, labels.Stored())
 }

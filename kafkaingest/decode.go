@@ -16,7 +16,7 @@ import (
 // decoder reads the points of one record's value at the clock now (Unix
 // milliseconds, for relative times), with the validation of the HTTP
 // write routes.
-type decoder = func(r io.Reader, now int64) ([]ingest.Point, error)
+type decoder = func(r io.Reader, now int64) (ingest.Batch, error)
 
 // Media types of records, from their content-type header.
 const (
@@ -57,17 +57,17 @@ func (e *mediaError) Error() string { return e.msg }
 // else NDJSON. Decoders return *ingest.ValidationError for bad input;
 // an unknown or unsupported media type is a *mediaError. Both mean the
 // record can never be written.
-func decodeRecord(rec *kgo.Record, now int64) ([]ingest.Point, error) {
+func decodeRecord(rec *kgo.Record, now int64) (ingest.Batch, error) {
 	media, err := recordMedia(rec)
 	if err != nil {
-		return nil, err
+		return ingest.Batch{}, err
 	}
 	decode, known := decoders[media]
 	switch {
 	case !known:
-		return nil, &mediaError{fmt.Sprintf("content-type %q is not a point format; send application/json or application/x-ndjson", media)}
+		return ingest.Batch{}, &mediaError{fmt.Sprintf("content-type %q is not a point format; send application/json or application/x-ndjson", media)}
 	case decode == nil:
-		return nil, &mediaError{unsupported[media]}
+		return ingest.Batch{}, &mediaError{unsupported[media]}
 	}
 	return decode(bytes.NewReader(rec.Value), now)
 }

@@ -31,7 +31,8 @@ func TestDecodeRecordByContentType(t *testing.T) {
 		{"malformed header", "a", []string{"content-type", "application/json; ="}, 0, "media"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			pts, err := decodeRecord(rec(0, c.value, c.headers...), now)
+			b, err := decodeRecord(rec(0, c.value, c.headers...), now)
+			pts := b.Points
 			var ve *ingest.ValidationError
 			var me *mediaError
 			switch c.err {
@@ -54,7 +55,8 @@ func TestDecodeRecordByContentType(t *testing.T) {
 
 // Relative times resolve at the clock the consumer is given.
 func TestDecodeRecordRelativeTimes(t *testing.T) {
-	pts, err := decodeRecord(rec(0, `{"series":"a","t":"now-1s","v":1}`), t0)
+	b, err := decodeRecord(rec(0, `{"series":"a","t":"now-1s","v":1}`), t0)
+	pts := b.Points
 	if err != nil || len(pts) != 1 || pts[0].T != t0-1000 {
 		t.Fatalf("%+v, %v; want t=%d", pts, err, t0-1000)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/params"
+	"github.com/tsgate/tsgate/tiers"
 )
 
 // Writer is the write path records go through (ingest.Writer): Write
@@ -20,7 +21,7 @@ import (
 // writes nothing, or another error after which a retry of the same points
 // is safe. Check completes a decoder's refusal with the checks Write makes.
 type Writer interface {
-	Write(ctx context.Context, points []ingest.Point) (ingest.Result, error)
+	WriteBatch(ctx context.Context, b ingest.Batch) (ingest.Result, error)
 	Check(verr *ingest.ValidationError)
 }
 
@@ -87,10 +88,10 @@ type processor struct {
 	retries, refusals *throttle
 }
 
-// decoded is a record whose points decoded.
+// decoded is a record whose points (and labels) decoded.
 type decoded struct {
-	rec    *kgo.Record
-	points []ingest.Point
+	rec   *kgo.Record
+	batch ingest.Batch
 }
 
 // process handles recs, which follow each other in one partition. It
@@ -122,48 +123,48 @@ func (p *processor) process(ctx context.Context, recs []*kgo.Record) error {
 			}
 			continue
 		}
-		if points > 0 && points+len(pts) > p.batchPoints {
+		if points > 0 && points+len(pts.Points) > p.batchPoints {
 			if err := flush(); err != nil {
 				return err
 			}
 		}
 		group = append(group, decoded{rec, pts})
-		points += len(pts)
+		points += len(pts.Points)
 	}
 	return flush()
 }
 
 // decode returns the points of rec, or why it can never be written.
-func (p *processor) decode(ctx context.Context, rec *kgo.Record) ([]ingest.Point, *Refusal, error) {
-	pts, err := decodeRecord(rec, p.now().UnixMilli())
+func (p *processor) decode(ctx context.Context, rec *kgo.Record) (ingest.Batch, *Refusal, error) {
+	b, err := decodeRecord(rec, p.now().UnixMilli())
 	if err != nil {
 		var ve *ingest.ValidationError
 		var me *mediaError
 		switch {
 		case errors.As(err, &ve):
 			p.writer.Check(ve)
-			return nil, &Refusal{Kind: refusedInvalid, Reason: validationReason(ve), Errors: ve.Errors}, nil
+			return ingest.Batch{}, &Refusal{Kind: refusedInvalid, Reason: validationReason(ve), Errors: ve.Errors}, nil
 		case errors.As(err, &me):
-			return nil, &Refusal{Kind: refusedMedia, Reason: me.Error()}, nil
+			return ingest.Batch{}, &Refusal{Kind: refusedMedia, Reason: me.Error()}, nil
 		default:
-			return nil, &Refusal{Kind: refusedInvalid, Reason: err.Error()}, nil
+			return ingest.Batch{}, &Refusal{Kind: refusedInvalid, Reason: err.Error()}, nil
 		}
 	}
 	if p.newSeries == nil {
-		return pts, nil, nil
+		return b, nil, nil
 	}
 	var fresh int
 	err = p.retry(ctx, causeStore, func() error {
-		fresh, err = p.newSeries.Count(ctx, p.registry, pts)
+		fresh, err = p.newSeries.Count(ctx, p.registry, b.Points)
 		return err
 	})
 	if err != nil {
-		return nil, nil, err
+		return ingest.Batch{}, nil, err
 	}
 	if err := p.newSeries.CheckBatch(fresh); err != nil {
-		return nil, &Refusal{Kind: refusedNewSeries, Reason: err.Error(), Errors: []params.Error{{Param: "points", Message: err.Error()}}}, nil
+		return ingest.Batch{}, &Refusal{Kind: refusedNewSeries, Reason: err.Error(), Errors: []params.Error{{Param: "points", Message: err.Error()}}}, nil
 	}
-	return pts, nil, nil
+	return b, nil, nil
 }
 
 // validationReason is the sentence of a refused record: the summary and
@@ -189,15 +190,26 @@ func validationReason(ve *ingest.ValidationError) string {
 // so that only the bad ones are dead-lettered. admitted says that the
 // group's new series were admitted already.
 func (p *processor) writeGroup(ctx context.Context, group []decoded, admitted bool) error {
-	pts := group[0].points
+	batch := group[0].batch
 	if len(group) > 1 {
-		pts = nil
+		batch = ingest.Batch{}
 		for _, d := range group {
-			pts = append(pts, d.points...)
+			batch.Points = append(batch.Points, d.batch.Points...)
+			for id, l := range d.batch.Labels {
+				if batch.Labels == nil {
+					batch.Labels = map[string]tiers.Labels{}
+				}
+				if prev, ok := batch.Labels[id]; ok && !prev.Equal(l) {
+					// Records that disagree on a series' labels are
+					// written one by one: the later is refused alone.
+					return p.eachAlone(ctx, group, admitted)
+				}
+				batch.Labels[id] = l
+			}
 		}
 	}
 	if !admitted {
-		why, err := p.admit(ctx, pts)
+		why, err := p.admit(ctx, batch.Points)
 		if err != nil {
 			return err
 		}
@@ -211,7 +223,7 @@ func (p *processor) writeGroup(ctx context.Context, group []decoded, admitted bo
 	var res ingest.Result
 	err := p.retry(ctx, causeStore, func() error {
 		var err error
-		res, err = p.writer.Write(ctx, pts)
+		res, err = p.writer.WriteBatch(ctx, batch)
 		return err
 	})
 	var ve *ingest.ValidationError

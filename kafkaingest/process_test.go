@@ -36,7 +36,8 @@ var _ Writer = (*fakeWriter)(nil)
 
 var errStore = errors.New("cassandra: no host available")
 
-func (f *fakeWriter) Write(_ context.Context, pts []ingest.Point) (ingest.Result, error) {
+func (f *fakeWriter) WriteBatch(_ context.Context, b ingest.Batch) (ingest.Result, error) {
+	pts := b.Points
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.attempts++

@@ -27,10 +27,12 @@ var layers = [][]string{
 	{"tiers", "merge", "jsonenc", "flagconf", "api", "api/client", "web", "auth", "membudget"},
 	// The syntaxes of the API and the one error type for bad input.
 	{"params"},
+	// Cursors: signed positions of reads, checked positions of listings.
+	{"cursor"},
 	// Pure domain logic, and the store adapters.
 	{"router", "partial", "sizing", "tiers/cassandra", "tiers/embedded"},
 	// Reading tiers, caching, writing.
-	{"scan", "cache", "ingest"},
+	{"scan", "cache", "ingest", "index"},
 	// Answering reads, keeping rollups, demo data.
 	{"query", "rollup", "demo", "layouts"},
 	// The one table from kinds of failure to HTTP answers (problem+json).
@@ -62,7 +64,7 @@ var adapterImports = []string{"tiers", "merge"}
 // pure packages do no I/O: everything they read or write comes through
 // interfaces, so they are tested with fakes and never touch the network,
 // the disk or the process.
-var pure = []string{"failure", "tiers", "merge", "jsonenc", "params", "router", "partial", "scan", "query", "membudget"}
+var pure = []string{"failure", "cursor", "index", "tiers", "merge", "jsonenc", "params", "router", "partial", "scan", "query", "membudget"}
 
 // ioPackages are the standard library's doors to the outside.
 var ioPackages = []string{"os", "os/exec", "os/signal", "net", "net/http", "io/fs", "io/ioutil", "syscall", "path/filepath", "database/sql"}

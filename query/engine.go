@@ -97,6 +97,9 @@ type Config struct {
 	// MaxPartitions bounds the partitions one page may plan to read; 0
 	// means no bound.
 	MaxPartitions int
+	// MaxSeriesPerQuery bounds the series a selector may match in one
+	// read (0: no bound).
+	MaxSeriesPerQuery int
 }
 
 // DefaultConfig returns the engine's defaults.
@@ -107,7 +110,7 @@ func DefaultConfig() Config {
 			DefaultSLO: 10 * time.Second, MaxSLO: 60 * time.Second,
 			DefaultLimit: 10000, MaxLimit: 100000,
 		},
-		MaxPartitions: 20000,
+		MaxPartitions: 20000, MaxSeriesPerQuery: 1000,
 	}
 }
 

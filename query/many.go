@@ -49,6 +49,8 @@ type Many struct {
 	e      Engine
 	limits Limits
 	cfg    ManyConfig
+	// sel reads selectors (WithSelectors); nil when it cannot.
+	sel *manyReadConfig
 }
 
 // NewMany returns the reader of many series through e, whose requests are

@@ -201,6 +201,24 @@ func (e GrafanaTableType) Valid() bool {
 	}
 }
 
+// Defines values for MatchAnswerPartialReason.
+const (
+	MatchAnswerPartialReasonSLO         MatchAnswerPartialReason = "slo"
+	MatchAnswerPartialReasonUnavailable MatchAnswerPartialReason = "unavailable"
+)
+
+// Valid indicates whether the value is a known member of the MatchAnswerPartialReason enum.
+func (e MatchAnswerPartialReason) Valid() bool {
+	switch e {
+	case MatchAnswerPartialReasonSLO:
+		return true
+	case MatchAnswerPartialReasonUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Order.
 const (
 	OrderAsc  Order = "asc"
@@ -384,10 +402,12 @@ type BatchAnswer struct {
 type BatchError struct {
 	// Error An RFC 9457 problem detail; every error the API returns is one.
 	Error  Problem `json:"error"`
-	Series string  `json:"series"`
+	Series *string `json:"series,omitempty"`
 }
 
-// BatchQuery One query of a batch; its members override the shared ones.
+// BatchQuery One query of a batch: one series, or (`match`) every series a
+// selector matches, as `GET /v1/points` reads them (its answer is
+// then that read's answer); its members override the shared ones.
 type BatchQuery struct {
 	// Agg The aggregates of an aggregated answer, in column order, each at
 	// most once: an array (`["min", "max"]`) or a comma list in a string
@@ -401,8 +421,14 @@ type BatchQuery struct {
 	// Unix milliseconds or `now-<duration>`.
 	From *TimeValue `json:"from,omitempty"`
 
+	// GroupBy Label names to group by, a comma list or an array (empty: one group).
+	GroupBy *[]string `json:"group_by,omitempty"`
+
 	// Limit `limit`: an integer, or a string holding one.
 	Limit *LimitValue `json:"limit,omitempty"`
+
+	// Match A selector, or an array of selectors (their union).
+	Match *[]string `json:"match,omitempty"`
 
 	// MaxPoints `max_points`: an integer, or a string holding one.
 	MaxPoints *MaxPointsValue `json:"max_points,omitempty"`
@@ -422,7 +448,7 @@ type BatchQuery struct {
 	//
 	//
 	// Example: sensor-1
-	Series SeriesID `json:"series"`
+	Series *SeriesID `json:"series,omitempty"`
 
 	// To A time: integer Unix milliseconds, or a string holding RFC 3339,
 	// Unix milliseconds or `now-<duration>`.
@@ -663,6 +689,32 @@ type ImportAnswer struct {
 	Windows map[string]int `json:"windows"`
 }
 
+// LabelNames defines model for LabelNames.
+type LabelNames struct {
+	Labels []string `json:"labels"`
+}
+
+// LabelValues defines model for LabelValues.
+type LabelValues struct {
+	Name   string   `json:"name"`
+	Values []string `json:"values"`
+}
+
+// Labels A series' labels, name → value (`{}` when it has none).
+//
+// Example: {"__name__":"temperature","room":"lab"}
+type Labels map[string]string
+
+// LabelsBody `{"labels": {...}}`, or the labels object itself: label names and
+// string values.
+type LabelsBody struct {
+	// Labels A series' labels, name → value (`{}` when it has none).
+	//
+	// Example: {"__name__":"temperature","room":"lab"}
+	Labels               *Labels           `json:"labels,omitempty"`
+	AdditionalProperties map[string]string `json:"-"`
+}
+
 // LayoutEntry From `since` on, buckets of `bucket_ms` split into `event_buckets` partitions.
 type LayoutEntry struct {
 	// BucketMs Width of a bucket in ms.
@@ -691,6 +743,100 @@ type LayoutHistory struct {
 
 // LimitValue `limit`: an integer, or a string holding one.
 type LimitValue = int
+
+// MatchAnswer One page of a read by selector.
+type MatchAnswer struct {
+	// Covered `[from, to)` in Unix milliseconds.
+	//
+	// Example: [1768435200000,1768478400000]
+	Covered       Span                      `json:"covered"`
+	NextCursor    *string                   `json:"next_cursor,omitempty"`
+	Partial       bool                      `json:"partial"`
+	PartialReason *MatchAnswerPartialReason `json:"partial_reason,omitempty"`
+
+	// Results One per series (in id order), or one per group.
+	Results []MatchResult `json:"results"`
+
+	// Stats The work this page did.
+	Stats    Stats     `json:"stats"`
+	Warnings *[]string `json:"warnings,omitempty"`
+}
+
+// MatchAnswerPartialReason defines model for MatchAnswer.PartialReason.
+type MatchAnswerPartialReason string
+
+// MatchPlan defines model for MatchPlan.
+type MatchPlan struct {
+	Partitions   int     `json:"partitions"`
+	Reason       *string `json:"reason,omitempty"`
+	ResolutionMs int64   `json:"resolution_ms"`
+
+	// Series Series the selectors match.
+	Series int `json:"series"`
+
+	// Tier A tier of the aggregation pyramid, by name: `raw`, `minute`,
+	// `hour` and `day` with the default pyramid. An operator may
+	// configure another pyramid (`--tiers`), whose tiers have names of
+	// their own (for example `10s`); `raw` is always the raw points.
+	//
+	//
+	// Example: minute
+	Tier  *Tier `json:"tier,omitempty"`
+	Tiers []struct {
+		Partitions int `json:"partitions"`
+
+		// Tier A tier of the aggregation pyramid, by name: `raw`, `minute`,
+		// `hour` and `day` with the default pyramid. An operator may
+		// configure another pyramid (`--tiers`), whose tiers have names of
+		// their own (for example `10s`); `raw` is always the raw points.
+		//
+		//
+		// Example: minute
+		Tier Tier `json:"tier"`
+	} `json:"tiers"`
+}
+
+// MatchResult The page of one series (`series`, `labels`) or of one group
+// (`group`, `series_count`), with the fields of a one-series answer.
+type MatchResult struct {
+	Columns []Column `json:"columns"`
+
+	// Group A series' labels, name → value (`{}` when it has none).
+	//
+	// Example: {"__name__":"temperature","room":"lab"}
+	Group *Labels `json:"group,omitempty"`
+
+	// Labels A series' labels, name → value (`{}` when it has none).
+	//
+	// Example: {"__name__":"temperature","room":"lab"}
+	Labels *Labels `json:"labels,omitempty"`
+
+	// Order Time order of the answer.
+	Order        Order     `json:"order"`
+	Points       Rows      `json:"points"`
+	ResolutionMs int64     `json:"resolution_ms"`
+	Segments     []Segment `json:"segments"`
+
+	// Series 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
+	// and `..`: URLs drop those as path segments, so such a series could
+	// be written but not read at `/v1/series/{id}`.
+	//
+	//
+	// Example: sensor-1
+	Series *SeriesID `json:"series,omitempty"`
+
+	// SeriesCount How many series the group folds.
+	SeriesCount *int `json:"series_count,omitempty"`
+
+	// Tier A tier of the aggregation pyramid, by name: `raw`, `minute`,
+	// `hour` and `day` with the default pyramid. An operator may
+	// configure another pyramid (`--tiers`), whose tiers have names of
+	// their own (for example `10s`); `raw` is always the raw points.
+	//
+	//
+	// Example: minute
+	Tier Tier `json:"tier"`
+}
 
 // MaxPointsValue `max_points`: an integer, or a string holding one.
 type MaxPointsValue = int64
@@ -990,6 +1136,11 @@ type SeriesDetail struct {
 	// Example: sensor-1
 	ID SeriesID `json:"id"`
 
+	// Labels A series' labels, name → value (`{}` when it has none).
+	//
+	// Example: {"__name__":"temperature","room":"lab"}
+	Labels Labels `json:"labels"`
+
 	// Last Unix milliseconds, UTC.
 	//
 	// Example: 1768487842123
@@ -1003,6 +1154,22 @@ type SeriesDetail struct {
 //
 // Example: sensor-1
 type SeriesID = string
+
+// SeriesLabels defines model for SeriesLabels.
+type SeriesLabels struct {
+	// ID 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
+	// and `..`: URLs drop those as path segments, so such a series could
+	// be written but not read at `/v1/series/{id}`.
+	//
+	//
+	// Example: sensor-1
+	ID SeriesID `json:"id"`
+
+	// Labels A series' labels, name → value (`{}` when it has none).
+	//
+	// Example: {"__name__":"temperature","room":"lab"}
+	Labels Labels `json:"labels"`
+}
 
 // SeriesList defines model for SeriesList.
 type SeriesList struct {
@@ -1028,6 +1195,11 @@ type SeriesSummary struct {
 	//
 	// Example: sensor-1
 	ID SeriesID `json:"id"`
+
+	// Labels A series' labels, name → value (`{}` when it has none).
+	//
+	// Example: {"__name__":"temperature","room":"lab"}
+	Labels Labels `json:"labels"`
 
 	// Last Time of the series' last point.
 	Last int64 `json:"last"`
@@ -1134,6 +1306,11 @@ type WriteAnswer struct {
 // WriteRequest defines model for WriteRequest.
 type WriteRequest struct {
 	Points []Point `json:"points"`
+
+	// SeriesLabels Labels of the series the batch creates, by series id. Labels
+	// given for a series that exists must be its labels, else the
+	// batch is refused whole (400, `series_labels.<id>`).
+	SeriesLabels *map[string]Labels `json:"series_labels,omitempty"`
 }
 
 // PathSeriesID 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
@@ -1152,8 +1329,17 @@ type QueryCursor = string
 // QueryFrom defines model for QueryFrom.
 type QueryFrom = string
 
+// QueryGroupBy defines model for QueryGroupBy.
+type QueryGroupBy = string
+
 // QueryLimit defines model for QueryLimit.
 type QueryLimit = int32
+
+// QueryMatch defines model for QueryMatch.
+type QueryMatch = []string
+
+// QueryMatchOptional defines model for QueryMatchOptional.
+type QueryMatchOptional = []string
 
 // QueryMaxPoints defines model for QueryMaxPoints.
 type QueryMaxPoints = int64
@@ -1221,8 +1407,148 @@ type RunRollupsParams struct {
 	Wait *bool `form:"wait,omitempty" json:"wait,omitempty"`
 }
 
+// ListLabelsParams defines parameters for ListLabels.
+type ListLabelsParams struct {
+	// Match Only the series one of these selectors matches (see `GET
+	// /v1/points`); repeatable.
+	Match *QueryMatchOptional `form:"match,omitempty" json:"match,omitempty"`
+}
+
+// ListLabelValuesParams defines parameters for ListLabelValues.
+type ListLabelValuesParams struct {
+	// Match Only the series one of these selectors matches (see `GET
+	// /v1/points`); repeatable.
+	Match *QueryMatchOptional `form:"match,omitempty" json:"match,omitempty"`
+}
+
+// PlanMatchParams defines parameters for PlanMatch.
+type PlanMatchParams struct {
+	// Match A PromQL vector selector (`cpu{host="a", dc=~"eu-.*"}`,
+	// `{job!="batch"}`): `=`, `!=`, `=~`, `!~`, regular expressions (RE2)
+	// anchored at both ends; at least one matcher must not match the empty
+	// string. The pseudo-label `series` is the id. Repeat the parameter
+	// for the union of several selectors.
+	Match QueryMatch `form:"match" json:"match"`
+
+	// GroupBy Aggregate across series: a comma list of label names (`series`
+	// among them if wanted); empty, one group of all series. Absent, one
+	// result per series.
+	GroupBy *QueryGroupBy `form:"group_by,omitempty" json:"group_by,omitempty"`
+
+	// From Start of the range, inclusive: RFC 3339, Unix milliseconds, or
+	// `now-<duration>`.
+	From QueryFrom `form:"from" json:"from"`
+
+	// To End of the range, exclusive: RFC 3339, Unix milliseconds, or
+	// `now-<duration>`. Default `now`.
+	To *QueryTo `form:"to,omitempty" json:"to,omitempty"`
+
+	// Resolution `auto` (the tier follows the range, or `max_points`), `raw` (the
+	// stored points), or a window duration of at least 1 s (`90s`, `5m`,
+	// `1h`, `36h`, `1d`, `7d`, …): the coarsest tier whose step divides it
+	// is read and re-aggregated to it, raw points when none does.
+	Resolution *QueryResolution `form:"resolution,omitempty" json:"resolution,omitempty"`
+
+	// MaxPoints With `resolution=auto` only: at most this many windows (see the
+	// operation's description). Without it, `auto` follows the range.
+	MaxPoints *QueryMaxPoints `form:"max_points,omitempty" json:"max_points,omitempty"`
+
+	// Agg The aggregates of an aggregated answer, in column order, each at
+	// most once (validated but unused for raw points): repeated
+	// (`agg=min&agg=max`), as a comma list (`agg=min,max`), or both.
+	Agg *QueryAgg `form:"agg,omitempty" json:"agg,omitempty"`
+
+	// Order Time order of the answer; `desc` reads newest first.
+	Order *QueryOrder `form:"order,omitempty" json:"order,omitempty"`
+
+	// Limit Page size in points (or windows). The maximum is configuration
+	// (default 100000); outside 1 … maximum the request is a 400.
+	Limit *QueryLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page. It is opaque, signed and bound
+	// to its request: the other parameters (except `limit`, `slo` and
+	// `partial`) must be the same, else 400.
+	Cursor *QueryCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// SLO Latency budget of this request, a positive duration (`500ms`, `2s`),
+	// capped by the server's maximum (default 60s). Default: the server's
+	// (10s).
+	SLO *QuerySLO `form:"slo,omitempty" json:"slo,omitempty"`
+
+	// Partial When the budget runs out, or the store fails for some partitions:
+	// `allow` answers with the complete part (`partial: true`, a
+	// `next_cursor` to resume); `deny` answers 504 (budget) or 503 (store)
+	// instead.
+	Partial *QueryPartial `form:"partial,omitempty" json:"partial,omitempty"`
+}
+
+// ReadMatchParams defines parameters for ReadMatch.
+type ReadMatchParams struct {
+	// Match A PromQL vector selector (`cpu{host="a", dc=~"eu-.*"}`,
+	// `{job!="batch"}`): `=`, `!=`, `=~`, `!~`, regular expressions (RE2)
+	// anchored at both ends; at least one matcher must not match the empty
+	// string. The pseudo-label `series` is the id. Repeat the parameter
+	// for the union of several selectors.
+	Match QueryMatch `form:"match" json:"match"`
+
+	// GroupBy Aggregate across series: a comma list of label names (`series`
+	// among them if wanted); empty, one group of all series. Absent, one
+	// result per series.
+	GroupBy *QueryGroupBy `form:"group_by,omitempty" json:"group_by,omitempty"`
+
+	// From Start of the range, inclusive: RFC 3339, Unix milliseconds, or
+	// `now-<duration>`.
+	From QueryFrom `form:"from" json:"from"`
+
+	// To End of the range, exclusive: RFC 3339, Unix milliseconds, or
+	// `now-<duration>`. Default `now`.
+	To *QueryTo `form:"to,omitempty" json:"to,omitempty"`
+
+	// Resolution `auto` (the tier follows the range, or `max_points`), `raw` (the
+	// stored points), or a window duration of at least 1 s (`90s`, `5m`,
+	// `1h`, `36h`, `1d`, `7d`, …): the coarsest tier whose step divides it
+	// is read and re-aggregated to it, raw points when none does.
+	Resolution *QueryResolution `form:"resolution,omitempty" json:"resolution,omitempty"`
+
+	// MaxPoints With `resolution=auto` only: at most this many windows (see the
+	// operation's description). Without it, `auto` follows the range.
+	MaxPoints *QueryMaxPoints `form:"max_points,omitempty" json:"max_points,omitempty"`
+
+	// Agg The aggregates of an aggregated answer, in column order, each at
+	// most once (validated but unused for raw points): repeated
+	// (`agg=min&agg=max`), as a comma list (`agg=min,max`), or both.
+	Agg *QueryAgg `form:"agg,omitempty" json:"agg,omitempty"`
+
+	// Order Time order of the answer; `desc` reads newest first.
+	Order *QueryOrder `form:"order,omitempty" json:"order,omitempty"`
+
+	// Limit Page size in points (or windows). The maximum is configuration
+	// (default 100000); outside 1 … maximum the request is a 400.
+	Limit *QueryLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page. It is opaque, signed and bound
+	// to its request: the other parameters (except `limit`, `slo` and
+	// `partial`) must be the same, else 400.
+	Cursor *QueryCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// SLO Latency budget of this request, a positive duration (`500ms`, `2s`),
+	// capped by the server's maximum (default 60s). Default: the server's
+	// (10s).
+	SLO *QuerySLO `form:"slo,omitempty" json:"slo,omitempty"`
+
+	// Partial When the budget runs out, or the store fails for some partitions:
+	// `allow` answers with the complete part (`partial: true`, a
+	// `next_cursor` to resume); `deny` answers 504 (budget) or 503 (store)
+	// instead.
+	Partial *QueryPartial `form:"partial,omitempty" json:"partial,omitempty"`
+}
+
 // ListSeriesParams defines parameters for ListSeries.
 type ListSeriesParams struct {
+	// Match Only the series one of these selectors matches (see `GET
+	// /v1/points`); repeatable.
+	Match *QueryMatchOptional `form:"match,omitempty" json:"match,omitempty"`
+
 	// Prefix Only series whose id starts with this text.
 	Prefix *SeriesPrefix `form:"prefix,omitempty" json:"prefix,omitempty"`
 
@@ -1359,6 +1685,9 @@ type GrafanaVariableJSONRequestBody = GrafanaEnvelope
 // BlockSeriesJSONRequestBody defines body for BlockSeries for application/json ContentType.
 type BlockSeriesJSONRequestBody = BlockRequest
 
+// PutLabelsJSONRequestBody defines body for PutLabels for application/json ContentType.
+type PutLabelsJSONRequestBody = LabelsBody
+
 // ChangeSeriesLayoutJSONRequestBody defines body for ChangeSeriesLayout for application/json ContentType.
 type ChangeSeriesLayoutJSONRequestBody = LayoutEntry
 
@@ -1367,6 +1696,74 @@ type WritePointsJSONRequestBody = WriteRequest
 
 // QueryBatchJSONRequestBody defines body for QueryBatch for application/json ContentType.
 type QueryBatchJSONRequestBody = BatchRequest
+
+// Getter for additional properties for LabelsBody. Returns the specified
+// element and whether it was found
+func (a LabelsBody) Get(fieldName string) (value string, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for LabelsBody
+func (a *LabelsBody) Set(fieldName string, value string) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]string)
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for LabelsBody to handle AdditionalProperties
+func (a *LabelsBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["labels"]; found {
+		err = json.Unmarshal(raw, &a.Labels)
+		if err != nil {
+			return fmt.Errorf("error reading 'labels': %w", err)
+		}
+		delete(object, "labels")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]string)
+		for fieldName, fieldBuf := range object {
+			var fieldVal string
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for LabelsBody to handle AdditionalProperties
+func (a LabelsBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Labels != nil {
+		object["labels"], err = json.Marshal(a.Labels)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'labels': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
 
 // AsGrafanaTimeSeries returns the union data inside the GrafanaElement as a GrafanaTimeSeries
 func (t GrafanaElement) AsGrafanaTimeSeries() (GrafanaTimeSeries, error) {
@@ -1820,6 +2217,36 @@ type ClientInterface interface {
 	// Corresponds with PUT /v1/admin/series/{id}/blocked (the `BlockSeries` operationId).
 	BlockSeries(ctx context.Context, id PathSeriesID, body BlockSeriesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// PutLabelsWithBody Replace a series' labels
+	//
+	// Replaces the labels of an existing series, in the series' metadata
+	// and in the label index. The body is `{"labels": {...}}` (or the
+	// labels object itself); an empty object clears them. Names are
+	// `[a-zA-Z_][a-zA-Z0-9_]*`, at most 128 characters, not starting
+	// with `__` but for `__name__`; values are UTF-8, 1 to 1024 bytes (an
+	// empty value removes the label); at most `--max-labels` labels.
+	// Other gateways see the new labels within `--series-cache-ttl`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/admin/series/{id}/labels (the `PutLabels` operationId).
+	PutLabelsWithBody(ctx context.Context, id PathSeriesID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutLabels Replace a series' labels
+	//
+	// Replaces the labels of an existing series, in the series' metadata
+	// and in the label index. The body is `{"labels": {...}}` (or the
+	// labels object itself); an empty object clears them. Names are
+	// `[a-zA-Z_][a-zA-Z0-9_]*`, at most 128 characters, not starting
+	// with `__` but for `__name__`; values are UTF-8, 1 to 1024 bytes (an
+	// empty value removes the label); at most `--max-labels` labels.
+	// Other gateways see the new labels within `--series-cache-ttl`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/admin/series/{id}/labels (the `PutLabels` operationId).
+	PutLabels(ctx context.Context, id PathSeriesID, body PutLabelsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ChangeSeriesLayoutWithBody Append a raw layout to a series
 	//
 	// From `since` on, the series' raw points are partitioned into buckets
@@ -1912,6 +2339,65 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/import (the `ImportPoints` operationId).
 	ImportPointsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListLabels Label names
+	//
+	// The label names of every series, or of the series `match` selects,
+	// sorted. The pseudo-label `series` (the id) is not among them.
+	//
+	// Corresponds with GET /v1/labels (the `ListLabels` operationId).
+	ListLabels(ctx context.Context, params *ListLabelsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListLabelValues Values of a label
+	//
+	// The values label `name` has on any series, or on the series `match`
+	// selects, sorted. The values of the pseudo-label `series` are the
+	// ids of the series `match` selects.
+	//
+	// Corresponds with GET /v1/labels/{name}/values (the `ListLabelValues` operationId).
+	ListLabelValues(ctx context.Context, name string, params *ListLabelValuesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PlanMatch Explain a read by selector
+	//
+	// What `GET /v1/points` with the same parameters would read, without
+	// reading any point: how many series the selectors match, the plan of
+	// their reads (tier, window, reason), and the partitions each tier
+	// would serve.
+	//
+	// Corresponds with GET /v1/plan (the `PlanMatch` operationId).
+	PlanMatch(ctx context.Context, params *PlanMatchParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReadMatch Read every series a selector matches
+	//
+	// Reads every series one of the `match` selectors matches, with the
+	// parameters of `GET /v1/series/{id}/points`, as one answer: one
+	// latency budget, the points of the answer bounded by
+	// `--max-response-points` (each series' page limit cut to an equal
+	// share), one `next_cursor` for all of them. More than
+	// `--max-series-per-query` (default 1000) series is a 400 naming
+	// `match` with the count found.
+	//
+	// Without `group_by` there is one result per series, in id order,
+	// with its `labels`. With `group_by` (a comma list of label names,
+	// `series` among them if wanted; `group_by=` empty: one group of all)
+	// there is one result per group: its values of those labels (a label
+	// a series lacks counts as empty), how many series it folds, and per
+	// window `min`, `max`, `sum`, `count` over every point of the group's
+	// series in that window, `avg` being that sum over that count. A
+	// grouped read needs an aggregated resolution (a window, or
+	// `max_points`): raw points cannot be grouped (400 naming
+	// `group_by`).
+	//
+	// **Paging**: `covered` and `next_cursor` are the answer's, for all
+	// series at once: every result holds its points before one watermark,
+	// the position every series has been read through, and the cursor
+	// resumes every result there. A group's window is sent only once every
+	// series of the group has been read through it. Following the cursors
+	// yields exactly the answer of the same request without `limit` and
+	// `slo`.
+	//
+	// Corresponds with GET /v1/points (the `ReadMatch` operationId).
+	ReadMatch(ctx context.Context, params *ReadMatchParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// WritePointsWithBody Write points
 	//
 	// Writes a batch of points, all or nothing. The answer comes once every
@@ -1929,6 +2415,18 @@ type ClientInterface interface {
 	// loads, `application/x-ndjson` (one point object per line, blank lines
 	// skipped), with the same rules. A body larger than the configured
 	// limit (default 16 MiB) is refused with 413.
+	//
+	// **Labels.** A batch may give the series it creates their labels:
+	// `"series_labels": {"sensor-1": {"__name__": "temperature", "room":
+	// "lab"}}` in JSON, a line `{"series": "sensor-1", "labels": {...}}`
+	// (no `t`, no `v`) in NDJSON. Names are `[a-zA-Z_][a-zA-Z0-9_]*` (at
+	// most 128 characters, `__` reserved but for `__name__`), values
+	// UTF-8 of 1 to 1024 bytes (an empty value means absent), at most
+	// `--max-labels` per series. The label index knows them before the
+	// batch is acknowledged. Labels given for a series that exists must
+	// be its labels, else nothing is written: 400 naming
+	// `series_labels.<id>`. `PUT /v1/admin/series/{id}/labels` changes
+	// them.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1952,6 +2450,18 @@ type ClientInterface interface {
 	// loads, `application/x-ndjson` (one point object per line, blank lines
 	// skipped), with the same rules. A body larger than the configured
 	// limit (default 16 MiB) is refused with 413.
+	//
+	// **Labels.** A batch may give the series it creates their labels:
+	// `"series_labels": {"sensor-1": {"__name__": "temperature", "room":
+	// "lab"}}` in JSON, a line `{"series": "sensor-1", "labels": {...}}`
+	// (no `t`, no `v`) in NDJSON. Names are `[a-zA-Z_][a-zA-Z0-9_]*` (at
+	// most 128 characters, `__` reserved but for `__name__`), values
+	// UTF-8 of 1 to 1024 bytes (an empty value means absent), at most
+	// `--max-labels` per series. The label index knows them before the
+	// batch is acknowledged. Labels given for a series that exists must
+	// be its labels, else nothing is written: 400 naming
+	// `series_labels.<id>`. `PUT /v1/admin/series/{id}/labels` changes
+	// them.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2020,8 +2530,10 @@ type ClientInterface interface {
 
 	// ListSeries List series
 	//
-	// Lists the known series sorted by id, a page at a time. `next_cursor`
-	// is present when more series follow; pass it as `cursor`.
+	// Lists the known series sorted by id, a page at a time, each with its
+	// labels (`{}` for a series without labels). `next_cursor` is present
+	// when more series follow; pass it as `cursor`. With `match`, only the
+	// series one of the selectors matches, found through the label index.
 	//
 	// Corresponds with GET /v1/series (the `ListSeries` operationId).
 	ListSeries(ctx context.Context, params *ListSeriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2710,6 +3222,56 @@ func (c *Client) BlockSeries(ctx context.Context, id PathSeriesID, body BlockSer
 	return c.Client.Do(req)
 }
 
+// PutLabelsWithBody Replace a series' labels
+//
+// Replaces the labels of an existing series, in the series' metadata
+// and in the label index. The body is `{"labels": {...}}` (or the
+// labels object itself); an empty object clears them. Names are
+// `[a-zA-Z_][a-zA-Z0-9_]*`, at most 128 characters, not starting
+// with `__` but for `__name__`; values are UTF-8, 1 to 1024 bytes (an
+// empty value removes the label); at most `--max-labels` labels.
+// Other gateways see the new labels within `--series-cache-ttl`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/admin/series/{id}/labels (the `PutLabels` operationId).
+func (c *Client) PutLabelsWithBody(ctx context.Context, id PathSeriesID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutLabelsRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutLabels Replace a series' labels
+//
+// Replaces the labels of an existing series, in the series' metadata
+// and in the label index. The body is `{"labels": {...}}` (or the
+// labels object itself); an empty object clears them. Names are
+// `[a-zA-Z_][a-zA-Z0-9_]*`, at most 128 characters, not starting
+// with `__` but for `__name__`; values are UTF-8, 1 to 1024 bytes (an
+// empty value removes the label); at most `--max-labels` labels.
+// Other gateways see the new labels within `--series-cache-ttl`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/admin/series/{id}/labels (the `PutLabels` operationId).
+func (c *Client) PutLabels(ctx context.Context, id PathSeriesID, body PutLabelsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutLabelsRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ChangeSeriesLayoutWithBody Append a raw layout to a series
 //
 // From `since` on, the series' raw points are partitioned into buckets
@@ -2832,6 +3394,105 @@ func (c *Client) ImportPointsWithBody(ctx context.Context, contentType string, b
 	return c.Client.Do(req)
 }
 
+// ListLabels Label names
+//
+// The label names of every series, or of the series `match` selects,
+// sorted. The pseudo-label `series` (the id) is not among them.
+//
+// Corresponds with GET /v1/labels (the `ListLabels` operationId).
+func (c *Client) ListLabels(ctx context.Context, params *ListLabelsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListLabelsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListLabelValues Values of a label
+//
+// The values label `name` has on any series, or on the series `match`
+// selects, sorted. The values of the pseudo-label `series` are the
+// ids of the series `match` selects.
+//
+// Corresponds with GET /v1/labels/{name}/values (the `ListLabelValues` operationId).
+func (c *Client) ListLabelValues(ctx context.Context, name string, params *ListLabelValuesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListLabelValuesRequest(c.Server, name, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PlanMatch Explain a read by selector
+//
+// What `GET /v1/points` with the same parameters would read, without
+// reading any point: how many series the selectors match, the plan of
+// their reads (tier, window, reason), and the partitions each tier
+// would serve.
+//
+// Corresponds with GET /v1/plan (the `PlanMatch` operationId).
+func (c *Client) PlanMatch(ctx context.Context, params *PlanMatchParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPlanMatchRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReadMatch Read every series a selector matches
+//
+// Reads every series one of the `match` selectors matches, with the
+// parameters of `GET /v1/series/{id}/points`, as one answer: one
+// latency budget, the points of the answer bounded by
+// `--max-response-points` (each series' page limit cut to an equal
+// share), one `next_cursor` for all of them. More than
+// `--max-series-per-query` (default 1000) series is a 400 naming
+// `match` with the count found.
+//
+// Without `group_by` there is one result per series, in id order,
+// with its `labels`. With `group_by` (a comma list of label names,
+// `series` among them if wanted; `group_by=` empty: one group of all)
+// there is one result per group: its values of those labels (a label
+// a series lacks counts as empty), how many series it folds, and per
+// window `min`, `max`, `sum`, `count` over every point of the group's
+// series in that window, `avg` being that sum over that count. A
+// grouped read needs an aggregated resolution (a window, or
+// `max_points`): raw points cannot be grouped (400 naming
+// `group_by`).
+//
+// **Paging**: `covered` and `next_cursor` are the answer's, for all
+// series at once: every result holds its points before one watermark,
+// the position every series has been read through, and the cursor
+// resumes every result there. A group's window is sent only once every
+// series of the group has been read through it. Following the cursors
+// yields exactly the answer of the same request without `limit` and
+// `slo`.
+//
+// Corresponds with GET /v1/points (the `ReadMatch` operationId).
+func (c *Client) ReadMatch(ctx context.Context, params *ReadMatchParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReadMatchRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // WritePointsWithBody Write points
 //
 // Writes a batch of points, all or nothing. The answer comes once every
@@ -2849,6 +3510,18 @@ func (c *Client) ImportPointsWithBody(ctx context.Context, contentType string, b
 // loads, `application/x-ndjson` (one point object per line, blank lines
 // skipped), with the same rules. A body larger than the configured
 // limit (default 16 MiB) is refused with 413.
+//
+// **Labels.** A batch may give the series it creates their labels:
+// `"series_labels": {"sensor-1": {"__name__": "temperature", "room":
+// "lab"}}` in JSON, a line `{"series": "sensor-1", "labels": {...}}`
+// (no `t`, no `v`) in NDJSON. Names are `[a-zA-Z_][a-zA-Z0-9_]*` (at
+// most 128 characters, `__` reserved but for `__name__`), values
+// UTF-8 of 1 to 1024 bytes (an empty value means absent), at most
+// `--max-labels` per series. The label index knows them before the
+// batch is acknowledged. Labels given for a series that exists must
+// be its labels, else nothing is written: 400 naming
+// `series_labels.<id>`. `PUT /v1/admin/series/{id}/labels` changes
+// them.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2882,6 +3555,18 @@ func (c *Client) WritePointsWithBody(ctx context.Context, contentType string, bo
 // loads, `application/x-ndjson` (one point object per line, blank lines
 // skipped), with the same rules. A body larger than the configured
 // limit (default 16 MiB) is refused with 413.
+//
+// **Labels.** A batch may give the series it creates their labels:
+// `"series_labels": {"sensor-1": {"__name__": "temperature", "room":
+// "lab"}}` in JSON, a line `{"series": "sensor-1", "labels": {...}}`
+// (no `t`, no `v`) in NDJSON. Names are `[a-zA-Z_][a-zA-Z0-9_]*` (at
+// most 128 characters, `__` reserved but for `__name__`), values
+// UTF-8 of 1 to 1024 bytes (an empty value means absent), at most
+// `--max-labels` per series. The label index knows them before the
+// batch is acknowledged. Labels given for a series that exists must
+// be its labels, else nothing is written: 400 naming
+// `series_labels.<id>`. `PUT /v1/admin/series/{id}/labels` changes
+// them.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2980,8 +3665,10 @@ func (c *Client) QueryBatch(ctx context.Context, body QueryBatchJSONRequestBody,
 
 // ListSeries List series
 //
-// Lists the known series sorted by id, a page at a time. `next_cursor`
-// is present when more series follow; pass it as `cursor`.
+// Lists the known series sorted by id, a page at a time, each with its
+// labels (`{}` for a series without labels). `next_cursor` is present
+// when more series follow; pass it as `cursor`. With `match`, only the
+// series one of the selectors matches, found through the label index.
 //
 // Corresponds with GET /v1/series (the `ListSeries` operationId).
 func (c *Client) ListSeries(ctx context.Context, params *ListSeriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3862,6 +4549,53 @@ func NewBlockSeriesRequestWithBody(server string, id PathSeriesID, contentType s
 	return req, nil
 }
 
+// NewPutLabelsRequest calls the generic PutLabels builder with application/json body
+func NewPutLabelsRequest(server string, id PathSeriesID, body PutLabelsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutLabelsRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewPutLabelsRequestWithBody constructs an http.Request for the PutLabels method, with any body, and a specified content type
+func NewPutLabelsRequestWithBody(server string, id PathSeriesID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/series/%s/labels", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewChangeSeriesLayoutRequest calls the generic ChangeSeriesLayout builder with application/json body
 func NewChangeSeriesLayoutRequest(server string, id PathSeriesID, body ChangeSeriesLayoutJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -3934,6 +4668,485 @@ func NewImportPointsRequestWithBody(server string, contentType string, body io.R
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListLabelsRequest constructs an http.Request for the ListLabels method
+func NewListLabelsRequest(server string, params *ListLabelsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/labels")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Match != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "match", *params.Match, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListLabelValuesRequest constructs an http.Request for the ListLabelValues method
+func NewListLabelValuesRequest(server string, name string, params *ListLabelValuesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/labels/%s/values", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Match != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "match", *params.Match, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPlanMatchRequest constructs an http.Request for the PlanMatch method
+func NewPlanMatchRequest(server string, params *PlanMatchParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/plan")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Match != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "match", params.Match, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.GroupBy != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "group_by", *params.GroupBy, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Resolution != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "resolution", *params.Resolution, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.MaxPoints != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "max_points", *params.MaxPoints, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Agg != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "agg", *params.Agg, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Order != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "order", *params.Order, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SLO != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "slo", *params.SLO, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Partial != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "partial", *params.Partial, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewReadMatchRequest constructs an http.Request for the ReadMatch method
+func NewReadMatchRequest(server string, params *ReadMatchParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/points")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Match != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "match", params.Match, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.GroupBy != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "group_by", *params.GroupBy, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Resolution != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "resolution", *params.Resolution, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.MaxPoints != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "max_points", *params.MaxPoints, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Agg != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "agg", *params.Agg, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Order != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "order", *params.Order, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SLO != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "slo", *params.SLO, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Partial != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "partial", *params.Partial, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -4045,6 +5258,18 @@ func NewListSeriesRequest(server string, params *ListSeriesParams) (*http.Reques
 		// styled parameters, preserving literal commas as delimiters
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
+
+		if params.Match != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "match", *params.Match, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
 
 		if params.Prefix != nil {
 
@@ -4878,6 +6103,36 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /v1/admin/series/{id}/blocked (the `BlockSeries` operationId).
 	BlockSeriesWithResponse(ctx context.Context, id PathSeriesID, body BlockSeriesJSONRequestBody, reqEditors ...RequestEditorFn) (*BlockSeriesResponse, error)
 
+	// PutLabelsWithBodyWithResponse Replace a series' labels
+	//
+	// Replaces the labels of an existing series, in the series' metadata
+	// and in the label index. The body is `{"labels": {...}}` (or the
+	// labels object itself); an empty object clears them. Names are
+	// `[a-zA-Z_][a-zA-Z0-9_]*`, at most 128 characters, not starting
+	// with `__` but for `__name__`; values are UTF-8, 1 to 1024 bytes (an
+	// empty value removes the label); at most `--max-labels` labels.
+	// Other gateways see the new labels within `--series-cache-ttl`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/admin/series/{id}/labels (the `PutLabels` operationId).
+	PutLabelsWithBodyWithResponse(ctx context.Context, id PathSeriesID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutLabelsResponse, error)
+
+	// PutLabelsWithResponse Replace a series' labels
+	//
+	// Replaces the labels of an existing series, in the series' metadata
+	// and in the label index. The body is `{"labels": {...}}` (or the
+	// labels object itself); an empty object clears them. Names are
+	// `[a-zA-Z_][a-zA-Z0-9_]*`, at most 128 characters, not starting
+	// with `__` but for `__name__`; values are UTF-8, 1 to 1024 bytes (an
+	// empty value removes the label); at most `--max-labels` labels.
+	// Other gateways see the new labels within `--series-cache-ttl`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/admin/series/{id}/labels (the `PutLabels` operationId).
+	PutLabelsWithResponse(ctx context.Context, id PathSeriesID, body PutLabelsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutLabelsResponse, error)
+
 	// ChangeSeriesLayoutWithBodyWithResponse Append a raw layout to a series
 	//
 	// From `since` on, the series' raw points are partitioned into buckets
@@ -4970,6 +6225,73 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/import (the `ImportPoints` operationId).
 	ImportPointsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportPointsResponse, error)
 
+	// ListLabelsWithResponse Label names
+	//
+	// The label names of every series, or of the series `match` selects,
+	// sorted. The pseudo-label `series` (the id) is not among them.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/labels (the `ListLabels` operationId).
+	ListLabelsWithResponse(ctx context.Context, params *ListLabelsParams, reqEditors ...RequestEditorFn) (*ListLabelsResponse, error)
+
+	// ListLabelValuesWithResponse Values of a label
+	//
+	// The values label `name` has on any series, or on the series `match`
+	// selects, sorted. The values of the pseudo-label `series` are the
+	// ids of the series `match` selects.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/labels/{name}/values (the `ListLabelValues` operationId).
+	ListLabelValuesWithResponse(ctx context.Context, name string, params *ListLabelValuesParams, reqEditors ...RequestEditorFn) (*ListLabelValuesResponse, error)
+
+	// PlanMatchWithResponse Explain a read by selector
+	//
+	// What `GET /v1/points` with the same parameters would read, without
+	// reading any point: how many series the selectors match, the plan of
+	// their reads (tier, window, reason), and the partitions each tier
+	// would serve.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/plan (the `PlanMatch` operationId).
+	PlanMatchWithResponse(ctx context.Context, params *PlanMatchParams, reqEditors ...RequestEditorFn) (*PlanMatchResponse, error)
+
+	// ReadMatchWithResponse Read every series a selector matches
+	//
+	// Reads every series one of the `match` selectors matches, with the
+	// parameters of `GET /v1/series/{id}/points`, as one answer: one
+	// latency budget, the points of the answer bounded by
+	// `--max-response-points` (each series' page limit cut to an equal
+	// share), one `next_cursor` for all of them. More than
+	// `--max-series-per-query` (default 1000) series is a 400 naming
+	// `match` with the count found.
+	//
+	// Without `group_by` there is one result per series, in id order,
+	// with its `labels`. With `group_by` (a comma list of label names,
+	// `series` among them if wanted; `group_by=` empty: one group of all)
+	// there is one result per group: its values of those labels (a label
+	// a series lacks counts as empty), how many series it folds, and per
+	// window `min`, `max`, `sum`, `count` over every point of the group's
+	// series in that window, `avg` being that sum over that count. A
+	// grouped read needs an aggregated resolution (a window, or
+	// `max_points`): raw points cannot be grouped (400 naming
+	// `group_by`).
+	//
+	// **Paging**: `covered` and `next_cursor` are the answer's, for all
+	// series at once: every result holds its points before one watermark,
+	// the position every series has been read through, and the cursor
+	// resumes every result there. A group's window is sent only once every
+	// series of the group has been read through it. Following the cursors
+	// yields exactly the answer of the same request without `limit` and
+	// `slo`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/points (the `ReadMatch` operationId).
+	ReadMatchWithResponse(ctx context.Context, params *ReadMatchParams, reqEditors ...RequestEditorFn) (*ReadMatchResponse, error)
+
 	// WritePointsWithBodyWithResponse Write points
 	//
 	// Writes a batch of points, all or nothing. The answer comes once every
@@ -4987,6 +6309,18 @@ type ClientWithResponsesInterface interface {
 	// loads, `application/x-ndjson` (one point object per line, blank lines
 	// skipped), with the same rules. A body larger than the configured
 	// limit (default 16 MiB) is refused with 413.
+	//
+	// **Labels.** A batch may give the series it creates their labels:
+	// `"series_labels": {"sensor-1": {"__name__": "temperature", "room":
+	// "lab"}}` in JSON, a line `{"series": "sensor-1", "labels": {...}}`
+	// (no `t`, no `v`) in NDJSON. Names are `[a-zA-Z_][a-zA-Z0-9_]*` (at
+	// most 128 characters, `__` reserved but for `__name__`), values
+	// UTF-8 of 1 to 1024 bytes (an empty value means absent), at most
+	// `--max-labels` per series. The label index knows them before the
+	// batch is acknowledged. Labels given for a series that exists must
+	// be its labels, else nothing is written: 400 naming
+	// `series_labels.<id>`. `PUT /v1/admin/series/{id}/labels` changes
+	// them.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5010,6 +6344,18 @@ type ClientWithResponsesInterface interface {
 	// loads, `application/x-ndjson` (one point object per line, blank lines
 	// skipped), with the same rules. A body larger than the configured
 	// limit (default 16 MiB) is refused with 413.
+	//
+	// **Labels.** A batch may give the series it creates their labels:
+	// `"series_labels": {"sensor-1": {"__name__": "temperature", "room":
+	// "lab"}}` in JSON, a line `{"series": "sensor-1", "labels": {...}}`
+	// (no `t`, no `v`) in NDJSON. Names are `[a-zA-Z_][a-zA-Z0-9_]*` (at
+	// most 128 characters, `__` reserved but for `__name__`), values
+	// UTF-8 of 1 to 1024 bytes (an empty value means absent), at most
+	// `--max-labels` per series. The label index knows them before the
+	// batch is acknowledged. Labels given for a series that exists must
+	// be its labels, else nothing is written: 400 naming
+	// `series_labels.<id>`. `PUT /v1/admin/series/{id}/labels` changes
+	// them.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5078,8 +6424,10 @@ type ClientWithResponsesInterface interface {
 
 	// ListSeriesWithResponse List series
 	//
-	// Lists the known series sorted by id, a page at a time. `next_cursor`
-	// is present when more series follow; pass it as `cursor`.
+	// Lists the known series sorted by id, a page at a time, each with its
+	// labels (`{}` for a series without labels). `next_cursor` is present
+	// when more series follow; pass it as `cursor`. With `match`, only the
+	// series one of the selectors matches, found through the label index.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6786,6 +8134,124 @@ func (r BlockSeriesResponse) ContentType() string {
 	return ""
 }
 
+// PutLabelsResponse401Headers the declared response headers of an HTTP 401 response for PutLabels
+type PutLabelsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// PutLabelsResponse503Headers the declared response headers of an HTTP 503 response for PutLabels
+type PutLabelsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type PutLabelsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SeriesLabels
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *SeriesNotFound
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *BodyTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *StoreUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PutLabelsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PutLabelsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutLabelsResponse) GetJSON200() *SeriesLabels {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PutLabelsResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PutLabelsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PutLabelsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r PutLabelsResponse) GetApplicationProblemJSON404() *SeriesNotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PutLabelsResponse) GetApplicationProblemJSON413() *BodyTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PutLabelsResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r PutLabelsResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PutLabelsResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PutLabelsResponse) GetApplicationProblemJSON503() *StoreUnavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PutLabelsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutLabelsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutLabelsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutLabelsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ChangeSeriesLayoutResponse401Headers the declared response headers of an HTTP 401 response for ChangeSeriesLayout
 type ChangeSeriesLayoutResponse401Headers struct {
 	WWWAuthenticate *string
@@ -6995,6 +8461,401 @@ func (r ImportPointsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ImportPointsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListLabelsResponse401Headers the declared response headers of an HTTP 401 response for ListLabels
+type ListLabelsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListLabelsResponse503Headers the declared response headers of an HTTP 503 response for ListLabels
+type ListLabelsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListLabelsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LabelNames
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *StoreUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListLabelsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListLabelsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListLabelsResponse) GetJSON200() *LabelNames {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListLabelsResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListLabelsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListLabelsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ListLabelsResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListLabelsResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListLabelsResponse) GetApplicationProblemJSON503() *StoreUnavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListLabelsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListLabelsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListLabelsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListLabelsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListLabelValuesResponse401Headers the declared response headers of an HTTP 401 response for ListLabelValues
+type ListLabelValuesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListLabelValuesResponse503Headers the declared response headers of an HTTP 503 response for ListLabelValues
+type ListLabelValuesResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListLabelValuesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LabelValues
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *StoreUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListLabelValuesResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListLabelValuesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListLabelValuesResponse) GetJSON200() *LabelValues {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListLabelValuesResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListLabelValuesResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListLabelValuesResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ListLabelValuesResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListLabelValuesResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListLabelValuesResponse) GetApplicationProblemJSON503() *StoreUnavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListLabelValuesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListLabelValuesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListLabelValuesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListLabelValuesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PlanMatchResponse401Headers the declared response headers of an HTTP 401 response for PlanMatch
+type PlanMatchResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// PlanMatchResponse503Headers the declared response headers of an HTTP 503 response for PlanMatch
+type PlanMatchResponse503Headers struct {
+	RetryAfter *int
+}
+
+type PlanMatchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MatchPlan
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *StoreUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PlanMatchResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PlanMatchResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PlanMatchResponse) GetJSON200() *MatchPlan {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PlanMatchResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PlanMatchResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PlanMatchResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r PlanMatchResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PlanMatchResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PlanMatchResponse) GetApplicationProblemJSON503() *StoreUnavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PlanMatchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PlanMatchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PlanMatchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PlanMatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReadMatchResponse401Headers the declared response headers of an HTTP 401 response for ReadMatch
+type ReadMatchResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ReadMatchResponse503Headers the declared response headers of an HTTP 503 response for ReadMatch
+type ReadMatchResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ReadMatchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MatchAnswer
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationProblemJSON421 *HostNotAllowed
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Overloaded
+	// ApplicationProblemJSON504 the response for an HTTP 504 `application/problem+json` response
+	ApplicationProblemJSON504 *BudgetExceeded
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReadMatchResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReadMatchResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReadMatchResponse) GetJSON200() *MatchAnswer {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ReadMatchResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ReadMatchResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ReadMatchResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ReadMatchResponse) GetApplicationProblemJSON421() *HostNotAllowed {
+	return r.ApplicationProblemJSON421
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ReadMatchResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ReadMatchResponse) GetApplicationProblemJSON503() *Overloaded {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSON504 returns the response for an HTTP 504 `application/problem+json` response
+func (r ReadMatchResponse) GetApplicationProblemJSON504() *BudgetExceeded {
+	return r.ApplicationProblemJSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r ReadMatchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReadMatchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReadMatchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReadMatchResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8277,6 +10138,48 @@ func (c *ClientWithResponses) BlockSeriesWithResponse(ctx context.Context, id Pa
 	return ParseBlockSeriesResponse(rsp)
 }
 
+// PutLabelsWithBodyWithResponse Replace a series' labels
+//
+// Replaces the labels of an existing series, in the series' metadata
+// and in the label index. The body is `{"labels": {...}}` (or the
+// labels object itself); an empty object clears them. Names are
+// `[a-zA-Z_][a-zA-Z0-9_]*`, at most 128 characters, not starting
+// with `__` but for `__name__`; values are UTF-8, 1 to 1024 bytes (an
+// empty value removes the label); at most `--max-labels` labels.
+// Other gateways see the new labels within `--series-cache-ttl`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/admin/series/{id}/labels (the `PutLabels` operationId).
+func (c *ClientWithResponses) PutLabelsWithBodyWithResponse(ctx context.Context, id PathSeriesID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutLabelsResponse, error) {
+	rsp, err := c.PutLabelsWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutLabelsResponse(rsp)
+}
+
+// PutLabelsWithResponse Replace a series' labels
+//
+// Replaces the labels of an existing series, in the series' metadata
+// and in the label index. The body is `{"labels": {...}}` (or the
+// labels object itself); an empty object clears them. Names are
+// `[a-zA-Z_][a-zA-Z0-9_]*`, at most 128 characters, not starting
+// with `__` but for `__name__`; values are UTF-8, 1 to 1024 bytes (an
+// empty value removes the label); at most `--max-labels` labels.
+// Other gateways see the new labels within `--series-cache-ttl`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/admin/series/{id}/labels (the `PutLabels` operationId).
+func (c *ClientWithResponses) PutLabelsWithResponse(ctx context.Context, id PathSeriesID, body PutLabelsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutLabelsResponse, error) {
+	rsp, err := c.PutLabels(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutLabelsResponse(rsp)
+}
+
 // ChangeSeriesLayoutWithBodyWithResponse Append a raw layout to a series
 //
 // From `since` on, the series' raw points are partitioned into buckets
@@ -8387,6 +10290,97 @@ func (c *ClientWithResponses) ImportPointsWithBodyWithResponse(ctx context.Conte
 	return ParseImportPointsResponse(rsp)
 }
 
+// ListLabelsWithResponse Label names
+//
+// The label names of every series, or of the series `match` selects,
+// sorted. The pseudo-label `series` (the id) is not among them.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/labels (the `ListLabels` operationId).
+func (c *ClientWithResponses) ListLabelsWithResponse(ctx context.Context, params *ListLabelsParams, reqEditors ...RequestEditorFn) (*ListLabelsResponse, error) {
+	rsp, err := c.ListLabels(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListLabelsResponse(rsp)
+}
+
+// ListLabelValuesWithResponse Values of a label
+//
+// The values label `name` has on any series, or on the series `match`
+// selects, sorted. The values of the pseudo-label `series` are the
+// ids of the series `match` selects.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/labels/{name}/values (the `ListLabelValues` operationId).
+func (c *ClientWithResponses) ListLabelValuesWithResponse(ctx context.Context, name string, params *ListLabelValuesParams, reqEditors ...RequestEditorFn) (*ListLabelValuesResponse, error) {
+	rsp, err := c.ListLabelValues(ctx, name, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListLabelValuesResponse(rsp)
+}
+
+// PlanMatchWithResponse Explain a read by selector
+//
+// What `GET /v1/points` with the same parameters would read, without
+// reading any point: how many series the selectors match, the plan of
+// their reads (tier, window, reason), and the partitions each tier
+// would serve.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/plan (the `PlanMatch` operationId).
+func (c *ClientWithResponses) PlanMatchWithResponse(ctx context.Context, params *PlanMatchParams, reqEditors ...RequestEditorFn) (*PlanMatchResponse, error) {
+	rsp, err := c.PlanMatch(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePlanMatchResponse(rsp)
+}
+
+// ReadMatchWithResponse Read every series a selector matches
+//
+// Reads every series one of the `match` selectors matches, with the
+// parameters of `GET /v1/series/{id}/points`, as one answer: one
+// latency budget, the points of the answer bounded by
+// `--max-response-points` (each series' page limit cut to an equal
+// share), one `next_cursor` for all of them. More than
+// `--max-series-per-query` (default 1000) series is a 400 naming
+// `match` with the count found.
+//
+// Without `group_by` there is one result per series, in id order,
+// with its `labels`. With `group_by` (a comma list of label names,
+// `series` among them if wanted; `group_by=` empty: one group of all)
+// there is one result per group: its values of those labels (a label
+// a series lacks counts as empty), how many series it folds, and per
+// window `min`, `max`, `sum`, `count` over every point of the group's
+// series in that window, `avg` being that sum over that count. A
+// grouped read needs an aggregated resolution (a window, or
+// `max_points`): raw points cannot be grouped (400 naming
+// `group_by`).
+//
+// **Paging**: `covered` and `next_cursor` are the answer's, for all
+// series at once: every result holds its points before one watermark,
+// the position every series has been read through, and the cursor
+// resumes every result there. A group's window is sent only once every
+// series of the group has been read through it. Following the cursors
+// yields exactly the answer of the same request without `limit` and
+// `slo`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/points (the `ReadMatch` operationId).
+func (c *ClientWithResponses) ReadMatchWithResponse(ctx context.Context, params *ReadMatchParams, reqEditors ...RequestEditorFn) (*ReadMatchResponse, error) {
+	rsp, err := c.ReadMatch(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReadMatchResponse(rsp)
+}
+
 // WritePointsWithBodyWithResponse Write points
 //
 // Writes a batch of points, all or nothing. The answer comes once every
@@ -8404,6 +10398,18 @@ func (c *ClientWithResponses) ImportPointsWithBodyWithResponse(ctx context.Conte
 // loads, `application/x-ndjson` (one point object per line, blank lines
 // skipped), with the same rules. A body larger than the configured
 // limit (default 16 MiB) is refused with 413.
+//
+// **Labels.** A batch may give the series it creates their labels:
+// `"series_labels": {"sensor-1": {"__name__": "temperature", "room":
+// "lab"}}` in JSON, a line `{"series": "sensor-1", "labels": {...}}`
+// (no `t`, no `v`) in NDJSON. Names are `[a-zA-Z_][a-zA-Z0-9_]*` (at
+// most 128 characters, `__` reserved but for `__name__`), values
+// UTF-8 of 1 to 1024 bytes (an empty value means absent), at most
+// `--max-labels` per series. The label index knows them before the
+// batch is acknowledged. Labels given for a series that exists must
+// be its labels, else nothing is written: 400 naming
+// `series_labels.<id>`. `PUT /v1/admin/series/{id}/labels` changes
+// them.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8433,6 +10439,18 @@ func (c *ClientWithResponses) WritePointsWithBodyWithResponse(ctx context.Contex
 // loads, `application/x-ndjson` (one point object per line, blank lines
 // skipped), with the same rules. A body larger than the configured
 // limit (default 16 MiB) is refused with 413.
+//
+// **Labels.** A batch may give the series it creates their labels:
+// `"series_labels": {"sensor-1": {"__name__": "temperature", "room":
+// "lab"}}` in JSON, a line `{"series": "sensor-1", "labels": {...}}`
+// (no `t`, no `v`) in NDJSON. Names are `[a-zA-Z_][a-zA-Z0-9_]*` (at
+// most 128 characters, `__` reserved but for `__name__`), values
+// UTF-8 of 1 to 1024 bytes (an empty value means absent), at most
+// `--max-labels` per series. The label index knows them before the
+// batch is acknowledged. Labels given for a series that exists must
+// be its labels, else nothing is written: 400 naming
+// `series_labels.<id>`. `PUT /v1/admin/series/{id}/labels` changes
+// them.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8519,8 +10537,10 @@ func (c *ClientWithResponses) QueryBatchWithResponse(ctx context.Context, body Q
 
 // ListSeriesWithResponse List series
 //
-// Lists the known series sorted by id, a page at a time. `next_cursor`
-// is present when more series follow; pass it as `cursor`.
+// Lists the known series sorted by id, a page at a time, each with its
+// labels (`{}` for a series without labels). `next_cursor` is present
+// when more series follow; pass it as `cursor`. With `match`, only the
+// series one of the selectors matches, found through the label index.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -10082,6 +12102,118 @@ func ParseBlockSeriesResponse(rsp *http.Response) (*BlockSeriesResponse, error) 
 	return response, nil
 }
 
+// ParsePutLabelsResponse parses an HTTP response from a PutLabelsWithResponse call
+func ParsePutLabelsResponse(rsp *http.Response) (*PutLabelsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutLabelsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SeriesLabels
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SeriesNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest StoreUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PutLabelsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers PutLabelsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseChangeSeriesLayoutResponse parses an HTTP response from a ChangeSeriesLayoutWithResponse call
 func ParseChangeSeriesLayoutResponse(rsp *http.Response) (*ChangeSeriesLayoutResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -10272,6 +12404,377 @@ func ParseImportPointsResponse(rsp *http.Response) (*ImportPointsResponse, error
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers ImportPointsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListLabelsResponse parses an HTTP response from a ListLabelsWithResponse call
+func ParseListLabelsResponse(rsp *http.Response) (*ListLabelsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListLabelsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LabelNames
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest StoreUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListLabelsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListLabelsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListLabelValuesResponse parses an HTTP response from a ListLabelValuesWithResponse call
+func ParseListLabelValuesResponse(rsp *http.Response) (*ListLabelValuesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListLabelValuesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LabelValues
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest StoreUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListLabelValuesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListLabelValuesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePlanMatchResponse parses an HTTP response from a PlanMatchWithResponse call
+func ParsePlanMatchResponse(rsp *http.Response) (*PlanMatchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PlanMatchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MatchPlan
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest StoreUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PlanMatchResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers PlanMatchResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReadMatchResponse parses an HTTP response from a ReadMatchWithResponse call
+func ParseReadMatchResponse(rsp *http.Response) (*ReadMatchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReadMatchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MatchAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest HostNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Overloaded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest BudgetExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ReadMatchResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReadMatchResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -53,7 +53,7 @@ type importCheckpoint struct {
 
 // importSink writes one batch: into the store, or to a gateway over HTTP.
 type importSink interface {
-	Import(ctx context.Context, points []ingest.Point) (ingest.ImportResult, error)
+	ImportBatch(ctx context.Context, b ingest.Batch) (ingest.ImportResult, error)
 }
 
 // importInput is one input: a file or stdin.
@@ -256,10 +256,18 @@ type httpImportSink struct {
 
 // Import posts the batch as NDJSON; answers other than 5xx and 429 will
 // not change on a retry.
-func (h *httpImportSink) Import(ctx context.Context, points []ingest.Point) (ingest.ImportResult, error) {
+func (h *httpImportSink) ImportBatch(ctx context.Context, batch ingest.Batch) (ingest.ImportResult, error) {
 	var body bytes.Buffer
-	body.Grow(len(points) * 64)
-	for _, p := range points {
+	body.Grow(len(batch.Points) * 64)
+	for _, id := range slices.Sorted(maps.Keys(batch.Labels)) {
+		line, _ := json.Marshal(struct {
+			Series string       `json:"series"`
+			Labels tiers.Labels `json:"labels"`
+		}{id, batch.Labels[id]})
+		body.Write(line)
+		body.WriteByte('\n')
+	}
+	for _, p := range batch.Points {
 		body.WriteString(`{"series":`)
 		body.WriteString(strconv.Quote(p.Series))
 		body.WriteString(`,"t":`)
@@ -338,6 +346,8 @@ type batch struct {
 	file     int
 	from, to int64
 	points   []ingest.Point
+	// labels are the labels the input gave series before these points.
+	labels map[string]tiers.Labels
 }
 
 func (r *importRun) run(ctx context.Context) error {
@@ -406,7 +416,7 @@ func (r *importRun) run(ctx context.Context) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				res, err := r.importBatch(ctx, b.points)
+				res, err := r.importBatch(ctx, ingest.Batch{Points: b.points, Labels: b.labels})
 				<-sem
 				results <- result{b, res, err}
 			}()
@@ -498,7 +508,7 @@ func (p permanentError) Unwrap() error { return p.error }
 // importBatch writes one batch, retrying a few times on failures that may
 // pass (a store timeout, a gateway restarting): a batch is safe to write
 // again.
-func (r *importRun) importBatch(ctx context.Context, points []ingest.Point) (ingest.ImportResult, error) {
+func (r *importRun) importBatch(ctx context.Context, b ingest.Batch) (ingest.ImportResult, error) {
 	var err error
 	for attempt := range 4 {
 		if attempt > 0 {
@@ -509,7 +519,7 @@ func (r *importRun) importBatch(ctx context.Context, points []ingest.Point) (ing
 			}
 		}
 		var res ingest.ImportResult
-		res, err = r.sink.Import(ctx, points)
+		res, err = r.sink.ImportBatch(ctx, b)
 		var ve *ingest.ValidationError
 		var pe permanentError
 		if err == nil || ctx.Err() != nil || errors.As(err, &ve) || errors.As(err, &pe) {
@@ -561,22 +571,38 @@ func (r *importRun) read(ctx context.Context, i int, start int64, out chan<- bat
 		decode = ingest.DecodeCSV
 	}
 	var (
-		lines  []byte  // the pending lines, trimmed and newline-terminated
-		starts []int64 // each pending line's offset in the input
-		ends   []int64 // ... and the offset after it
-		lineNo []int64 // ... and its number, counted from start
-		sizes  []int   // ... and its length in lines
+		labels map[string]tiers.Labels // given by label lines, not sent yet
+		sent   = start                 // where the last batch sent ended
+		lines  []byte                  // the pending lines, trimmed and newline-terminated
+		starts []int64                 // each pending line's offset in the input
+		ends   []int64                 // ... and the offset after it
+		lineNo []int64                 // ... and its number, counted from start
+		sizes  []int                   // ... and its length in lines
 		try    = r.cfg.batch
 	)
 	// cut sends the batches the pending lines make: at the end of the
 	// input all of them, else those that end at a window boundary once
 	// there are a batch's worth of lines.
 	cut := func(final bool) error {
+		if final && len(ends) == 0 && len(labels) > 0 {
+			// Labels after the last point still reach the index.
+			// Acknowledged, it moves the checkpoint no further than the
+			// last batch did: a resume reads the label lines again, which
+			// is harmless.
+			b := batch{seq: r.nextSeq(), file: i, from: sent, to: sent, labels: labels}
+			select {
+			case out <- b:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			labels = nil
+		}
 		for len(ends) > 0 && (final || len(ends) >= try) {
-			points, err := decode(bytes.NewReader(lines), r.now().UnixMilli())
+			decoded, err := decode(bytes.NewReader(lines), r.now().UnixMilli())
 			if err != nil {
 				return lineError(in.name, start > 0, lineNo, err)
 			}
+			points := decoded.Points
 			k := len(points)
 			if !final || k > r.cfg.batch {
 				k = r.cutAt(points)
@@ -592,7 +618,8 @@ func (r *importRun) read(ctx context.Context, i int, start int64, out chan<- bat
 			for _, n := range sizes[:k] {
 				used += n
 			}
-			b := batch{seq: r.nextSeq(), file: i, from: starts[0], to: ends[k-1], points: points[:k:k]}
+			b := batch{seq: r.nextSeq(), file: i, from: starts[0], to: ends[k-1], points: points[:k:k], labels: labels}
+			labels, sent = nil, ends[k-1]
 			select {
 			case out <- b:
 			case <-ctx.Done():
@@ -621,6 +648,21 @@ func (r *importRun) read(ctx context.Context, i int, start int64, out chan<- bat
 			if first && !skip {
 				first = false
 				skip = in.format == "csv" && isCSVHeader(trimmed)
+			}
+			if !skip && in.format != "csv" && bytes.Contains(trimmed, []byte(`"labels"`)) {
+				// A label line: its labels go with the next batch, which
+				// writes them before its points.
+				got, err := ingest.DecodeNDJSON(bytes.NewReader(trimmed), r.now().UnixMilli())
+				if err != nil {
+					return lineError(in.name, start > 0, []int64{n}, err)
+				}
+				if len(got.Points) == 0 {
+					if labels == nil {
+						labels = map[string]tiers.Labels{}
+					}
+					maps.Copy(labels, got.Labels)
+					skip = true
+				}
 			}
 			if !skip {
 				lines = append(lines, trimmed...)

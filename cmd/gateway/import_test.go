@@ -284,10 +284,10 @@ type countingSink struct {
 	points atomic.Int64
 }
 
-func (c *countingSink) Import(ctx context.Context, points []ingest.Point) (ingest.ImportResult, error) {
-	res, err := c.next.Import(ctx, points)
+func (c *countingSink) ImportBatch(ctx context.Context, b ingest.Batch) (ingest.ImportResult, error) {
+	res, err := c.next.ImportBatch(ctx, b)
 	if err == nil {
-		c.points.Add(int64(len(points)))
+		c.points.Add(int64(len(b.Points)))
 	}
 	return res, err
 }

@@ -2,6 +2,7 @@ package apitest
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -52,10 +53,10 @@ func generatedClient(t *testing.T, s *Server) {
 		lp.Cursor = list.JSON200.NextCursor
 	}
 	wantListed := []client.SeriesSummary{
-		{ID: "c-1", First: t1.UnixMilli(), Last: t2.UnixMilli()},
-		{ID: "c-2", First: t3, Last: t3},
+		{ID: "c-1", First: t1.UnixMilli(), Last: t2.UnixMilli(), Labels: client.Labels{}},
+		{ID: "c-2", First: t3, Last: t3, Labels: client.Labels{}},
 	}
-	if !slices.Equal(listed, wantListed) {
+	if !reflect.DeepEqual(listed, wantListed) {
 		t.Fatalf("listed %+v, want %+v", listed, wantListed)
 	}
 	list, err := c.ListSeriesWithResponse(ctx, &client.ListSeriesParams{Prefix: ptr("c-")})
@@ -120,7 +121,7 @@ func generatedClient(t *testing.T, s *Server) {
 
 	batch, err := c.QueryBatchWithResponse(ctx, client.BatchRequest{
 		From: ptr("now-3h"), Resolution: ptr("raw"),
-		Queries: []client.BatchQuery{{Series: "c-1"}, {Series: "nope"}, {Series: "c-2", Resolution: ptr("1m"), Agg: &client.AggList{client.AggMax, client.AggMin}}},
+		Queries: []client.BatchQuery{{Series: ptr("c-1")}, {Series: ptr("nope")}, {Series: ptr("c-2"), Resolution: ptr("1m"), Agg: &client.AggList{client.AggMax, client.AggMin}}},
 	})
 	if err != nil || batch.JSON200 == nil || len(batch.JSON200.Results) != 3 {
 		t.Fatalf("batch: %v %s", err, batch.Body)

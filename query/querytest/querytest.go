@@ -273,6 +273,11 @@ func Run(t *testing.T, store tiers.Store, p tiers.Pyramid) {
 	t.Run("CachedBucketsAnswerTheSame", func(t *testing.T) { cachedBuckets(t, store, series, truth, env) })
 	t.Run("ImportsAfterCachedReadsAreSeenByEveryGateway", func(t *testing.T) { importsSeen(t, store, env) })
 	t.Run("ManyReadsEqualSingleReads", func(t *testing.T) { env.manyReads(t, series, truth) })
+	t.Run("ReadsByMatchEqualBruteForce", func(t *testing.T) {
+		// The store's rollup checkpoints follow env's clock, which load
+		// moved on: the same clock, so that new writes are rolled up.
+		NewEnv(t, store, Options{Pyramid: p, Clock: env.Clock}).manyReadsByMatch(t)
+	})
 	t.Run("UnknownSeries", func(t *testing.T) {
 		_, err := env.Read(context.Background(), env.Req(series+"x", tiers.Span{From: 0, To: 1}, router.Resolution{Kind: router.RawPoints}))
 		if !errors.Is(err, query.ErrSeriesNotFound) {

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"unicode/utf8"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"golang.org/x/sync/errgroup"
@@ -296,7 +297,9 @@ func (s *Store) SeriesLabels(ctx context.Context, ids []string) (map[string]tier
 	}
 	var shards [seriesShards][]string
 	for _, id := range ids {
-		shards[seriesShard(id)] = append(shards[seriesShard(id)], id)
+		if utf8.ValidString(id) { // Cassandra would refuse the read; no such series can exist
+			shards[seriesShard(id)] = append(shards[seriesShard(id)], id)
+		}
 	}
 	out := make(map[string]tiers.Labels)
 	var mu sync.Mutex

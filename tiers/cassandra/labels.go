@@ -52,8 +52,8 @@ const labelReads = 32
 // clustering keys of one partition, which Cassandra reads in one pass).
 const seriesLabelsChunk = 100
 
-// indexStamp is the write timestamp (microseconds) of an index write:
-// the process' strictly increasing clock (tiers.NewVersion), so that of two
+// indexStamp is the write timestamp (microseconds) of an index write, from
+// the process' clock that never goes back (tiers.NewVersion): of two
 // writes of one cell made one after the other, the later wins.
 func indexStamp() int64 { return tiers.NewVersion() / 1000 }
 

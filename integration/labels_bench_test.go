@@ -168,12 +168,12 @@ func tableSizes(b *testing.B, ctx context.Context, ks string, tables []string) (
 	last := map[string]int64{}
 	for time.Now().Before(deadline) {
 		time.Sleep(5 * time.Second)
-		var tasks int
-		if err := s.Query("SELECT count(*) FROM system_views.sstable_tasks WHERE keyspace_name = ? ALLOW FILTERING", ks).ScanContext(ctx, &tasks); err != nil {
-			note(b, "reading compaction tasks: %v", err)
+		var compacting int
+		if err := s.Query("SELECT count(*) FROM system_views.sstable_tasks WHERE keyspace_name = ? ALLOW FILTERING", ks).ScanContext(ctx, &compacting); err != nil {
+			note(b, "reading the compactions in progress: %v", err)
 		}
 		cur := size()
-		if tasks == 0 && fmt.Sprint(cur) == fmt.Sprint(last) {
+		if compacting == 0 && fmt.Sprint(cur) == fmt.Sprint(last) {
 			return cur, true
 		}
 		last = cur

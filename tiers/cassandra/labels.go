@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"unicode/utf8"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"golang.org/x/sync/errgroup"
@@ -51,8 +52,8 @@ const labelReads = 32
 // clustering keys of one partition, which Cassandra reads in one pass).
 const seriesLabelsChunk = 100
 
-// indexStamp is the write timestamp (microseconds) of an index write:
-// the process' strictly increasing clock (tiers.NewVersion), so that of two
+// indexStamp is the write timestamp (microseconds) of an index write, from
+// the process' clock that never goes back (tiers.NewVersion): of two
 // writes of one cell made one after the other, the later wins.
 func indexStamp() int64 { return tiers.NewVersion() / 1000 }
 
@@ -296,7 +297,9 @@ func (s *Store) SeriesLabels(ctx context.Context, ids []string) (map[string]tier
 	}
 	var shards [seriesShards][]string
 	for _, id := range ids {
-		shards[seriesShard(id)] = append(shards[seriesShard(id)], id)
+		if utf8.ValidString(id) { // Cassandra would refuse the read; no such series can exist
+			shards[seriesShard(id)] = append(shards[seriesShard(id)], id)
+		}
 	}
 	out := make(map[string]tiers.Labels)
 	var mu sync.Mutex

@@ -3,8 +3,14 @@ package embedded
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/storetest"
@@ -107,4 +113,87 @@ func BenchmarkReadPartition(b *testing.B) {
 			b.ReportMetric(float64(b.N*rows)/b.Elapsed().Seconds(), "rows/s")
 		})
 	}
+}
+
+var benchLabelSeries = flag.Int("bench.label-series", 1_000_000, "series BenchmarkLabelIndex loads")
+
+// BenchmarkLabelIndex loads bench.label-series series of 5 labels
+// (storetest.BenchSeries) through SetLabels, 64 calls at once, into an
+// on-disk store, and reports the load rate and the index's bytes on disk
+// per series once flushed and compacted. The timed loop is what a
+// selector of one host costs: Postings of the pair (100 series of a
+// million) and SeriesLabels of the ids it returns, a different host each
+// time.
+func BenchmarkLabelIndex(b *testing.B) {
+	n := *benchLabelSeries
+	s := benchStore(b, false)
+	ctx := context.Background()
+	cpu0 := cpuTime()
+	start := time.Now()
+	var next atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	for range 64 {
+		g.Go(func() error {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				id, labels := storetest.BenchSeries(i)
+				if err := s.SetLabels(gctx, id, labels); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
+	}
+	load, cpu := time.Since(start), cpuTime()-cpu0
+	if err := s.db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.db.Compact(ctx, []byte{kindLabels}, []byte{kindLabelName + 1}, true); err != nil {
+		b.Fatal(err)
+	}
+	bytes, err := s.db.EstimateDiskUsage([]byte{kindLabels}, []byte{kindLabelName + 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("loaded %d series in %s: %.0f series/s, %.1f µs of CPU each; index %d bytes on disk, %.1f per series",
+		n, load.Round(time.Millisecond), float64(n)/load.Seconds(), float64(cpu.Microseconds())/float64(n), bytes, float64(bytes)/float64(n))
+
+	hosts := min(storetest.BenchHosts, max(1, n/10))
+	want := n / 10 / hosts * 10
+	var inPostings, inLabels time.Duration
+	h := 0
+	b.ResetTimer()
+	for b.Loop() {
+		h = (h + 7919) % hosts
+		t0 := time.Now()
+		ids, err := s.Postings(ctx, "host", storetest.BenchHost(h))
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		labels, err := s.SeriesLabels(ctx, ids)
+		if err != nil {
+			b.Fatal(err)
+		}
+		inPostings, inLabels = inPostings+t1.Sub(t0), inLabels+time.Since(t1)
+		if len(ids) < want || len(labels) != len(ids) {
+			b.Fatalf("host %d: %d postings, labels of %d, want at least %d", h, len(ids), len(labels), want)
+		}
+	}
+	b.ReportMetric(float64(inPostings.Microseconds())/1000/float64(b.N), "postings-ms")
+	b.ReportMetric(float64(inLabels.Microseconds())/1000/float64(b.N), "labels-ms")
+	b.ReportMetric(float64(n)/load.Seconds(), "load-series/s")
+	b.ReportMetric(float64(bytes)/float64(n), "index-bytes/series")
+}
+
+// cpuTime is the CPU time the process has used, user and system: on a
+// shared machine it measures the work of a load better than its duration.
+func cpuTime() time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		return 0
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }

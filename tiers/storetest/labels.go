@@ -444,6 +444,9 @@ func (s suite) labelsRefusedAndAbsent(t *testing.T) {
 	if got, err := s.store.Postings(ctx(t), tiers.SeriesLabel, id); err != nil || len(got) != 0 {
 		t.Fatalf("Postings of the series pseudo-label = %q, %v; it is never stored", got, err)
 	}
+	if got, err := s.store.SeriesLabels(ctx(t), []string{s.series("bad\xff")}); err != nil || len(got) != 0 {
+		t.Fatalf("SeriesLabels of an id that is not UTF-8 = %v, %v; want none", got, err)
+	}
 
 	// Labelled before the registry knows it: found by its postings, not
 	// by LookupSeries or ListSeries, until NoteSeries.

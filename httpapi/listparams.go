@@ -10,11 +10,12 @@ import (
 	"github.com/tsgate/tsgate/params"
 )
 
-// The aggregates are the one read parameter that takes several values. The
-// contract describes them as an array, which generated clients send as a
-// repeated query parameter (agg=min&agg=max), while people and older
-// clients write a comma list (agg=min,max). Both are accepted; the contract
-// checks each item whichever form was used.
+// The aggregates take several values. The contract describes them as an
+// array, which generated clients send as a repeated query parameter
+// (agg=min&agg=max), while people and older clients write a comma list
+// (agg=min,max). Both are accepted for the parameters the contract marks
+// x-comma-list; the contract checks each item whichever form was used.
+// Other arrays (match: selectors hold commas) are only repeated.
 
 // splitListParams rewrites the values of the query parameters that the
 // operation describes as arrays into one value per item, so that the
@@ -26,7 +27,7 @@ func splitListParams(r *http.Request, op *openapi3.Operation) {
 	}
 	var q url.Values
 	for _, p := range op.Parameters {
-		if p.Value == nil || p.Value.In != openapi3.ParameterInQuery || !isArrayParam(p.Value) {
+		if p.Value == nil || p.Value.In != openapi3.ParameterInQuery || !isArrayParam(p.Value) || p.Value.Extensions["x-comma-list"] != true {
 			continue
 		}
 		if q == nil {

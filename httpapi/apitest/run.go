@@ -30,6 +30,7 @@ func Run(t *testing.T, newStore func(t *testing.T) tiers.Store) {
 		{"OperationalEndpoints", operationalEndpoints},
 		{"GeneratedClient", generatedClient},
 		{"ImportHistory", importHistory},
+		{"LabelsAndSelectors", labelsAndSelectors},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {

@@ -17,6 +17,10 @@ import {
   parseHash, parseRetryAfter, partialWhy, pointsQuery, rangeParams, resolutionError, roundStep, runs, selectionRange,
   seriesOf, tierSlots, timeOf, timeTicks, toCSV, uncovered, valueTicks, visibleSeries, zoomRange,
 } from "./static/assets/lib.js";
+import {
+  acceptCompletion, completionContext, lexSelector, matchesEmpty, narrowingSelector, quoteValue, rankSuggestions,
+  suggestionSource,
+} from "./static/assets/selector.js";
 
 const utc = () => 0;
 const fixed = (ms) => () => ms;
@@ -601,6 +605,104 @@ describe("bearer token", () => {
     t.after(() => (globalThis.fetch = saved));
     globalThis.fetch = async () => new Response(JSON.stringify({ type: "/docs#problem/overloaded", title: "Overloaded", status: 503, detail: "busy" }), { status: 503, headers: { "Retry-After": "2" } });
     await assert.rejects(api.getJSON("v1/series"), (e) => e.problem.retryAfter === 2 && /Retry in 2 seconds/.test(explainProblem(e.problem).detail));
+  });
+});
+
+describe("selector completion", () => {
+  // The context at the caret, marked | in the text.
+  const at = (marked) => completionContext(marked.replace("|", ""), marked.indexOf("|"));
+  const pick = (c, ...keys) => Object.fromEntries(keys.map((k) => [k, c[k]]));
+  const dc = { name: "dc", op: "=", value: "eu" };
+
+  it("suggests metric names before the braces", () => {
+    assert.deepEqual(pick(at("|"), "kind", "prefix", "from", "to"), { kind: "metric", prefix: "", from: 0, to: 0 });
+    assert.deepEqual(pick(at("cp|"), "kind", "prefix", "from", "to"), { kind: "metric", prefix: "cp", from: 0, to: 2 });
+    const c = at('c|pu{dc="eu"}');
+    assert.deepEqual(pick(c, "kind", "prefix", "from", "to", "matchers"), { kind: "metric", prefix: "c", from: 0, to: 3, matchers: [dc] });
+    assert.equal(at('|{dc="eu"}').kind, "metric", "a name may go before braces");
+  });
+  it("suggests label names after { or , and values after name= or name=~", () => {
+    assert.deepEqual(pick(at("cpu{|"), "kind", "prefix", "from", "to", "metric", "used", "closed"),
+      { kind: "name", prefix: "", from: 4, to: 4, metric: "cpu", used: ["__name__"], closed: false });
+    assert.deepEqual(pick(at("cpu{d|"), "kind", "prefix", "from", "to"), { kind: "name", prefix: "d", from: 4, to: 5 });
+    assert.deepEqual(pick(at('cpu{dc="eu", h|}'), "kind", "prefix", "from", "to", "matchers", "used", "closed"),
+      { kind: "name", prefix: "h", from: 13, to: 14, matchers: [dc], used: ["dc", "__name__"], closed: true });
+    assert.deepEqual(pick(at("{|}"), "kind", "metric", "used"), { kind: "name", metric: "", used: [] });
+    assert.deepEqual(pick(at("cpu{h|ost=\"a\"}"), "kind", "prefix", "from", "to"), { kind: "name", prefix: "h", from: 4, to: 8 }, "the whole name is replaced");
+
+    assert.deepEqual(pick(at("cpu{dc=|"), "kind", "label", "op", "prefix", "from", "to", "matchers", "closed"),
+      { kind: "value", label: "dc", op: "=", prefix: "", from: 7, to: 7, matchers: [], closed: false });
+    assert.deepEqual(pick(at('cpu{dc=~"e|'), "kind", "op", "prefix", "from", "to"), { kind: "value", op: "=~", prefix: "e", from: 8, to: 10 });
+    assert.deepEqual(pick(at('cpu{dc!="e|u"}'), "kind", "op", "prefix", "from", "to"), { kind: "value", op: "!=", prefix: "e", from: 8, to: 12 });
+    assert.deepEqual(pick(at("cpu{dc = e|}"), "kind", "prefix", "from", "to"), { kind: "value", prefix: "e", from: 9, to: 10 }, "unquoted, spaced");
+    assert.deepEqual(pick(at('{dc="eu", host="a", zone=|}'), "kind", "label", "matchers"),
+      { kind: "value", label: "zone", matchers: [dc, { name: "host", op: "=", value: "a" }] }, "narrowed by the other matchers");
+    assert.deepEqual(pick(at('{dc="|eu", host="a"}'), "label", "prefix", "matchers"), { label: "dc", prefix: "", matchers: [{ name: "host", op: "=", value: "a" }] }, "not by its own");
+  });
+  it("suggests nothing where nothing fits", () => {
+    for (const m of ['cpu{dc="eu"|}', 'cpu{dc="eu"}|', "cpu{dc |", "cpu{dc!|", 'cpu |{dc="eu"}', "rate(cpu|", 'cpu{dc="eu" x=|}']) assert.equal(at(m), null, m);
+  });
+  it("reads quoted strings as PromQL does", () => {
+    const strs = (text) => lexSelector(text).filter((t) => t.type === "str").map((t) => [t.value, t.closed]);
+    assert.deepEqual(strs(String.raw`{a="x\"y\\", b='z', c=` + "`r\\n`" + String.raw`, d="\u00e9\x41\n", e="open`), [
+      ['x"y\\', true], ["z", true], ["r\\n", true], ["éA\n", true], ["open", false],
+    ]);
+    assert.deepEqual(lexSelector("a!~b").map((t) => t.type), ["ident", "op", "ident"]);
+  });
+
+  it("narrows suggestions with what would select on its own", () => {
+    assert.equal(narrowingSelector({ metric: "cpu", matchers: [] }), "cpu");
+    assert.equal(narrowingSelector({ metric: "", matchers: [dc] }), '{dc="eu"}');
+    assert.equal(narrowingSelector({ metric: "cpu", matchers: [dc, { name: "h", op: "=~", value: "a|b" }] }), 'cpu{dc="eu", h=~"a|b"}');
+    assert.equal(narrowingSelector({ metric: "", matchers: [{ name: "dc", op: "!=", value: "eu" }] }), "", "matches the empty string: the API refuses it alone");
+    assert.equal(narrowingSelector({ metric: "", matchers: [{ name: "dc", op: "=~", value: ".*" }, { name: "h", op: "=", value: "a" }] }), '{dc=~".*", h="a"}');
+    assert.equal(narrowingSelector({ metric: "cpu", matchers: [{ name: "dc", op: "=~", value: "(?i)eu" }] }), "cpu", "a regular expression JavaScript cannot read is left out");
+    assert.equal(narrowingSelector({}), "");
+  });
+  it("knows which matchers let the empty value through", () => {
+    const m = (op, value) => matchesEmpty({ op, value });
+    assert.deepEqual([m("=", ""), m("=", "a"), m("!=", "a"), m("!=", "")], [true, false, true, false]);
+    assert.deepEqual([m("=~", "a|"), m("=~", ".+"), m("!~", ".+"), m("!~", ""), m("=~", "(")], [true, false, true, false, true]);
+  });
+  it("asks the label API, narrowed by match", () => {
+    assert.deepEqual(suggestionSource(at("cpu{|")), { url: "v1/labels?match=cpu", field: "labels", add: ["series"], exclude: ["__name__"] });
+    assert.deepEqual(suggestionSource(at('cpu{host="a", dc=|')),
+      { url: "v1/labels/dc/values?match=" + encodeURIComponent('cpu{host="a"}'), field: "values", add: [], exclude: [] });
+    assert.equal(suggestionSource(at("{dc=|")).url, "v1/labels/dc/values", "nothing to narrow with: every value");
+    assert.equal(suggestionSource(at("|")).url, "v1/labels/__name__/values");
+    assert.equal(suggestionSource(at("{series=|")), null, "every id is the series list's to page through");
+    assert.equal(suggestionSource(at("cpu{series=|")).url, "v1/labels/series/values?match=cpu");
+  });
+  it("ranks what starts with the typed text first, then what holds it", () => {
+    assert.deepEqual(rankSuggestions(["__name__", "dc", "host", "series"], "s"), ["series", "host"]);
+    assert.deepEqual(rankSuggestions(["EU-west", "us-east", "eu"], "eu"), ["EU-west", "eu"]);
+    assert.deepEqual(rankSuggestions(["a", "b"], ""), ["a", "b"]);
+    assert.equal(rankSuggestions(Array.from({ length: 80 }, (_, i) => `v${i}`), "v").length, 50);
+  });
+  it("takes a suggestion: names as typed, values quoted and the braces closed", () => {
+    const take = (marked, item) => {
+      const r = acceptCompletion(marked.replace("|", ""), at(marked), item);
+      return r.text.slice(0, r.caret) + "|" + r.text.slice(r.caret);
+    };
+    assert.equal(take("cpu{d|", "dc"), "cpu{dc|");
+    assert.equal(take('cpu{h|ost="a"}', "dc"), 'cpu{dc|="a"}');
+    assert.equal(take("cpu{dc=|", "eu"), 'cpu{dc="eu"|}');
+    assert.equal(take("cpu{dc=|}", "eu"), 'cpu{dc="eu"|}');
+    assert.equal(take('cpu{dc="e|", h="a"}', "eu"), 'cpu{dc="eu"|, h="a"}');
+    assert.equal(take("cpu{dc=e|}", "eu"), 'cpu{dc="eu"|}');
+    assert.equal(take("cpu{dc=~|", "a.b|c"), String.raw`cpu{dc=~"a\\.b\\|c"|}`);
+    assert.equal(take("c|", "cpu"), "cpu|");
+    assert.equal(quoteValue('say "hi"\\', "="), String.raw`"say \"hi\"\\"`);
+  });
+  it("takes any value so that the selector reads it back", () => {
+    const chars = ['"', "\\", "'", "`", "\n", "é", "a", " ", ",", "}", "{", ".", "*", "|", "\u0001"];
+    for (let k = 0; k < 500; k++) {
+      const v = Array.from({ length: 1 + Math.floor(Math.random() * 8) }, () => chars[Math.floor(Math.random() * chars.length)]).join("");
+      const { text } = acceptCompletion("cpu{x=", at("cpu{x=|"), v);
+      const str = lexSelector(text).find((t) => t.type === "str");
+      assert.equal(str.value, v, text);
+      assert.equal(text.endsWith("}"), true);
+    }
   });
 });
 

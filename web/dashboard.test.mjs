@@ -13,9 +13,10 @@ import { describe, it } from "node:test";
 import {
   DAY, HOUR, MINUTE, MIN_SPAN, ROUND_STEPS, SECOND, WEEK, aggsFor, alignedWindows, annotateTimes, columnsOf, csvName,
   describeProblem, endsAtNow, explainProblem, formatAgo, formatCount, formatDuration, formatExact, formatHash,
-  formatOffset, formatTime, formatValue, isTime, linearScale, mergePages, nearestIndex, panRange, parseDuration,
-  parseHash, parseRetryAfter, partialWhy, pointsQuery, rangeParams, resolutionError, roundStep, runs, selectionRange,
-  seriesOf, tierSlots, timeOf, timeTicks, toCSV, uncovered, valueTicks, visibleSeries, zoomRange,
+  formatOffset, formatTime, formatValue, groupingText, isTime, labelsText, legendText, lineNames, lineSlots,
+  linearScale, matchQuery, mergeMatchPages, mergePages, nearestIndex, panRange, parseDuration, parseHash,
+  parseRetryAfter, partialWhy, pointsQuery, rangeParams, readableURL, resolutionError, roundStep, runs,
+  selectionRange, seriesOf, tierSlots, timeOf, timeTicks, toCSV, uncovered, valueTicks, visibleSeries, zoomRange,
 } from "./static/assets/lib.js";
 import {
   acceptCompletion, completionContext, lexSelector, matchesEmpty, narrowingSelector, quoteValue, rankSuggestions,
@@ -317,6 +318,51 @@ describe("overlaid series", () => {
   it("writes only hidden series that are on the chart", () => {
     const { state } = parseHash("#series=a&overlay=b");
     assert.equal(formatHash({ ...state, hidden: ["b", "zz"] }), "#series=a&overlay=b&hide=b&range=1h");
+  });
+});
+
+describe("selector in the URL", () => {
+  it("reads the selector, its grouping and the lines hidden", () => {
+    const { state, invalid } = parseHash("#match=cpu%7Bdc%3D%22eu%22%7D&group_by=dc,%20host&hide=e2e.a&hidegroup=%7Bdc%3D%22eu%22%7D&hidegroup=%7B%7D&range=6h");
+    assert.deepEqual(invalid, []);
+    assert.deepEqual([state.match, state.groupBy, state.hidden, state.hiddenGroups], ['cpu{dc="eu"}', ["dc", "host"], ["e2e.a"], ['{dc="eu"}', "{}"]]);
+    assert.deepEqual(seriesOf(state), [], "no series picked: the selector's only");
+    assert.deepEqual(parseHash("#match=cpu&group_by=").state.groupBy, [], "empty: one group of all");
+    assert.equal(parseHash("#match=cpu").state.groupBy, null, "absent: one line per series");
+  });
+  it("round-trips", () => {
+    for (const h of [
+      "#match=cpu&range=1h",
+      "#match=cpu%7Bdc%3D%22eu%22%7D&group_by=dc%2Chost&hide=e2e.a&hidegroup=%7Bdc%3D%22eu%22%7D&range=6h",
+      "#match=cpu&group_by=&hidegroup=%7B%7D&range=1h",
+      "#series=a&overlay=b&match=%7Bjob%21%3D%22x%22%2Cz%3D%22y%22%7D&from=now-3d&res=1h",
+    ]) {
+      assert.equal(formatHash(parseHash(h).state), h);
+    }
+  });
+  it("keeps nothing of a grouping without a selector, and names invalid values", () => {
+    assert.equal(formatHash(parseHash("#group_by=dc&hidegroup=x&series=a").state), "#series=a&range=1h");
+    assert.deepEqual(parseHash("#match=cpu&group_by=1x").invalid, ["group_by"]);
+    assert.deepEqual(parseHash("#match=cpu&group_by=a%20b").invalid, ["group_by"]);
+    assert.deepEqual(parseHash("#match=%20").invalid, ["match"]);
+    assert.deepEqual(parseHash("#match=" + "x".repeat(5000)).invalid, ["match"]);
+    // Without a selector, only hidden series on the chart are kept; with
+    // one, any may be among its series.
+    assert.equal(formatHash({ ...parseHash("#series=a").state, hidden: ["zz"] }), "#series=a&range=1h");
+    assert.equal(formatHash({ ...parseHash("#match=cpu").state, hidden: ["zz"] }), "#match=cpu&hide=zz&range=1h");
+  });
+  it("asks for the selector's series with the chart's parameters", () => {
+    const now = Date.UTC(2026, 0, 15, 14, 37, 22, 123);
+    const grouped = parseHash('#match=cpu{dc="eu"}&group_by=dc&from=2026-01-10T00:00:00Z&to=2026-01-11T00:00:00Z').state;
+    assert.equal(matchQuery(grouped, 1000, now).toString(),
+      "match=cpu%7Bdc%3D%22eu%22%7D&group_by=dc&" + pointsQuery(grouped, 1000, now).toString());
+    assert.equal(matchQuery(parseHash("#match=cpu&group_by=&res=raw").state, 900).toString(), "match=cpu&group_by=&from=now-1h&to=now&resolution=raw");
+    assert.equal(matchQuery(parseHash("#match=cpu&res=5m").state, 900).get("group_by"), null);
+  });
+  it("shows requests readably", () => {
+    const q = new URLSearchParams({ match: 'cpu{dc="eu", host=~"a.*"}', group_by: "dc,host", from: "2026-01-10T00:00:00Z" });
+    assert.equal(readableURL("v1/points?" + q), 'v1/points?match=cpu{dc="eu", host=~"a.*"}&group_by=dc,host&from=2026-01-10T00:00:00Z');
+    assert.equal(readableURL("v1/points?match=a%26b%2Bc"), "v1/points?match=a%26b%2Bc", "& and + stay escaped");
   });
 });
 
@@ -703,6 +749,72 @@ describe("selector completion", () => {
       assert.equal(str.value, v, text);
       assert.equal(text.endsWith("}"), true);
     }
+  });
+});
+
+describe("lines of a selector", () => {
+  it("writes labels as PromQL does", () => {
+    assert.equal(labelsText({ host: "a", __name__: "cpu", dc: "eu" }), 'cpu{dc="eu", host="a"}');
+    assert.equal(labelsText({ __name__: "cpu" }), "cpu");
+    assert.equal(labelsText({ dc: "eu" }), '{dc="eu"}');
+    assert.equal(labelsText({}), "{}");
+    assert.equal(labelsText({ v: 'a"b' }), String.raw`{v="a\"b"}`);
+  });
+  it("names series by their labels or id, groups by theirs", () => {
+    assert.deepEqual(lineNames([
+      { series: "plain", labels: {} },
+      { series: "cpu.a", labels: { __name__: "cpu", host: "a" } },
+      { group: { dc: "eu" }, series_count: 2 },
+      { group: {}, series_count: 4 },
+      { group: { zone: "" }, series_count: 1 },
+    ]), ["plain", 'cpu{host="a"}', '{dc="eu"}', "all series", '{zone=""}']);
+    assert.deepEqual(lineNames([
+      { series: "s1", labels: { __name__: "cpu" } }, { series: "s2", labels: { __name__: "cpu" } }, { series: "s3", labels: { __name__: "mem" } },
+    ]), ["cpu s1", "cpu s2", "mem"], "the same labels twice: the ids tell them apart");
+  });
+  it("writes legend entries with the series a group folds, and the aggregate of a lone line", () => {
+    assert.equal(legendText({ name: '{dc="eu"}', group: true, seriesCount: 2, aggregated: true }), '{dc="eu"} · 2 series');
+    assert.equal(legendText({ name: "all series", group: true, seriesCount: 1234, aggregated: true }, { single: true, agg: "avg" }), "all series · 1,234 series · avg");
+    assert.equal(legendText({ name: "cpu.a", aggregated: true }, { single: true, agg: "max" }), "cpu.a · max");
+    assert.equal(legendText({ name: "cpu.a", aggregated: false }, { single: true, agg: "max" }), "cpu.a", "raw points have no aggregate");
+    assert.equal(groupingText(null), "");
+    assert.equal(groupingText([]), "one group");
+    assert.equal(groupingText(["dc", "host"]), "by dc, host");
+  });
+  it("colours each line by its key, the same on every read, distinct while there are colours", () => {
+    const keys = ["cpu.a", "cpu.b", '{dc="eu"}', '{dc="us"}', "x", "y", "z"];
+    const slots = lineSlots(keys);
+    assert.deepEqual(lineSlots(keys), slots);
+    assert.equal(new Set(slots).size, keys.length);
+    for (let k = 0; k < 300; k++) {
+      const n = 1 + Math.floor(Math.random() * 10);
+      const ks = Array.from({ length: n }, (_, i) => `k${Math.random()}-${i}`);
+      const taken = [0, 1].slice(0, Math.max(0, 10 - n));
+      const s = lineSlots(ks, taken);
+      assert.equal(new Set([...s, ...taken]).size, n + taken.length, "no colour twice, none of the picked series'");
+      assert.ok(s.every((x) => x >= 0 && x < 10));
+      // The first line's colour does not depend on the lines after it.
+      assert.equal(lineSlots(ks.slice(0, 1), taken)[0], s[0]);
+    }
+    assert.equal(lineSlots(Array.from({ length: 25 }, (_, i) => `s${i}`)).length, 25, "more lines than colours: colours repeat");
+  });
+  it("merges a selector read's pages per result", () => {
+    const head = (series) => ({ series, labels: { __name__: "cpu", host: series }, tier: "fine", resolution_ms: 60_000, columns: ["t", "avg"], segments: [] });
+    const stats = (n) => ({ buckets: 1, partitions: 2, rows_read: n, cache_hits: 0, elapsed_ms: 1 });
+    const m = mergeMatchPages([
+      { results: [{ ...head("a"), points: [[1, 1], [2, 2]] }, { ...head("b"), points: [[1, 5]] }], partial: false, covered: [0, 3], next_cursor: "c", stats: stats(3) },
+      { results: [{ ...head("a"), points: [[3, 3]] }, { ...head("b"), points: [] }], partial: false, covered: [0, 10], stats: stats(1), warnings: ["w"] },
+    ], { from: 0, to: 10 });
+    assert.deepEqual(m.results.map((r) => [r.key, r.name, r.points, r.seriesCount]), [
+      ["a", 'cpu{host="a"}', [[1, 1], [2, 2], [3, 3]], 1], ["b", 'cpu{host="b"}', [[1, 5]], 1],
+    ]);
+    const r = m.results[1];
+    assert.deepEqual([r.from, r.to, r.covered, r.pages, r.partial, r.next_cursor, r.stats.rows_read, r.warnings], [0, 10, [0, 10], 2, false, undefined, 4, ["w"]]);
+    assert.equal(m.matched, 2);
+    const g = mergeMatchPages([{ results: [{ group: { dc: "eu" }, series_count: 3, columns: ["t", "avg"], points: [] }, { group: { dc: "us" }, series_count: 1, columns: ["t", "avg"], points: [] }], covered: [0, 1], stats: {} }]);
+    assert.deepEqual(g.results.map((x) => [x.key, x.seriesCount]), [['{dc="eu"}', 3], ['{dc="us"}', 1]]);
+    assert.equal(g.matched, 4);
+    assert.equal(mergeMatchPages([]), null);
   });
 });
 

@@ -364,6 +364,23 @@ describe("selector in the URL", () => {
     assert.equal(readableURL("v1/points?" + q), 'v1/points?match=cpu{dc="eu", host=~"a.*"}&group_by=dc,host&from=2026-01-10T00:00:00Z');
     assert.equal(readableURL("v1/points?match=a%26b%2Bc"), "v1/points?match=a%26b%2Bc", "& and + stay escaped");
   });
+  it("follows a selector read's cursor, and stops where a page brings nothing new", async (t) => {
+    const api = await import("./static/assets/api.js");
+    const saved = globalThis.fetch;
+    t.after(() => (globalThis.fetch = saved));
+    const page = (points, covered, next) => ({
+      results: [{ series: "a", labels: {}, columns: ["t", "v"], points }], partial: !points.length, covered, next_cursor: next, stats: {},
+    });
+    const pages = [page([[1, 1]], [0, 2], "c1"), page([[2, 2]], [0, 3], "c2"), page([], [0, 3], "c3"), page([], [0, 3], "c4")];
+    const urls = [];
+    globalThis.fetch = async (url) => {
+      urls.push(url);
+      return new Response(JSON.stringify(pages[urls.length - 1]));
+    };
+    const r = await api.readPages("v1/points", new URLSearchParams({ match: "cpu" }), { pageLimit: 10 });
+    assert.deepEqual(urls, ["v1/points?match=cpu&limit=10", "v1/points?match=cpu&limit=10&cursor=c1", "v1/points?match=cpu&limit=10&cursor=c2"]);
+    assert.deepEqual([r.pages.length, r.stuck, r.capped, r.url], [3, true, false, urls[0]]);
+  });
 });
 
 describe("window ladder", () => {

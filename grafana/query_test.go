@@ -13,9 +13,9 @@ import (
 
 	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/grafana"
-	"github.com/tsgate/tsgate/httpapi/apitest"
 	"github.com/tsgate/tsgate/query"
-	"github.com/tsgate/tsgate/query/querytest"
+	"github.com/tsgate/tsgate/testkit/apitest"
+	"github.com/tsgate/tsgate/testkit/querytest"
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/embedded"
 )

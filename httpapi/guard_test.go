@@ -22,8 +22,8 @@ import (
 	"github.com/tsgate/tsgate/api/client"
 	"github.com/tsgate/tsgate/auth"
 	"github.com/tsgate/tsgate/gateway"
-	"github.com/tsgate/tsgate/httpapi/apitest"
-	"github.com/tsgate/tsgate/query/querytest"
+	"github.com/tsgate/tsgate/testkit/apitest"
+	"github.com/tsgate/tsgate/testkit/querytest"
 	"github.com/tsgate/tsgate/tiers"
 )
 

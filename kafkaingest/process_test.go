@@ -17,8 +17,8 @@ import (
 
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/params"
+	"github.com/tsgate/tsgate/testkit/storetest"
 	"github.com/tsgate/tsgate/tiers"
-	"github.com/tsgate/tsgate/tiers/storetest"
 )
 
 // fakeWriter takes every write but those it is told to fail: the first

@@ -48,7 +48,7 @@ var layers = [][]string{
 // support are test suites, test helpers and tools: they may import any
 // package but commands, and no production package may import them.
 var support = []string{
-	"tiers/storetest", "query/querytest", "httpapi/apitest", "promapi/promtest",
+	"testkit/storetest", "testkit/querytest", "testkit/apitest", "testkit/promtest",
 	"integration", "integration/cluster", "layering", "scripts/cassandra/cql",
 }
 
@@ -74,8 +74,8 @@ var restricted = map[string][]string{
 	"github.com/apache/cassandra-gocql-driver/v2": {"tiers/cassandra", "scripts/cassandra/cql", "integration", "integration/cluster"},
 	"github.com/Shopify/toxiproxy/v2":             {"integration", "integration/cluster"},
 	"github.com/cockroachdb/pebble/v2":            {"tiers/embedded"},
-	"github.com/go-chi/chi/v5":                    {"httpapi", "grafana", "promapi", "httpapi/apitest", "integration"},
-	"github.com/getkin/kin-openapi":               {"api", "httpapi", "httpapi/apitest"},
+	"github.com/go-chi/chi/v5":                    {"httpapi", "grafana", "promapi", "testkit/apitest", "integration"},
+	"github.com/getkin/kin-openapi":               {"api", "httpapi", "testkit/apitest"},
 	"github.com/twmb/franz-go":                    {"kafkaingest", "integration"},
 }
 
@@ -193,7 +193,7 @@ func TestCheckCatchesBackEdges(t *testing.T) {
 		{"tiers/cassandra", module + "/query", "adapters import only tiers"},
 		{"gateway", module + "/cmd/gateway", "nothing imports a command"},
 		{"integration", module + "/cmd/gateway", "nothing imports a command"},
-		{"query", module + "/query/querytest", "test support package"},
+		{"query", module + "/testkit/querytest", "test support package"},
 		{"router", "os", "must do no I/O"},
 		{"query", "net/http", "must do no I/O"},
 		{"rollup", "github.com/apache/cassandra-gocql-driver/v2", "only"},

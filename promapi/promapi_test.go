@@ -11,8 +11,8 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
 	"github.com/tsgate/tsgate/gateway"
-	"github.com/tsgate/tsgate/promapi/promtest"
-	"github.com/tsgate/tsgate/query/querytest"
+	"github.com/tsgate/tsgate/testkit/promtest"
+	"github.com/tsgate/tsgate/testkit/querytest"
 	"github.com/tsgate/tsgate/tiers/embedded"
 )
 

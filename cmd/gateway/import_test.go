@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/tsgate/tsgate/ingest"
-	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/router"
+	"github.com/tsgate/tsgate/testkit/querytest"
+	"github.com/tsgate/tsgate/testkit/storetest"
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/embedded"
-	"github.com/tsgate/tsgate/tiers/storetest"
 )
 
 // history is the input of the import tests: series whose points lie in

@@ -39,10 +39,10 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/promql"
 
-	"github.com/tsgate/tsgate/httpapi/apitest"
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/params"
-	"github.com/tsgate/tsgate/query/querytest"
+	"github.com/tsgate/tsgate/testkit/apitest"
+	"github.com/tsgate/tsgate/testkit/querytest"
 	"github.com/tsgate/tsgate/tiers"
 )
 

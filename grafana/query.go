@@ -22,7 +22,6 @@ import (
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/problem"
 	"github.com/tsgate/tsgate/query"
-	"github.com/tsgate/tsgate/router"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -208,7 +207,7 @@ func (s *Server) grafanaTargetJobs(t grafanaTarget, text string, base query.Requ
 	req := base
 	req.Aggs = []query.Agg{agg}
 	if resolution != "" && resolution != "auto" {
-		res, err := router.ParseResolution(resolution)
+		res, err := query.ParseResolution(resolution)
 		if err != nil {
 			return nil, errors.New("payload.resolution: " + err.Error())
 		}

@@ -28,6 +28,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/tsgate/tsgate/failure"
+	"github.com/tsgate/tsgate/index"
 	"github.com/tsgate/tsgate/jsonenc"
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/problem"
@@ -40,12 +41,22 @@ type Lister interface {
 	ListSeries(ctx context.Context, prefix, after string, limit int) ([]tiers.SeriesInfo, error)
 }
 
+// LabelIndex lists the labels of the series (index.Index).
+type LabelIndex interface {
+	LabelNames(ctx context.Context, sels []index.Selector) ([]string, error)
+	LabelValues(ctx context.Context, name string, sels []index.Selector) ([]string, error)
+}
+
 // Deps are what the Grafana front end reads.
 type Deps struct {
 	Engine query.Engine
-	// Many reads the series of a query side by side, as one answer.
+	// Many reads the series of a query side by side, as one answer, and
+	// the series of a selector target (with its selectors set up).
 	Many   *query.Many
 	Series Lister
+	// Labels offers the label names and values as ad hoc filters' keys
+	// and values; none when nil.
+	Labels LabelIndex
 	// MaxLimit is the page size of every read: Grafana cannot page, so it
 	// gets the largest page there is.
 	MaxLimit int
@@ -111,8 +122,8 @@ func (s *Server) routes(r chi.Router) {
 	r.Post("/metric-payload-options", grafanaPayloadOptions)
 	r.Post("/query", s.grafanaQuery)
 	r.Post("/variable", s.grafanaVariable)
-	r.Post("/tag-keys", grafanaEmptyList)
-	r.Post("/tag-values", grafanaEmptyList)
+	r.Post("/tag-keys", s.grafanaTagKeys)
+	r.Post("/tag-values", s.grafanaTagValues)
 	r.Post("/search", s.grafanaSearch)
 	r.Post("/annotations", grafanaEmptyList)
 }
@@ -246,9 +257,81 @@ func grafanaHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 // grafanaEmptyList answers the endpoints this gateway has nothing for: it
-// keeps no tags (ad hoc filters) and no annotation source.
+// keeps no annotation source.
 func grafanaEmptyList(w http.ResponseWriter, r *http.Request) {
 	writeGrafana(w, http.StatusOK, []byte("[]\n"))
+}
+
+// grafanaTagKeys offers the label names of the series as the keys of ad
+// hoc filters: [{"type":"string","text":name}], from the label index.
+// Whatever the body says (the filters already set, the time range) does
+// not narrow them. The pseudo-label series (the id) is not listed, since
+// its values are every series' id; a filter may still use it.
+func (s *Server) grafanaTagKeys(w http.ResponseWriter, r *http.Request) {
+	// Nothing the body says changes the answer, so a body that does not
+	// decode still gets it.
+	var body struct{}
+	_ = decodeGrafana(w, r, &body)
+	var names []string
+	if s.deps.Labels != nil {
+		var err error
+		if names, err = s.deps.Labels.LabelNames(r.Context(), nil); err != nil {
+			s.writeGrafanaError(w, r, err)
+			return
+		}
+	}
+	b := append(make([]byte, 0, 32*(len(names)+1)), '[')
+	for i, name := range names {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"type":"string","text":`...)
+		b = jsonenc.AppendString(b, name)
+		b = append(b, '}')
+	}
+	writeGrafana(w, http.StatusOK, append(b, ']', '\n'))
+}
+
+// grafanaTagValues offers the values of the label named by the body's key
+// as an ad hoc filter's values: [{"text":value}], from the label index,
+// not narrowed by the other filters. For the pseudo-label series they are
+// the series ids (at most 10 000); a key that is no label name has none.
+func (s *Server) grafanaTagValues(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Key json.RawMessage `json:"key"`
+	}
+	if err := decodeGrafana(w, r, &body); err != nil {
+		s.writeGrafanaError(w, r, err)
+		return
+	}
+	key, ok := jsonenc.ScalarText(body.Key)
+	if !ok {
+		s.writeGrafanaError(w, r, grafanaBad("key must be a string: the label whose values to list"))
+		return
+	}
+	var values []string
+	var err error
+	switch {
+	case s.deps.Labels == nil || key == "":
+	case key == tiers.SeriesLabel:
+		values, err = s.grafanaSeriesList(r, "")
+	case params.LabelName(key) == nil:
+		values, err = s.deps.Labels.LabelValues(r.Context(), key, nil)
+	}
+	if err != nil {
+		s.writeGrafanaError(w, r, err)
+		return
+	}
+	b := append(make([]byte, 0, 24*(len(values)+1)), '[')
+	for i, v := range values {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"text":`...)
+		b = jsonenc.AppendString(b, v)
+		b = append(b, '}')
+	}
+	writeGrafana(w, http.StatusOK, append(b, ']', '\n'))
 }
 
 // grafanaAggs and grafanaResolutions are the choices the query builder

@@ -119,7 +119,7 @@ func (s *Server) routes(r chi.Router) {
 	// trailing slash; chi hands both to "/".
 	r.Get("/", grafanaHealth)
 	r.Post("/metrics", s.grafanaMetrics)
-	r.Post("/metric-payload-options", grafanaPayloadOptions)
+	r.Post("/metric-payload-options", s.grafanaPayloadOptions)
 	r.Post("/query", s.grafanaQuery)
 	r.Post("/variable", s.grafanaVariable)
 	r.Post("/tag-keys", s.grafanaTagKeys)
@@ -361,6 +361,14 @@ var grafanaPayloadConfig = mustJSON([]map[string]string{
 	{"name": "resolution", "label": "Resolution", "type": "select", "placeholder": "auto"},
 })
 
+// grafanaSelectorPayloadConfig is what a selector typed as the builder's
+// metric offers: group_by too, whose options are the label names.
+var grafanaSelectorPayloadConfig = mustJSON([]map[string]string{
+	{"name": "agg", "label": "Aggregate", "type": "select", "placeholder": "avg"},
+	{"name": "resolution", "label": "Resolution", "type": "select", "placeholder": "auto"},
+	{"name": "group_by", "label": "Group by", "type": "multi-select", "placeholder": "one line per series"},
+})
+
 func mustJSON(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -381,7 +389,11 @@ type grafanaListBody struct {
 // grafanaMetrics lists the series for the query builder, each with the
 // payload options it takes. The builder sends its current selection as
 // metric; that is not a filter, or the list would shrink to the series
-// already chosen. A payload member prefix narrows the list.
+// already chosen. A payload member prefix narrows the list. When the
+// current metric is a selector (typed as the drop-down's custom value),
+// the list starts with it, offering group_by besides agg and resolution:
+// the builder shows the payload options of the listed metric equal to its
+// target.
 func (s *Server) grafanaMetrics(w http.ResponseWriter, r *http.Request) {
 	var body grafanaListBody
 	if err := decodeGrafana(w, r, &body); err != nil {
@@ -394,7 +406,19 @@ func (s *Server) grafanaMetrics(w http.ResponseWriter, r *http.Request) {
 		s.writeGrafanaError(w, r, err)
 		return
 	}
-	b := append(make([]byte, 0, 64*(len(ids)+1)), '[')
+	b := append(make([]byte, 0, 64*(len(ids)+2)), '[')
+	if metric, ok := jsonenc.ScalarText(body.Metric); ok && isSelectorTarget(metric) {
+		if _, err := index.Parse("metric", []string{metric}); err == nil {
+			b = append(b, `{"value":`...)
+			b = jsonenc.AppendString(b, metric)
+			b = append(b, `,"payloads":`...)
+			b = append(b, grafanaSelectorPayloadConfig...)
+			b = append(b, '}')
+			if len(ids) > 0 {
+				b = append(b, ',')
+			}
+		}
+	}
 	for i, id := range ids {
 		if i > 0 {
 			b = append(b, ',')
@@ -470,8 +494,9 @@ func (s *Server) grafanaVariable(w http.ResponseWriter, r *http.Request) {
 	writeGrafana(w, http.StatusOK, append(b, ']', '\n'))
 }
 
-// grafanaPayloadOptions answers the builder's selects.
-func grafanaPayloadOptions(w http.ResponseWriter, r *http.Request) {
+// grafanaPayloadOptions answers the builder's selects: the aggregates,
+// common windows, and for group_by the label names.
+func (s *Server) grafanaPayloadOptions(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Name json.RawMessage `json:"name"`
 	}
@@ -485,6 +510,18 @@ func grafanaPayloadOptions(w http.ResponseWriter, r *http.Request) {
 		opts = grafanaAggs
 	case "resolution":
 		opts = grafanaResolutions
+	case "group_by":
+		if s.deps.Labels == nil {
+			break
+		}
+		names, err := s.deps.Labels.LabelNames(r.Context(), nil)
+		if err != nil {
+			s.writeGrafanaError(w, r, err)
+			return
+		}
+		for _, n := range names {
+			opts = append(opts, grafanaOption{n, n})
+		}
 	}
 	b, _ := json.Marshal(opts)
 	writeGrafana(w, http.StatusOK, append(b, '\n'))

@@ -517,3 +517,59 @@ func TestGrafanaSelectorPartialAnswers(t *testing.T) {
 	}
 	checkElement(t, got[1], "B", "lat.fast", tr["lat.fast"], span, step, "avg")
 }
+
+// In the query builder, a selector typed as the metric's custom value is
+// listed first, with group_by besides agg and resolution, so that the
+// builder shows those options; group_by's options are the label names.
+// Text that is not a selector, or not a valid one, lists the series only.
+func TestGrafanaBuilderSelectorMetric(t *testing.T) {
+	s := newTestServer(t)
+	seedLabelled(t, s, 1)
+	var ids []string
+	for _, ls := range labelledSeries {
+		ids = append(ids, ls.id)
+	}
+	slices.Sort(ids)
+	cases := []struct {
+		body  string
+		first string // "": the series only
+	}{
+		{`{"metric":"cpu{dc=\"eu\"}","payload":{"group_by":["dc"]}}`, `cpu{dc="eu"}`},
+		{`{"metric":"{series=~\"cpu\\\\..*\"}"}`, `{series=~"cpu\\..*"}`},
+		{`{"metric":"cpu{"}`, ""},
+		{`{"metric":"{host!=\"a\"}"}`, ""},
+		{`{"metric":"cpu.a"}`, ""},
+		{`{}`, ""},
+	}
+	for _, c := range cases {
+		var got []grafanaMetric
+		s.grafanaOK("metrics", c.body, &got)
+		var values []string
+		for _, m := range got {
+			values = append(values, m.Value)
+		}
+		want := ids
+		if c.first != "" {
+			want = append([]string{c.first}, ids...)
+			var names []string
+			for _, p := range got[0].Payloads {
+				names = append(names, p.Name+":"+p.Type)
+			}
+			if !slices.Equal(names, []string{"agg:select", "resolution:select", "group_by:multi-select"}) {
+				t.Errorf("%s: the selector offers %v", c.body, names)
+			}
+		}
+		if !slices.Equal(values, want) {
+			t.Errorf("%s: listed %q, want %q", c.body, values, want)
+		}
+	}
+	var opts []struct{ Value, Label string }
+	s.grafanaOK("metric-payload-options", `{"metric":"cpu{}","payload":{},"name":"group_by"}`, &opts)
+	var values []string
+	for _, o := range opts {
+		values = append(values, o.Value)
+	}
+	if !slices.Equal(values, []string{"__name__", "dc", "host"}) {
+		t.Errorf("group_by options %v", values)
+	}
+}

@@ -135,6 +135,7 @@ func (e GrafanaMetaNoticesSeverity) Valid() bool {
 // Defines values for GrafanaPayloadConfigName.
 const (
 	GrafanaPayloadConfigNameAgg        GrafanaPayloadConfigName = "agg"
+	GrafanaPayloadConfigNameGroupBy    GrafanaPayloadConfigName = "group_by"
 	GrafanaPayloadConfigNameResolution GrafanaPayloadConfigName = "resolution"
 )
 
@@ -142,6 +143,8 @@ const (
 func (e GrafanaPayloadConfigName) Valid() bool {
 	switch e {
 	case GrafanaPayloadConfigNameAgg:
+		return true
+	case GrafanaPayloadConfigNameGroupBy:
 		return true
 	case GrafanaPayloadConfigNameResolution:
 		return true
@@ -152,12 +155,15 @@ func (e GrafanaPayloadConfigName) Valid() bool {
 
 // Defines values for GrafanaPayloadConfigType.
 const (
-	GrafanaPayloadConfigTypeSelect GrafanaPayloadConfigType = "select"
+	GrafanaPayloadConfigTypeMultiSelect GrafanaPayloadConfigType = "multi-select"
+	GrafanaPayloadConfigTypeSelect      GrafanaPayloadConfigType = "select"
 )
 
 // Valid indicates whether the value is a known member of the GrafanaPayloadConfigType enum.
 func (e GrafanaPayloadConfigType) Valid() bool {
 	switch e {
+	case GrafanaPayloadConfigTypeMultiSelect:
+		return true
 	case GrafanaPayloadConfigTypeSelect:
 		return true
 	default:
@@ -626,18 +632,13 @@ type GrafanaMetaCustomPartialReason string
 // GrafanaMetaNoticesSeverity defines model for GrafanaMeta.Notices.Severity.
 type GrafanaMetaNoticesSeverity string
 
-// GrafanaMetric A series as a metric of the query builder.
+// GrafanaMetric A series as a metric of the query builder, or the selector the builder holds.
 type GrafanaMetric struct {
 	// Payloads The payload options the builder offers for it.
 	Payloads []GrafanaPayloadConfig `json:"payloads"`
 
-	// Value 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
-	// and `..`: URLs drop those as path segments, so such a series could
-	// be written but not read at `/v1/series/{id}`.
-	//
-	//
-	// Example: sensor-1
-	Value SeriesID `json:"value"`
+	// Value A series id, or the selector sent as the body's `metric`.
+	Value string `json:"value"`
 }
 
 // GrafanaOption A choice of a builder's select.
@@ -2786,7 +2787,7 @@ type ClientInterface interface {
 	//
 	// The choices of the query builder's select named by the body's
 	// `name`: the aggregates for `agg`, common windows for `resolution`,
-	// none for any other name.
+	// the label names for `group_by`, none for any other name.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2797,7 +2798,7 @@ type ClientInterface interface {
 	//
 	// The choices of the query builder's select named by the body's
 	// `name`: the aggregates for `agg`, common windows for `resolution`,
-	// none for any other name.
+	// the label names for `group_by`, none for any other name.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2808,7 +2809,9 @@ type ClientInterface interface {
 	//
 	// Series ids as metrics, each with the payload options `agg` (min, max,
 	// sum, count, avg) and `resolution` (auto, raw or a window).
-	// `payload.prefix` narrows the list.
+	// `payload.prefix` narrows the list. When the body's `metric` (the
+	// builder's current one) is a selector, the list starts with it,
+	// offering `group_by` too.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2819,7 +2822,9 @@ type ClientInterface interface {
 	//
 	// Series ids as metrics, each with the payload options `agg` (min, max,
 	// sum, count, avg) and `resolution` (auto, raw or a window).
-	// `payload.prefix` narrows the list.
+	// `payload.prefix` narrows the list. When the body's `metric` (the
+	// builder's current one) is a selector, the list starts with it,
+	// offering `group_by` too.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3575,7 +3580,7 @@ func (c *Client) GrafanaAnnotations(ctx context.Context, body GrafanaAnnotations
 //
 // The choices of the query builder's select named by the body's
 // `name`: the aggregates for `agg`, common windows for `resolution`,
-// none for any other name.
+// the label names for `group_by`, none for any other name.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3596,7 +3601,7 @@ func (c *Client) GrafanaPayloadOptionsWithBody(ctx context.Context, contentType 
 //
 // The choices of the query builder's select named by the body's
 // `name`: the aggregates for `agg`, common windows for `resolution`,
-// none for any other name.
+// the label names for `group_by`, none for any other name.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3617,7 +3622,9 @@ func (c *Client) GrafanaPayloadOptions(ctx context.Context, body GrafanaPayloadO
 //
 // Series ids as metrics, each with the payload options `agg` (min, max,
 // sum, count, avg) and `resolution` (auto, raw or a window).
-// `payload.prefix` narrows the list.
+// `payload.prefix` narrows the list. When the body's `metric` (the
+// builder's current one) is a selector, the list starts with it,
+// offering `group_by` too.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3638,7 +3645,9 @@ func (c *Client) GrafanaMetricsWithBody(ctx context.Context, contentType string,
 //
 // Series ids as metrics, each with the payload options `agg` (min, max,
 // sum, count, avg) and `resolution` (auto, raw or a window).
-// `payload.prefix` narrows the list.
+// `payload.prefix` narrows the list. When the body's `metric` (the
+// builder's current one) is a selector, the list starts with it,
+// offering `group_by` too.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6722,7 +6731,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// The choices of the query builder's select named by the body's
 	// `name`: the aggregates for `agg`, common windows for `resolution`,
-	// none for any other name.
+	// the label names for `group_by`, none for any other name.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6733,7 +6742,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// The choices of the query builder's select named by the body's
 	// `name`: the aggregates for `agg`, common windows for `resolution`,
-	// none for any other name.
+	// the label names for `group_by`, none for any other name.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6744,7 +6753,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Series ids as metrics, each with the payload options `agg` (min, max,
 	// sum, count, avg) and `resolution` (auto, raw or a window).
-	// `payload.prefix` narrows the list.
+	// `payload.prefix` narrows the list. When the body's `metric` (the
+	// builder's current one) is a selector, the list starts with it,
+	// offering `group_by` too.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6755,7 +6766,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Series ids as metrics, each with the payload options `agg` (min, max,
 	// sum, count, avg) and `resolution` (auto, raw or a window).
-	// `payload.prefix` narrows the list.
+	// `payload.prefix` narrows the list. When the body's `metric` (the
+	// builder's current one) is a selector, the list starts with it,
+	// offering `group_by` too.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10641,7 +10654,7 @@ func (c *ClientWithResponses) GrafanaAnnotationsWithResponse(ctx context.Context
 //
 // The choices of the query builder's select named by the body's
 // `name`: the aggregates for `agg`, common windows for `resolution`,
-// none for any other name.
+// the label names for `group_by`, none for any other name.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10658,7 +10671,7 @@ func (c *ClientWithResponses) GrafanaPayloadOptionsWithBodyWithResponse(ctx cont
 //
 // The choices of the query builder's select named by the body's
 // `name`: the aggregates for `agg`, common windows for `resolution`,
-// none for any other name.
+// the label names for `group_by`, none for any other name.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10675,7 +10688,9 @@ func (c *ClientWithResponses) GrafanaPayloadOptionsWithResponse(ctx context.Cont
 //
 // Series ids as metrics, each with the payload options `agg` (min, max,
 // sum, count, avg) and `resolution` (auto, raw or a window).
-// `payload.prefix` narrows the list.
+// `payload.prefix` narrows the list. When the body's `metric` (the
+// builder's current one) is a selector, the list starts with it,
+// offering `group_by` too.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10692,7 +10707,9 @@ func (c *ClientWithResponses) GrafanaMetricsWithBodyWithResponse(ctx context.Con
 //
 // Series ids as metrics, each with the payload options `agg` (min, max,
 // sum, count, avg) and `resolution` (auto, raw or a window).
-// `payload.prefix` narrows the list.
+// `payload.prefix` narrows the list. When the body's `metric` (the
+// builder's current one) is a selector, the list starts with it,
+// offering `group_by` too.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

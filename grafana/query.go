@@ -212,15 +212,14 @@ func (s *Server) grafanaJobs(body *grafanaQueryBody, now time.Time) ([]*grafanaJ
 			return nil, grafanaBad(grafanaWhere(t.RefID, "") + "target must be a string: a series id or a selector")
 		}
 		text = strings.TrimSpace(text)
-		match, err := payloadList(grafanaPayload(t.Payload), "match")
-		if err != nil {
-			return nil, grafanaBad(grafanaWhere(t.RefID, "") + err.Error())
-		}
+		match, matchErr := payloadList(grafanaPayload(t.Payload), "match")
 		switch {
-		case text == "" && match == nil:
+		case text == "" && match == nil && matchErr == nil:
 			// A placeholder; the plugin drops targets without one itself.
 		case annotations || t.RefID == "Anno":
 			jobs = append(jobs, &grafanaJob{refID: t.RefID, out: grafanaAnnotationFrame(t.RefID)})
+		case matchErr != nil:
+			return nil, grafanaBad(grafanaWhere(t.RefID, "") + matchErr.Error())
 		case match != nil || isSelectorTarget(text):
 			j, err := s.grafanaSelectorJob(t, text, match, base, filters)
 			if err != nil {

@@ -309,15 +309,7 @@ func (s *Server) grafanaTagValues(w http.ResponseWriter, r *http.Request) {
 		s.writeGrafanaError(w, r, grafanaBad("key must be a string: the label whose values to list"))
 		return
 	}
-	var values []string
-	var err error
-	switch {
-	case s.deps.Labels == nil || key == "":
-	case key == tiers.SeriesLabel:
-		values, err = s.grafanaSeriesList(r, "")
-	case params.LabelName(key) == nil:
-		values, err = s.deps.Labels.LabelValues(r.Context(), key, nil)
-	}
+	values, err := s.labelValues(r, key)
 	if err != nil {
 		s.writeGrafanaError(w, r, err)
 		return
@@ -457,14 +449,16 @@ func (s *Server) grafanaSearch(w http.ResponseWriter, r *http.Request) {
 // grafanaVariable answers a dashboard variable of type Query with series
 // ids. In the plugin's default string mode the query arrives as
 // payload.target; in raw JSON mode payload is the user's own JSON, where
-// target or prefix are honoured.
+// target or prefix are honoured. A query label_values(name) (or, in raw
+// JSON mode, {"label": name}) lists the values of a label instead, for
+// selectors such as cpu{host=~"$host"}.
 func (s *Server) grafanaVariable(w http.ResponseWriter, r *http.Request) {
 	var body grafanaListBody
 	if err := decodeGrafana(w, r, &body); err != nil {
 		s.writeGrafanaError(w, r, err)
 		return
 	}
-	var query string
+	var query, label string
 	if raw := bytes.TrimSpace(body.Payload); len(raw) > 0 && raw[0] == '"' {
 		// The plugin's older variable editor sent the query text itself.
 		_ = json.Unmarshal(raw, &query)
@@ -474,24 +468,59 @@ func (s *Server) grafanaVariable(w http.ResponseWriter, r *http.Request) {
 		if query == "" {
 			query, _ = payloadString(payload, "prefix")
 		}
+		label, _ = payloadString(payload, "label")
 	}
-	ids, err := s.grafanaSeriesList(r, query)
+	if name, ok := labelValuesQuery(query); ok {
+		label = name
+	}
+	var values []string
+	var err error
+	if label != "" {
+		values, err = s.labelValues(r, label)
+	} else {
+		values, err = s.grafanaSeriesList(r, query)
+	}
 	if err != nil {
 		s.writeGrafanaError(w, r, err)
 		return
 	}
-	b := append(make([]byte, 0, 40*(len(ids)+1)), '[')
-	for i, id := range ids {
+	b := append(make([]byte, 0, 40*(len(values)+1)), '[')
+	for i, v := range values {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, `{"__text":`...)
-		b = jsonenc.AppendString(b, id)
+		b = jsonenc.AppendString(b, v)
 		b = append(b, `,"__value":`...)
-		b = jsonenc.AppendString(b, id)
+		b = jsonenc.AppendString(b, v)
 		b = append(b, '}')
 	}
 	writeGrafana(w, http.StatusOK, append(b, ']', '\n'))
+}
+
+// labelValuesQuery reads a variable's query label_values(name), as
+// Grafana's Prometheus datasource writes it.
+func labelValuesQuery(query string) (string, bool) {
+	q := strings.TrimSpace(query)
+	if !strings.HasPrefix(q, "label_values(") || !strings.HasSuffix(q, ")") {
+		return "", false
+	}
+	return strings.TrimSpace(q[len("label_values(") : len(q)-1]), true
+}
+
+// labelValues lists the values of a label from the label index: the
+// series ids for the pseudo-label series, none for a name that is no
+// label's.
+func (s *Server) labelValues(r *http.Request, name string) ([]string, error) {
+	switch {
+	case s.deps.Labels == nil || name == "":
+		return nil, nil
+	case name == tiers.SeriesLabel:
+		return s.grafanaSeriesList(r, "")
+	case params.LabelName(name) != nil:
+		return nil, nil
+	}
+	return s.deps.Labels.LabelValues(r.Context(), name, nil)
 }
 
 // grafanaPayloadOptions answers the builder's selects: the aggregates,

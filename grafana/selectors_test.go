@@ -573,3 +573,34 @@ func TestGrafanaBuilderSelectorMetric(t *testing.T) {
 		t.Errorf("group_by options %v", values)
 	}
 }
+
+// A Query variable lists the values of a label for label_values(name),
+// or {"label": name} in raw JSON mode, as values for selectors such as
+// cpu{host=~"$host"}; series ids otherwise, as before.
+func TestGrafanaVariableLabelValues(t *testing.T) {
+	s := newTestServer(t)
+	seedLabelled(t, s, 1)
+	cases := map[string][]string{
+		`{"payload":{"target":"label_values(dc)"}}`:       {"eu", "us"},
+		`{"payload":{"target":" label_values( host ) "}}`: {"a", "b", "c", "d"},
+		`{"payload":{"label":"__name__"}}`:                {"cpu", "mem", "twin"},
+		`{"payload":{"target":"label_values(series)"}}`:   {"cpu.a", "cpu.b", "cpu.c", "cpu.d", "mem.a", "plain", "twin.1", "twin.2"},
+		`{"payload":{"target":"label_values(9x)"}}`:       {},
+		`{"payload":{"target":"label_values(City)"}}`:     {},
+		`{"payload":{"target":"cpu\\."}}`:                 {"cpu.a", "cpu.b", "cpu.c", "cpu.d"},
+	}
+	for body, want := range cases {
+		var got []map[string]string
+		s.grafanaOK("variable", body, &got)
+		var values []string
+		for _, o := range got {
+			if len(o) != 2 || o["__text"] != o["__value"] {
+				t.Errorf("%s: option %v", body, o)
+			}
+			values = append(values, o["__value"])
+		}
+		if !slices.Equal(values, want) && (len(values) != 0 || len(want) != 0) {
+			t.Errorf("%s: %v, want %v", body, values, want)
+		}
+	}
+}

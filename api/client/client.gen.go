@@ -2949,22 +2949,26 @@ type ClientInterface interface {
 	// Corresponds with POST /grafana/tag-values (the `GrafanaTagValues` operationId).
 	GrafanaTagValues(ctx context.Context, body GrafanaTagValuesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GrafanaVariableWithBody Values of a template variable (series ids)
+	// GrafanaVariableWithBody Values of a template variable (series ids, or a label's values)
 	//
 	// The series ids a dashboard variable of type Query offers: those
 	// starting with the variable's query (`payload.target`, or
-	// `payload.prefix` in raw JSON mode).
+	// `payload.prefix` in raw JSON mode). The query `label_values(name)`
+	// (or `payload.label` in raw JSON mode) offers the values of a label
+	// instead, for selector targets.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /grafana/variable (the `GrafanaVariable` operationId).
 	GrafanaVariableWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GrafanaVariable Values of a template variable (series ids)
+	// GrafanaVariable Values of a template variable (series ids, or a label's values)
 	//
 	// The series ids a dashboard variable of type Query offers: those
 	// starting with the variable's query (`payload.target`, or
-	// `payload.prefix` in raw JSON mode).
+	// `payload.prefix` in raw JSON mode). The query `label_values(name)`
+	// (or `payload.label` in raw JSON mode) offers the values of a label
+	// instead, for selector targets.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3862,11 +3866,13 @@ func (c *Client) GrafanaTagValues(ctx context.Context, body GrafanaTagValuesJSON
 	return c.Client.Do(req)
 }
 
-// GrafanaVariableWithBody Values of a template variable (series ids)
+// GrafanaVariableWithBody Values of a template variable (series ids, or a label's values)
 //
 // The series ids a dashboard variable of type Query offers: those
 // starting with the variable's query (`payload.target`, or
-// `payload.prefix` in raw JSON mode).
+// `payload.prefix` in raw JSON mode). The query `label_values(name)`
+// (or `payload.label` in raw JSON mode) offers the values of a label
+// instead, for selector targets.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3883,11 +3889,13 @@ func (c *Client) GrafanaVariableWithBody(ctx context.Context, contentType string
 	return c.Client.Do(req)
 }
 
-// GrafanaVariable Values of a template variable (series ids)
+// GrafanaVariable Values of a template variable (series ids, or a label's values)
 //
 // The series ids a dashboard variable of type Query offers: those
 // starting with the variable's query (`payload.target`, or
-// `payload.prefix` in raw JSON mode).
+// `payload.prefix` in raw JSON mode). The query `label_values(name)`
+// (or `payload.label` in raw JSON mode) offers the values of a label
+// instead, for selector targets.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6893,22 +6901,26 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /grafana/tag-values (the `GrafanaTagValues` operationId).
 	GrafanaTagValuesWithResponse(ctx context.Context, body GrafanaTagValuesJSONRequestBody, reqEditors ...RequestEditorFn) (*GrafanaTagValuesResponse, error)
 
-	// GrafanaVariableWithBodyWithResponse Values of a template variable (series ids)
+	// GrafanaVariableWithBodyWithResponse Values of a template variable (series ids, or a label's values)
 	//
 	// The series ids a dashboard variable of type Query offers: those
 	// starting with the variable's query (`payload.target`, or
-	// `payload.prefix` in raw JSON mode).
+	// `payload.prefix` in raw JSON mode). The query `label_values(name)`
+	// (or `payload.label` in raw JSON mode) offers the values of a label
+	// instead, for selector targets.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /grafana/variable (the `GrafanaVariable` operationId).
 	GrafanaVariableWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GrafanaVariableResponse, error)
 
-	// GrafanaVariableWithResponse Values of a template variable (series ids)
+	// GrafanaVariableWithResponse Values of a template variable (series ids, or a label's values)
 	//
 	// The series ids a dashboard variable of type Query offers: those
 	// starting with the variable's query (`payload.target`, or
-	// `payload.prefix` in raw JSON mode).
+	// `payload.prefix` in raw JSON mode). The query `label_values(name)`
+	// (or `payload.label` in raw JSON mode) offers the values of a label
+	// instead, for selector targets.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10888,11 +10900,13 @@ func (c *ClientWithResponses) GrafanaTagValuesWithResponse(ctx context.Context, 
 	return ParseGrafanaTagValuesResponse(rsp)
 }
 
-// GrafanaVariableWithBodyWithResponse Values of a template variable (series ids)
+// GrafanaVariableWithBodyWithResponse Values of a template variable (series ids, or a label's values)
 //
 // The series ids a dashboard variable of type Query offers: those
 // starting with the variable's query (`payload.target`, or
-// `payload.prefix` in raw JSON mode).
+// `payload.prefix` in raw JSON mode). The query `label_values(name)`
+// (or `payload.label` in raw JSON mode) offers the values of a label
+// instead, for selector targets.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10905,11 +10919,13 @@ func (c *ClientWithResponses) GrafanaVariableWithBodyWithResponse(ctx context.Co
 	return ParseGrafanaVariableResponse(rsp)
 }
 
-// GrafanaVariableWithResponse Values of a template variable (series ids)
+// GrafanaVariableWithResponse Values of a template variable (series ids, or a label's values)
 //
 // The series ids a dashboard variable of type Query offers: those
 // starting with the variable's query (`payload.target`, or
-// `payload.prefix` in raw JSON mode).
+// `payload.prefix` in raw JSON mode). The query `label_values(name)`
+// (or `payload.label` in raw JSON mode) offers the values of a label
+// instead, for selector targets.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -287,7 +287,7 @@ func (r registryView) ListSeries(ctx context.Context, prefix, after string, limi
 func (g *Gateway) Handler() http.Handler {
 	registry := registryView{g.Series, g.Store}
 	gf := grafana.New(grafana.Deps{
-		Engine: g.Engine, Many: g.Many, Series: registry, MaxLimit: g.Config.Query.MaxLimit,
+		Engine: g.Engine, Many: g.Many, Series: registry, Labels: g.Index, MaxLimit: g.Config.Query.MaxLimit,
 		MaxSeries: g.Config.HTTP.MaxQueries, Logger: g.Logger, Now: g.Now,
 		CORSOrigins: g.Config.HTTP.Limits.CORSOrigins,
 	})

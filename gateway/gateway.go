@@ -160,7 +160,9 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 	store = g.newLayouts(store, cfg, reg)
 	rc := cfg.Rollup
 	rc.Lateness = cfg.Ingest.Lateness
-	g.Rollups = rollup.New(store, cfg.Pyramid, cfg.Query.Scan, rc, now, log, rollup.NewMetrics(reg))
+	// The worker marks corrected series through the series cache, so that
+	// this gateway's reads key on the new generation at once.
+	g.Rollups = rollup.New(writerStore{store, g.Series}, cfg.Pyramid, cfg.Query.Scan, rc, now, log, rollup.NewMetrics(reg))
 
 	var reader tiers.PartitionReader = timedReader{store, sm}
 	var invalidate func(...string) // imports change buckets the cache takes as final

@@ -272,6 +272,7 @@ func Run(t *testing.T, store tiers.Store, p tiers.Pyramid) {
 	t.Run("PagesProgressWhenEveryReadIsSlowerThanTheBudget", func(t *testing.T) { pagesProgress(t, store, series, env) })
 	t.Run("CachedBucketsAnswerTheSame", func(t *testing.T) { cachedBuckets(t, store, series, truth, env) })
 	t.Run("ImportsAfterCachedReadsAreSeenByEveryGateway", func(t *testing.T) { importsSeen(t, store, env) })
+	t.Run("CachedRollupsStayCurrent", func(t *testing.T) { cachedRollupsStayCurrent(t, store, env) })
 	t.Run("ManyReadsEqualSingleReads", func(t *testing.T) { env.manyReads(t, series, truth) })
 	t.Run("ReadsByMatchEqualBruteForce", func(t *testing.T) {
 		// The store's rollup checkpoints follow env's clock, which load

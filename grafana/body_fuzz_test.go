@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tsgate/tsgate/testkit/apitest"
 	"github.com/tsgate/tsgate/ingest"
+	"github.com/tsgate/tsgate/testkit/apitest"
 	"github.com/tsgate/tsgate/tiers"
 )
 

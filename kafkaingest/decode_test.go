@@ -1,12 +1,12 @@
 package kafkaingest
 
 import (
-	"strconv"
-
 	"errors"
+	"strconv"
+	"testing"
+
 	"github.com/klauspost/compress/snappy"
 	"github.com/prometheus/prometheus/prompb"
-	"testing"
 
 	"github.com/tsgate/tsgate/ingest"
 )

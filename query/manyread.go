@@ -435,7 +435,6 @@ type TierPartitions struct {
 	Partitions int
 }
 
-
 // Explain plans a many-series read without reading any point: the series
 // the selectors match, and every partition their reads would open.
 func (m *Many) Explain(ctx context.Context, req ManyRequest) (*ManyExplanation, error) {

@@ -17,13 +17,15 @@ import (
 // cachedRollupsStayCurrent: rollup rows are cached as soon as they are
 // rolled up, and late points and imports interleaved with cached reads
 // never leave a stale window. Two gateways share the store, one caching
-// final buckets and one not; every answer of the caching one equals the
+// final buckets and complete windows of answers and one caching nothing; every answer of the caching one equals the
 // other's, at every step, and brute force once rollups have caught up.
 func cachedRollupsStayCurrent(t *testing.T, store tiers.Store, base *Env) {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(29, 31))
 	clock := base.Clock
-	cached := NewEnv(t, store, Options{Pyramid: base.Pyramid, Clock: clock, Configure: func(c *gateway.Config) { c.CacheBytes = 64 << 20 }})
+	cached := NewEnv(t, store, Options{Pyramid: base.Pyramid, Clock: clock, Configure: func(c *gateway.Config) {
+		c.CacheBytes, c.ResultsCacheBytes = 64<<20, 64<<20
+	}})
 	plain := NewEnv(t, store, Options{Pyramid: base.Pyramid, Clock: clock})
 	series := fmt.Sprintf("qt%08x.fin", rand.Uint32())
 	hist := series + ".hist"
@@ -151,5 +153,8 @@ func cachedRollupsStayCurrent(t *testing.T, store tiers.Store, base *Env) {
 	compare("once rollups caught up", true)
 	if rollupHits == 0 {
 		t.Fatal("no read of a rollup tier was served from the cache: the test shows nothing")
+	}
+	if _, _, served := cached.Gateway.Results.Stats(); served == 0 {
+		t.Fatal("no window was served from the results cache: the test shows nothing")
 	}
 }

@@ -110,6 +110,7 @@ func NewEnv(t testing.TB, store tiers.Store, opts Options) *Env {
 	cfg.Pyramid = p
 	cfg.Query.Scan.PageSize = 500 // several driver pages per partition
 	cfg.CacheBytes = 0
+	cfg.ResultsCacheBytes = 0
 	cfg.CursorKey = base64.StdEncoding.EncodeToString([]byte("querytest cursor key, 32 bytes.."))
 	cfg.Rollup.Interval = 0
 	if opts.Configure != nil {
@@ -271,6 +272,7 @@ func Run(t *testing.T, store tiers.Store, p tiers.Pyramid) {
 	t.Run("PagingLawUnderStoreFailures", func(t *testing.T) { pagingLawUnderBudget(t, store, series, truth, env, true) })
 	t.Run("PagesProgressWhenEveryReadIsSlowerThanTheBudget", func(t *testing.T) { pagesProgress(t, store, series, env) })
 	t.Run("CachedBucketsAnswerTheSame", func(t *testing.T) { cachedBuckets(t, store, series, truth, env) })
+	t.Run("CachedResultsAnswerTheSame", func(t *testing.T) { cachedResults(t, store, series, truth, env) })
 	t.Run("ImportsAfterCachedReadsAreSeenByEveryGateway", func(t *testing.T) { importsSeen(t, store, env) })
 	t.Run("CachedRollupsStayCurrent", func(t *testing.T) { cachedRollupsStayCurrent(t, store, env) })
 	t.Run("ManyReadsEqualSingleReads", func(t *testing.T) { env.manyReads(t, series, truth) })
@@ -900,6 +902,27 @@ func importsSeen(t *testing.T, store tiers.Store, base *Env) {
 // them or so small that most buckets do not fit, answers and pages stay
 // exactly those of the store, cold and warm, and a warm read of final raw
 // buckets is served from memory whatever the paging.
+// cachedResults: with the results cache on, large or so small that most
+// answers do not fit, with and without the cache of final buckets under
+// it, answers and pages stay exactly those of the store however often
+// they are repeated, and repeats take windows from the cache.
+func cachedResults(t *testing.T, store tiers.Store, series string, truth Truth, base *Env) {
+	for _, c := range []struct{ results, buckets int64 }{{64 << 20, 0}, {64 << 20, 64 << 20}, {16 << 10, 0}} {
+		e := NewEnv(t, store, Options{Pyramid: base.Pyramid, Clock: base.Clock, Configure: func(g *gateway.Config) {
+			g.ResultsCacheBytes, g.CacheBytes = c.results, c.buckets
+		}})
+		for range 3 {
+			e.answersEqualBruteForce(t, series, truth)
+			e.pagingLaw(t, series, truth)
+		}
+		_, _, served := e.Gateway.Results.Stats()
+		t.Logf("results cache of %d bytes over a bucket cache of %d: %d windows served, %d bytes held", c.results, c.buckets, served, e.Gateway.Results.Bytes())
+		if c.results > 1<<20 && served == 0 {
+			t.Fatalf("results cache of %d bytes: no repeated read took a window from it", c.results)
+		}
+	}
+}
+
 func cachedBuckets(t *testing.T, store tiers.Store, series string, truth Truth, base *Env) {
 	for _, size := range []int64{64 << 20, 16 << 10} {
 		e := NewEnv(t, store, Options{Pyramid: base.Pyramid, Clock: base.Clock, Configure: func(c *gateway.Config) { c.CacheBytes = size }})

@@ -24,3 +24,19 @@ apt_install() {
   as_root env DEBIAN_FRONTEND=noninteractive apt-get "${wait[@]}" update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get "${wait[@]}" install -y -qq "$@" >/dev/null
 }
+
+# stop_system_service stops and disables the system service NAME that a
+# Debian package may have started when it was installed (systemd, or the
+# package's init script elsewhere): the scripts run servers of their own,
+# on their own ports and data, and a service left running would take the
+# package's default port and disk. Failures are ignored: where the
+# package's postinst was not allowed to start it (policy-rc.d in a
+# container) there is nothing to stop.
+stop_system_service() {
+  if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+    as_root systemctl disable --now "$1" >/dev/null 2>&1 || true
+  elif [ -x "/etc/init.d/$1" ]; then
+    as_root "/etc/init.d/$1" stop >/dev/null 2>&1 || true
+    as_root update-rc.d "$1" disable >/dev/null 2>&1 || true
+  fi
+}

@@ -23,3 +23,14 @@ port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 seconds_since() {
   awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'
 }
+
+# http_ok tells whether http://127.0.0.1:$1$2 answers a GET with 200
+# within 5 s (HTTP/1.0 over bash's /dev/tcp: no curl needed).
+http_ok() {
+  (
+    exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+    printf 'GET %s HTTP/1.0\r\nHost: 127.0.0.1:%s\r\n\r\n' "$2" "$1" >&3 || exit 1
+    IFS= read -r -t 5 line <&3 || exit 1
+    [[ $line == "HTTP/1."[01]" 200"* ]]
+  ) 2>/dev/null
+}

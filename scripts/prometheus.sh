@@ -169,6 +169,9 @@ cmd_start() {
     "--web.listen-address=127.0.0.1:$PORT"
     --web.enable-remote-write-receiver
     --web.enable-admin-api
+    # On stop, a receiver that is gone delays the server by this much at
+    # most (1m by default).
+    --storage.remote.flush-deadline=5s
   )
   if [ -n "${PROMETHEUS_ARGS:-}" ]; then
     # shellcheck disable=SC2206 # word splitting is intended

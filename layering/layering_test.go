@@ -49,7 +49,7 @@ var layers = [][]string{
 // package but commands, and no production package may import them.
 var support = []string{
 	"tiers/storetest", "query/querytest", "httpapi/apitest", "promapi/promtest",
-	"integration", "integration/cluster", "layering", "scripts/cassandra/cql",
+	"integration", "integration/cluster", "integration/promoracle", "layering", "scripts/cassandra/cql",
 }
 
 // adapters import from the module only the storage model they implement

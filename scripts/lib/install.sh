@@ -13,13 +13,18 @@ as_root() {
   fi
 }
 
-# apt_install installs Debian packages. The environment goes through env,
+# apt_install installs Debian packages (options such as
+# --no-install-recommends may come first). The environment goes through env,
 # so that the same line works with and without sudo in front of it; apt
 # waits for the package lock rather than failing when another install
 # (a second test target, the system's own updates) holds it.
 apt_install() {
-  command -v apt-get >/dev/null 2>&1 || die "apt-get not found; install $* by hand"
-  log "installing $* with apt-get"
+  local pkgs=() arg
+  for arg in "$@"; do
+    [[ $arg == -* ]] || pkgs+=("$arg")
+  done
+  command -v apt-get >/dev/null 2>&1 || die "apt-get not found; install ${pkgs[*]} by hand"
+  log "installing ${pkgs[*]} with apt-get"
   local wait=(-o DPkg::Lock::Timeout=600)
   as_root env DEBIAN_FRONTEND=noninteractive apt-get "${wait[@]}" update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get "${wait[@]}" install -y -qq "$@" >/dev/null

@@ -14,7 +14,9 @@ package promoracle
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
@@ -180,9 +182,20 @@ func count(v model.Value) int {
 	return 1
 }
 
-// compareMeta asks the metadata questions.
+// compareMeta asks the metadata questions. A reference that holds
+// series of its own besides the set's (a server that scrapes something)
+// is asked the questions without match[] with one that selects the set.
 func compareMeta(ctx context.Context, rep *Report, ref, subject *Target, s *Set) {
+	names, err := ref.LabelValues(ctx, "__name__", nil, time.Time{}, time.Time{})
+	if err != nil {
+		rep.Broken = append(rep.Broken, fmt.Sprintf("label_values __name__: %s refused it: %v", ref.Name, err))
+		return
+	}
+	foreign := slices.ContainsFunc(names, func(n string) bool { return !strings.HasPrefix(n, "oracle") })
 	for _, m := range s.MetaCases() {
+		if foreign && len(m.Match) == 0 {
+			m.Match = []string{`{__name__=~"oracle.+"}`}
+		}
 		text := fmt.Sprintf("%s %s match[]=%q", m.Endpoint, m.Name, m.Match)
 		if !m.Start.IsZero() {
 			text += fmt.Sprintf(" [Base+%s, Base+%s]", m.Start.Sub(s.Base), m.End.Sub(s.Base))

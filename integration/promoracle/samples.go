@@ -107,6 +107,13 @@ type Series struct {
 // So no sample sits on the boundary of a range selector or of the
 // lookback window, where Prometheus 2.x (closed left bound) and 3.x (open
 // left bound) differ.
+//
+// What happens when, after Base (messages name times as Base+offset):
+// api/10.0.0.3:8080 is first scraped at 40m; api/10.0.0.1:8080 restarts
+// at 60m and 150m, web/10.0.1.1:80 at 100m; the counter of POST 500 of
+// 10.0.1.1 first appears at 70m; api/10.0.0.2:8080 has no scrape in
+// [95m, 107m); web/10.0.1.2:80 goes away at 130m, its series ending with
+// stale markers at the scrape that did not happen.
 type Set struct {
 	// Now is the instant the set was placed by.
 	Now time.Time
@@ -116,9 +123,6 @@ type Set struct {
 	// every sample is before it.
 	End    time.Time
 	Series []Series
-	// Events are the moments the data changes its shape, by name (for
-	// messages and for the expressions that aim at them).
-	Events map[string]time.Time
 }
 
 // Span is how much history the set holds.
@@ -162,16 +166,7 @@ var histogramBuckets = []string{"0.05", "0.1", "0.25", "0.5", "1", "2.5", "+Inf"
 func NewSet(now time.Time) *Set {
 	end := now.Truncate(time.Minute)
 	base := end.Add(-Span)
-	s := &Set{Now: now, Base: base, End: end, Events: map[string]time.Time{
-		"restart 10.0.0.1 (1)":    base.Add(60 * time.Minute),
-		"restart 10.0.0.1 (2)":    base.Add(150 * time.Minute),
-		"gap 10.0.0.2 from":       base.Add(95 * time.Minute),
-		"gap 10.0.0.2 to":         base.Add(107 * time.Minute),
-		"start 10.0.0.3":          base.Add(40 * time.Minute),
-		"restart 10.0.1.1":        base.Add(100 * time.Minute),
-		"stale 10.0.1.2":          base.Add(130 * time.Minute),
-		"first POST 500 10.0.1.1": base.Add(70 * time.Minute),
-	}}
+	s := &Set{Now: now, Base: base, End: end}
 	series := map[string]*Series{}
 	var order []string
 	add := func(l Labels, smp Sample) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	promclient "github.com/prometheus/client_golang/api"
@@ -28,6 +29,7 @@ type Target struct {
 	// Client sends the requests; a client with a 60 s timeout when nil.
 	Client *http.Client
 
+	mu  sync.Mutex
 	api v1.API
 }
 
@@ -44,6 +46,12 @@ func Gateway(name, url string) *Target {
 }
 
 func (t *Target) client() *http.Client {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.clientLocked()
+}
+
+func (t *Target) clientLocked() *http.Client {
 	if t.Client == nil {
 		t.Client = &http.Client{Timeout: 60 * time.Second}
 	}
@@ -53,10 +61,13 @@ func (t *Target) client() *http.Client {
 // v1 is the Prometheus Go client's API of the target: queries go as POST
 // forms (falling back to GET on 405), label values as GET.
 func (t *Target) v1() v1.API {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.api == nil {
+		hc := t.clientLocked()
 		c, err := promclient.NewClient(promclient.Config{Address: t.API, Client: &http.Client{
-			Timeout:   t.client().Timeout,
-			Transport: headerTransport{header: t.Header, next: t.client().Transport},
+			Timeout:   hc.Timeout,
+			Transport: headerTransport{header: t.Header, next: hc.Transport},
 		}})
 		if err != nil {
 			// Only a URL that does not parse fails here: a broken test.

@@ -287,12 +287,13 @@ func (r registryView) ListSeries(ctx context.Context, prefix, after string, limi
 func (g *Gateway) Handler() http.Handler {
 	registry := registryView{g.Series, g.Store}
 	gf := grafana.New(grafana.Deps{
-		Engine: g.Engine, Many: g.Many, Series: registry, MaxLimit: g.Config.Query.MaxLimit,
+		Engine: g.Engine, Many: g.Many, Series: registry, Labels: g.Index, MaxLimit: g.Config.Query.MaxLimit,
 		MaxSeries: g.Config.HTTP.MaxQueries, Logger: g.Logger, Now: g.Now,
 		CORSOrigins: g.Config.HTTP.Limits.CORSOrigins,
 	})
 	prom := promapi.New(promapi.Deps{
-		Engine: g.Engine, Registry: registry, Pyramid: g.Config.Pyramid, MaxLimit: g.Config.Query.MaxLimit,
+		Many: g.Many, Index: g.Index, Registry: registry, Writer: g.Writer, NewSeries: g.NewSeries,
+		MaxLimit: g.Config.Query.MaxLimit, Timeout: g.Config.Query.MaxSLO,
 		Now: g.Now, Logger: g.Logger, Metrics: g.PromMetrics,
 	}, g.Config.Prometheus)
 	srv := httpapi.New(httpapi.Deps{
@@ -303,7 +304,10 @@ func (g *Gateway) Handler() http.Handler {
 		Mounts: g.mounts(
 			httpapi.Mount{Prefix: "/grafana", Handler: gf.Handler(), Role: auth.Read, Refuse: grafana.WriteRefusal, CORS: true},
 			httpapi.Mount{Prefix: "/prometheus", Handler: prom.Handler(), Role: auth.Read,
-				Bodies: []string{"application/x-www-form-urlencoded"}, Refuse: promapi.WriteRefusal},
+				Bodies: []string{"application/x-www-form-urlencoded", "application/x-protobuf"}, Refuse: promapi.WriteRefusal},
+			// Remote write writes: it needs the write role.
+			httpapi.Mount{Prefix: "/prometheus/api/v1/write", Handler: prom.RemoteWriteHandler(), Role: auth.Write,
+				Bodies: []string{"application/x-protobuf"}},
 		),
 		Tokens: g.opts.Tokens, AuthMetrics: g.Config.Auth.Metrics,
 		NewSeries: g.NewSeries,

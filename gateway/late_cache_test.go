@@ -9,8 +9,8 @@ import (
 	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/query"
-	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/router"
+	"github.com/tsgate/tsgate/testkit/querytest"
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/embedded"
 )

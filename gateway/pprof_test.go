@@ -7,7 +7,7 @@ import (
 
 	"github.com/tsgate/tsgate/auth"
 	"github.com/tsgate/tsgate/gateway"
-	"github.com/tsgate/tsgate/query/querytest"
+	"github.com/tsgate/tsgate/testkit/querytest"
 	"github.com/tsgate/tsgate/tiers/embedded"
 )
 

@@ -3,7 +3,7 @@ package grafana_test
 import (
 	"testing"
 
-	"github.com/tsgate/tsgate/httpapi/apitest"
+	"github.com/tsgate/tsgate/testkit/apitest"
 )
 
 // testServer is the gateway over an in-memory embedded store, every answer

@@ -17,8 +17,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tsgate/tsgate/api"
-	"github.com/tsgate/tsgate/httpapi/apitest"
 	"github.com/tsgate/tsgate/problem"
+	"github.com/tsgate/tsgate/testkit/apitest"
 )
 
 // The contract, api/openapi.yaml, is enforced three ways: the routes of

@@ -18,8 +18,8 @@ import (
 
 	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/httpapi"
-	"github.com/tsgate/tsgate/httpapi/apitest"
-	"github.com/tsgate/tsgate/query/querytest"
+	"github.com/tsgate/tsgate/testkit/apitest"
+	"github.com/tsgate/tsgate/testkit/querytest"
 )
 
 // edgeServer is the gateway over an in-memory store served as gateway

@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/tsgate/tsgate/cursor"
-	"github.com/tsgate/tsgate/httpapi/apitest"
 	"github.com/tsgate/tsgate/params"
+	"github.com/tsgate/tsgate/testkit/apitest"
 )
 
 // FuzzBatchQuery posts any body under any Content-Type to /v1/query.

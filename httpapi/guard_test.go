@@ -15,13 +15,15 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/klauspost/compress/snappy"
+	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/tsgate/tsgate/api"
 	"github.com/tsgate/tsgate/api/client"
 	"github.com/tsgate/tsgate/auth"
 	"github.com/tsgate/tsgate/gateway"
-	"github.com/tsgate/tsgate/httpapi/apitest"
-	"github.com/tsgate/tsgate/query/querytest"
+	"github.com/tsgate/tsgate/testkit/apitest"
+	"github.com/tsgate/tsgate/testkit/querytest"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -123,8 +125,11 @@ func TestEveryEndpointAnswersByRole(t *testing.T) {
 		"PUT /v1/admin/series/{id}/layout":  fmt.Sprintf(`{"since":%d,"bucket_ms":3600000,"event_buckets":8}`, (now/86_400_000+3)*86_400_000),
 		"POST /v1/import":                   fmt.Sprintf("series,t,v\ns1,%d,3\n", now-600),
 		"PUT /v1/admin/series/{id}/labels":  `{"labels":{"role":"test"}}`,
+		"POST /prometheus/api/v1/write":     remoteWriteBody(now - 700),
+		"POST /prometheus/api/v1/read":      remoteReadBody(now-3600_000, now),
 	}
-	contentTypes := map[string]string{"POST /v1/import": "text/csv"}
+	contentTypes := map[string]string{"POST /v1/import": "text/csv",
+		"POST /prometheus/api/v1/write": "application/x-protobuf", "POST /prometheus/api/v1/read": "application/x-protobuf"}
 	roles := specRoles(t)
 	h := s.Env.Gateway.Handler()
 	tested := 0
@@ -133,6 +138,9 @@ func TestEveryEndpointAnswersByRole(t *testing.T) {
 			return nil // the dashboard's files: open, outside the contract
 		}
 		specPath := strings.TrimSuffix(route, "/*")
+		if strings.HasPrefix(route, "/prometheus/api/v1/write") {
+			specPath = "/prometheus/api/v1/write" // a mount of its own: its route is /
+		}
 		if route == "/grafana/*" || route == "/grafana/" {
 			specPath = "/grafana" // the contract states the path without its slash
 		}
@@ -183,7 +191,7 @@ func TestEveryEndpointAnswersByRole(t *testing.T) {
 			status, hdr, b := do(t, method, s.URL+path, ct, body, tok.token)
 			switch {
 			case need == auth.Open || tok.role >= need:
-				if status != 200 && !(status == 204 && method == http.MethodDelete) {
+				if status != 200 && !(status == 204 && (method == http.MethodDelete || specPath == "/prometheus/api/v1/write")) {
 					t.Errorf("%s %s with the %s token (needs %s): %d %s, want 200", method, path, tok.name, need, status, b)
 				}
 			case tok.role == auth.Open:
@@ -613,4 +621,23 @@ func TestAnswerMemoryBudget(t *testing.T) {
 	if got := grepLines(string(m), `tsgate_requests_refused_total{reason="answer_memory"}`); got == "" || strings.HasSuffix(got, " 0") {
 		t.Fatalf("refusals for the memory budget are not counted: %q", got)
 	}
+}
+
+// remoteWriteBody is a snappy remote-write request of one sample at t.
+func remoteWriteBody(t int64) string {
+	req := prompb.WriteRequest{Timeseries: []prompb.TimeSeries{{
+		Labels:  []prompb.Label{{Name: "__name__", Value: "role_test"}, {Name: "job", Value: "roles"}},
+		Samples: []prompb.Sample{{Value: 1, Timestamp: t}},
+	}}}
+	b, _ := req.Marshal()
+	return string(snappy.Encode(nil, b))
+}
+
+// remoteReadBody is a snappy remote-read request of series s1 over
+// [start, end].
+func remoteReadBody(start, end int64) string {
+	req := prompb.ReadRequest{Queries: []*prompb.Query{{StartTimestampMs: start, EndTimestampMs: end,
+		Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "series", Value: "s1"}}}}}
+	b, _ := req.Marshal()
+	return string(snappy.Encode(nil, b))
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/tsgate/tsgate/api"
-	"github.com/tsgate/tsgate/httpapi/apitest"
 	"github.com/tsgate/tsgate/params"
+	"github.com/tsgate/tsgate/testkit/apitest"
 	"github.com/tsgate/tsgate/tiers"
 )
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tsgate/tsgate/httpapi/apitest"
-	"github.com/tsgate/tsgate/query/querytest"
+	"github.com/tsgate/tsgate/testkit/apitest"
+	"github.com/tsgate/tsgate/testkit/querytest"
 	"github.com/tsgate/tsgate/tiers"
 )
 

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/tsgate/tsgate/query/querytest"
+	"github.com/tsgate/tsgate/testkit/querytest"
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/embedded"
 )

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tsgate/tsgate/httpapi/apitest"
+	"github.com/tsgate/tsgate/testkit/apitest"
 	"github.com/tsgate/tsgate/tiers"
 )
 

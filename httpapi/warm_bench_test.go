@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/tsgate/tsgate/gateway"
-	"github.com/tsgate/tsgate/query/querytest"
+	"github.com/tsgate/tsgate/testkit/querytest"
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/embedded"
 )

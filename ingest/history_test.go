@@ -7,11 +7,11 @@ import (
 	"testing"
 
 	"github.com/tsgate/tsgate/ingest"
-	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/router"
+	"github.com/tsgate/tsgate/testkit/querytest"
+	"github.com/tsgate/tsgate/testkit/storetest"
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/embedded"
-	"github.com/tsgate/tsgate/tiers/storetest"
 )
 
 func importEnv(t *testing.T, p tiers.Pyramid) (*querytest.Env, *ingest.Importer) {

@@ -153,6 +153,12 @@ func (w *Writer) Backfill(ctx context.Context, points []Point) (Result, error) {
 	return w.write(ctx, Batch{Points: points}, true)
 }
 
+// BackfillBatch is Backfill for a batch that may give series labels,
+// checked and written as WriteBatch does.
+func (w *Writer) BackfillBatch(ctx context.Context, b Batch) (Result, error) {
+	return w.write(ctx, b, true)
+}
+
 // timeError says what is wrong with a point's time at now: older than the
 // raw tier keeps, or further in the future than the clock skew allows.
 func (w *Writer) timeError(t, now int64) (string, bool) {

@@ -45,10 +45,10 @@ import (
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/partial"
 	"github.com/tsgate/tsgate/query"
-	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/rollup"
 	"github.com/tsgate/tsgate/router"
 	"github.com/tsgate/tsgate/scan"
+	"github.com/tsgate/tsgate/testkit/querytest"
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/cassandra"
 )

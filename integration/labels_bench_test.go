@@ -17,8 +17,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tsgate/tsgate/testkit/storetest"
 	"github.com/tsgate/tsgate/tiers"
-	"github.com/tsgate/tsgate/tiers/storetest"
 )
 
 var (

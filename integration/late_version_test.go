@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tsgate/tsgate/testkit/storetest"
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/cassandra"
-	"github.com/tsgate/tsgate/tiers/storetest"
 )
 
 // A keyspace created before late marks had versions (and rewrite marks)

@@ -5,7 +5,7 @@ package integration
 import (
 	"testing"
 
-	"github.com/tsgate/tsgate/httpapi/apitest"
+	"github.com/tsgate/tsgate/testkit/apitest"
 	"github.com/tsgate/tsgate/tiers"
 )
 

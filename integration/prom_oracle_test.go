@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/tsgate/tsgate/integration/promoracle"
-	"github.com/tsgate/tsgate/query/querytest"
-	"github.com/tsgate/tsgate/tiers/storetest"
+	"github.com/tsgate/tsgate/testkit/querytest"
+	"github.com/tsgate/tsgate/testkit/storetest"
 )
 
 // oracleContext ends with the test or after ten minutes.

@@ -5,7 +5,7 @@ package integration
 import (
 	"testing"
 
-	"github.com/tsgate/tsgate/promapi/promtest"
+	"github.com/tsgate/tsgate/testkit/promtest"
 )
 
 // TestPrometheusAPIOnCassandra runs the Prometheus API's behavioural

@@ -9,10 +9,10 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
-	"github.com/tsgate/tsgate/query/querytest"
+	"github.com/tsgate/tsgate/testkit/querytest"
+	"github.com/tsgate/tsgate/testkit/storetest"
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/cassandra"
-	"github.com/tsgate/tsgate/tiers/storetest"
 )
 
 // freshStore creates a keyspace with a unique name and the gateway's

@@ -27,7 +27,7 @@ import (
 	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/jsonenc"
 	"github.com/tsgate/tsgate/query"
-	"github.com/tsgate/tsgate/query/querytest"
+	"github.com/tsgate/tsgate/testkit/querytest"
 	"github.com/tsgate/tsgate/tiers"
 )
 

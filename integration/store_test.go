@@ -15,9 +15,9 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
+	"github.com/tsgate/tsgate/testkit/storetest"
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/cassandra"
-	"github.com/tsgate/tsgate/tiers/storetest"
 )
 
 // storeConfig is the store's configuration for keyspace ks on the test

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tsgate/tsgate/failure"
+	"github.com/tsgate/tsgate/jsonenc"
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/problem"
 )
@@ -127,6 +128,8 @@ func writeSuccess(w http.ResponseWriter, data any, warnings []string) {
 	switch d := data.(type) {
 	case json.RawMessage:
 		b = append(b, d...)
+	case result:
+		b = appendResult(b, d)
 	default:
 		enc, err := json.Marshal(d)
 		if err != nil {
@@ -190,19 +193,8 @@ func appendValue(b []byte, v float64) []byte {
 	return append(b, '"')
 }
 
-// appendLabels writes a label set as a JSON object.
-func appendLabels(b []byte, ls labelSet) []byte {
-	b = append(b, '{')
-	for i, l := range ls {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendQuote(b, l.name)
-		b = append(b, ':')
-		b = strconv.AppendQuote(b, l.value)
-	}
-	return append(b, '}')
-}
+// appendQuoted writes s as a JSON string.
+func appendQuoted(b []byte, s string) []byte { return jsonenc.AppendString(b, s) }
 
 // WriteRefusal answers a refusal of the gateway's guards in front of this
 // API (authentication, roles, media types, hosts, overload) in the API's

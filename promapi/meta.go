@@ -4,94 +4,100 @@ package promapi
 // Grafana's query builder and metric browser call.
 
 import (
-	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"runtime"
 	"slices"
 
-	"github.com/VictoriaMetrics/metricsql"
 	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/tsgate/tsgate/tiers"
 )
 
 // truncated is Prometheus' warning for an answer cut at its limit.
 const truncated = "results truncated due to limit"
 
-// listScope reads what the listing endpoints look in: the series the
-// match[] selectors name (see matchSelectors) between start and end.
-func listScope(r *http.Request, required bool) (sels []*selector, start, end int64, err error) {
-	if sels, err = matchSelectors(r, required); err != nil {
-		return nil, 0, 0, err
-	}
-	start, end, err = formSpan(r)
-	return sels, start, end, err
-}
-
-// matchSelectors compiles the match[] parameters; required says whether
-// at least one must be given.
-func matchSelectors(r *http.Request, required bool) ([]*selector, error) {
+// matchers parses the match[] parameters with Prometheus' parser; required
+// says whether at least one must be given.
+func matchers(r *http.Request, required bool) ([][]*labels.Matcher, error) {
 	texts := r.Form["match[]"]
 	if len(texts) == 0 && required {
 		return nil, badData("no match[] parameter provided")
 	}
-	out := make([]*selector, 0, len(texts))
+	p := parser.NewParser(parser.Options{})
+	out := make([][]*labels.Matcher, 0, len(texts))
 	for _, text := range texts {
-		e, err := metricsql.Parse(text)
+		ms, err := p.ParseMetricSelector(text)
 		if err != nil {
 			return nil, badData("invalid parameter \"match[]\": %v", err)
 		}
-		me, ok := e.(*metricsql.MetricExpr)
-		if !ok {
-			return nil, badData("invalid parameter \"match[]\": %q is not a series selector like tsgate{series=\"id\"}", text)
+		restrictive := false
+		for _, m := range ms {
+			if !m.Matches("") {
+				restrictive = true
+			}
 		}
-		var s selector
-		if err := s.compile(me); err != nil {
-			return nil, err
+		if !restrictive {
+			return nil, badData("invalid parameter \"match[]\": match[] must contain at least one non-empty matcher")
 		}
-		out = append(out, &s)
+		out = append(out, ms)
 	}
 	return out, nil
 }
 
-// matching lists the ids of the series that match any of sels and may have
-// points in [start, end], sorted, at most limit of them (0: the
-// configured maximum); it says whether there were more.
-func (a *API) matching(ctx context.Context, sels []*selector, start, end int64, limit int) ([]string, bool, error) {
-	maxListed := a.cfg.MaxSeries
-	if limit > 0 {
-		maxListed = min(limit, maxListed)
-	}
-	if len(sels) == 0 {
-		sels = []*selector{{}} // every series
-	}
-	var ids []string
-	cut := false
-	for _, s := range sels {
-		if s.noMetric {
-			continue
-		}
-		infos, err := a.resolve(ctx, s, start, end, maxListed)
+// listed are the series the match[] selectors select whose points may lie
+// in [start, end], in label order, and whether the list was cut at limit
+// (0: the configured maximum).
+func (a *API) listed(r *http.Request, sets [][]*labels.Matcher, start, end int64, limit int) ([]found, bool, error) {
+	q := &querier{q: a.queryable(), mint: start, maxt: end}
+	seen := map[string]bool{}
+	var out []found
+	for _, ms := range sets {
+		series, err := q.selectSeries(r.Context(), ms)
 		var ae *apiError
 		if errors.As(err, &ae) && ae.limit == "max_series" {
-			cut, err = true, nil
+			err = &apiError{typ: errBadData, limit: "max_series", msg: ae.msg}
 		}
 		if err != nil {
 			return nil, false, err
 		}
-		for _, info := range infos {
-			ids = append(ids, info.ID)
+		for _, s := range series {
+			if seen[s.id] {
+				continue
+			}
+			seen[s.id] = true
+			if start > tiers.MinTime || end < tiers.MaxTime-1 {
+				info, err := a.deps.Registry.LookupSeries(r.Context(), s.id)
+				if errors.Is(err, tiers.ErrNotFound) {
+					continue
+				}
+				if err != nil {
+					return nil, false, engineError(err)
+				}
+				if info.Last < start || info.First > end {
+					continue
+				}
+			}
+			out = append(out, s)
 		}
 	}
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	if len(ids) > maxListed {
-		ids, cut = ids[:maxListed], true
+	slices.SortFunc(out, func(x, y found) int { return labels.Compare(x.labels, y.labels) })
+	if limit > 0 && len(out) > limit {
+		return out[:limit], true, nil
 	}
-	return ids, cut, nil
+	return out, false, nil
 }
 
 func (a *API) series(r *http.Request) (any, []string, error) {
-	sels, start, end, err := listScope(r, true)
+	sets, err := matchers(r, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	start, end, err := formSpan(r)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -99,35 +105,41 @@ func (a *API) series(r *http.Request) (any, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	ids, cut, err := a.matching(r.Context(), sels, start, end, limit)
+	series, cut, err := a.listed(r, sets, start, end, limit)
 	if err != nil {
 		return nil, nil, err
 	}
-	out := make([]map[string]string, len(ids))
-	for i, id := range ids {
-		out[i] = map[string]string{"__name__": metricName, seriesLabel: id}
+	b := []byte{'['}
+	for i, s := range series {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendMetric(b, s.labels)
 	}
-	return out, warnIf(cut), nil
+	return json.RawMessage(append(b, ']')), warnIf(cut), nil
 }
 
 func (a *API) labels(r *http.Request) (any, []string, error) {
-	sels, start, end, err := listScope(r, false)
-	if err != nil {
-		return nil, nil, err
-	}
-	ids, _, err := a.matching(r.Context(), sels, start, end, 1)
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(ids) == 0 {
-		return []string{}, nil, nil
-	}
-	return []string{"__name__", seriesLabel}, nil, nil
+	return a.labelList(r, "")
 }
 
 func (a *API) labelValues(r *http.Request) (any, []string, error) {
 	name := chi.URLParam(r, "name")
-	sels, start, end, err := listScope(r, false)
+	if !isLabelName(name) {
+		return nil, nil, badData("invalid label name: %q", name)
+	}
+	return a.labelList(r, name)
+}
+
+// labelList answers /labels (name empty: the label names) and
+// /label/{name}/values: from the label index when no match[] narrows
+// them, else from the selected series.
+func (a *API) labelList(r *http.Request, name string) (any, []string, error) {
+	sets, err := matchers(r, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	start, end, err := formSpan(r)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -135,25 +147,64 @@ func (a *API) labelValues(r *http.Request) (any, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	switch name {
-	case "__name__":
-		ids, _, err := a.matching(r.Context(), sels, start, end, 1)
-		if err != nil || len(ids) == 0 {
-			return []string{}, nil, err
+	set := map[string]bool{}
+	if len(sets) == 0 {
+		var list []string
+		switch name {
+		case "":
+			list, err = a.deps.Index.LabelNames(r.Context(), nil)
+		case seriesLabel:
+			// Only the series written without labels have it.
+		default:
+			list, err = a.deps.Index.LabelValues(r.Context(), name, nil)
 		}
-		return []string{metricName}, nil, nil
-	case seriesLabel:
-		ids, cut, err := a.matching(r.Context(), sels, start, end, limit)
+		if err != nil {
+			return nil, nil, engineError(err)
+		}
+		for _, v := range list {
+			set[v] = true
+		}
+		// The series written without labels, if there are any.
+		if name == "" || name == model.MetricNameLabel || name == seriesLabel {
+			q := &querier{q: a.queryable(), mint: start, maxt: end}
+			un, err := q.unlabelledSample(r.Context())
+			if err != nil {
+				return nil, nil, engineError(err)
+			}
+			for _, s := range un {
+				if name == "" {
+					set[model.MetricNameLabel], set[seriesLabel] = true, true
+				} else if v := s.labels.Get(name); v != "" {
+					set[v] = true
+				}
+			}
+		}
+	} else {
+		series, _, err := a.listed(r, sets, start, end, 0)
 		if err != nil {
 			return nil, nil, err
 		}
-		return ids, warnIf(cut), nil
-	default:
-		if !isLabelName(name) {
-			return nil, nil, badData("invalid label name: %q", name)
+		for _, s := range series {
+			s.labels.Range(func(l labels.Label) {
+				switch {
+				case name == "":
+					set[l.Name] = true
+				case l.Name == name:
+					set[l.Value] = true
+				}
+			})
 		}
-		return []string{}, nil, nil
 	}
+	out := make([]string, 0, len(set))
+	for v := range set {
+		out = append(out, v)
+	}
+	slices.Sort(out)
+	cut := limit > 0 && len(out) > limit
+	if cut {
+		out = out[:limit]
+	}
+	return out, warnIf(cut), nil
 }
 
 func (a *API) metadata(r *http.Request) (any, []string, error) {
@@ -164,7 +215,7 @@ func (a *API) metadata(r *http.Request) (any, []string, error) {
 	}
 	out := map[string][]meta{}
 	if m := r.Form.Get("metric"); m == "" || m == metricName {
-		out[metricName] = []meta{{Type: "gauge", Help: "A series of the tsgate gateway; the label series is its id.", Unit: ""}}
+		out[metricName] = []meta{{Type: "gauge", Help: "A series of the tsgate gateway written without labels; the label series is its id.", Unit: ""}}
 	}
 	return out, nil, nil
 }

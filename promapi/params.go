@@ -50,6 +50,15 @@ func parseDuration(name, s string) (int64, error) {
 	return d, nil
 }
 
+// formRequiredTime is the time parameter name, which must be given.
+func formRequiredTime(r *http.Request, name string) (int64, error) {
+	s := strings.TrimSpace(r.Form.Get(name))
+	if s == "" {
+		return 0, badData("invalid parameter %q: missing; Unix seconds or RFC 3339", name)
+	}
+	return parseTime(name, s)
+}
+
 // formTime is the time parameter name, or def when it is absent.
 func formTime(r *http.Request, name string, def int64) (int64, error) {
 	s := strings.TrimSpace(r.Form.Get(name))

@@ -1,16 +1,15 @@
-// Package promapi answers the read endpoints of the Prometheus HTTP API
-// (query_range, query, series, labels, label values, metadata, buildinfo)
-// so that Grafana's built-in Prometheus datasource charts the gateway's
-// series with no plugin.
+// Package promapi is the gateway's Prometheus API under /prometheus: the
+// read endpoints Grafana's Prometheus datasource and other PromQL clients
+// call (query, query_range, series, labels, label values, metadata,
+// buildinfo), remote write (a Prometheus server as a source) and remote
+// read (the gateway as a Prometheus server's remote storage).
 //
-// It owns the mapping of PromQL onto the gateway: every series is
-// tsgate{series="<id>"}; selectors pick series through the registry; the
-// *_over_time functions become windowed reads that the router serves from
-// the tier whose step divides the window; sum, min, max, avg and count
-// merge the per-series answers. Expressions are parsed by metricsql and
-// anything outside that subset is a bad_data error naming what is
-// supported. docs/prometheus.md states the window rule and where it
-// differs from Prometheus.
+// Expressions are evaluated by Prometheus' own PromQL engine
+// (github.com/prometheus/prometheus/promql) over a storage.Queryable on
+// the gateway's tiers (queryable.go): every function, operator and
+// aggregation of that engine works, with Prometheus' semantics. Selectors
+// find series through the label index; points are read through the
+// engine's reads of many series under the query's budget.
 package promapi
 
 import (
@@ -23,7 +22,11 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/promql"
 
+	"github.com/tsgate/tsgate/index"
+	"github.com/tsgate/tsgate/ingest"
+	"github.com/tsgate/tsgate/problem"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/tiers"
 )
@@ -40,21 +43,25 @@ type Registry interface {
 
 // Config bounds the work of one request.
 type Config struct {
-	// MaxSeries bounds the series one query or listing reads.
+	// MaxSeries bounds the series one selector of a query or listing reads.
 	MaxSeries int
-	// MaxWindows bounds the windows read for one series of a query: a
-	// range function whose windows do not line up with the step reads
-	// finer windows and folds them, and this caps how fine.
-	MaxWindows int
+	// MaxSamples bounds the samples one query may hold at once (the
+	// engine's own limit; over it the query fails with its error).
+	MaxSamples int
+	// LookbackDelta is how far back an instant looks for a sample.
+	LookbackDelta time.Duration
 }
 
 // DefaultConfig returns the defaults.
-func DefaultConfig() Config { return Config{MaxSeries: 1000, MaxWindows: 100000} }
+func DefaultConfig() Config {
+	return Config{MaxSeries: 1000, MaxSamples: 50_000_000, LookbackDelta: 5 * time.Minute}
+}
 
 // RegisterFlags adds the flags of the configuration.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.IntVar(&c.MaxSeries, "prometheus-max-series", c.MaxSeries, "series one /prometheus query or listing may read")
-	fs.IntVar(&c.MaxWindows, "prometheus-max-windows", c.MaxWindows, "windows one /prometheus query may read per series")
+	fs.IntVar(&c.MaxSeries, "prometheus-max-series", c.MaxSeries, "series one selector of a /prometheus query or listing may read")
+	fs.IntVar(&c.MaxSamples, "prom-max-samples", c.MaxSamples, "samples one PromQL query may hold at once (more: 422 execution, the engine's error)")
+	fs.DurationVar(&c.LookbackDelta, "prom-lookback-delta", c.LookbackDelta, "how far back PromQL looks for a sample at an instant (Prometheus' --query.lookback-delta)")
 }
 
 // Validate checks the configuration.
@@ -63,32 +70,41 @@ func (c Config) Validate() error {
 	if c.MaxSeries < 1 {
 		errs = append(errs, errors.New("--prometheus-max-series must be at least 1"))
 	}
-	if c.MaxWindows < MaxPointsPerSeries {
-		errs = append(errs, errors.New("--prometheus-max-windows must be at least 11000, the points of one series"))
+	if c.MaxSamples < 1 {
+		errs = append(errs, errors.New("--prom-max-samples must be at least 1"))
+	}
+	if c.LookbackDelta <= 0 {
+		errs = append(errs, errors.New("--prom-lookback-delta must be positive"))
 	}
 	return errors.Join(errs...)
 }
 
-// Deps are what the API reads.
+// Deps are what the API reads and writes.
 type Deps struct {
-	Engine   query.Engine
+	// Many reads the points of series; Index finds series by selector.
+	Many     *query.Many
+	Index    *index.Index
 	Registry Registry
-	// Pyramid is the engine's tiers: the retention of raw points and the
-	// steps of the rollups decide which windows are cheap.
-	Pyramid tiers.Pyramid
+	// Writer takes remote writes; nil refuses them. NewSeries bounds the
+	// series they create, with every other way in.
+	Writer    *ingest.Writer
+	NewSeries *ingest.NewSeriesLimit
 	// MaxLimit is the page size of every read: the largest there is, since
 	// every read goes to its end.
 	MaxLimit int
-	Now      func() time.Time
-	Logger   *slog.Logger
-	// Metrics counts refusals; nil counts nothing.
+	// Timeout is the longest a query may take (--slo-max).
+	Timeout time.Duration
+	Now     func() time.Time
+	Logger  *slog.Logger
+	// Metrics counts refusals and remote writes; nil counts nothing.
 	Metrics *Metrics
 }
 
 // API serves the Prometheus endpoints.
 type API struct {
-	deps Deps
-	cfg  Config
+	deps   Deps
+	cfg    Config
+	engine *promql.Engine
 }
 
 // New returns the API.
@@ -99,7 +115,21 @@ func New(deps Deps, cfg Config) *API {
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &API{deps: deps, cfg: cfg}
+	if deps.Timeout <= 0 {
+		deps.Timeout = time.Minute
+	}
+	engine := promql.NewEngine(promql.EngineOpts{
+		Logger:               deps.Logger,
+		MaxSamples:           cfg.MaxSamples,
+		Timeout:              deps.Timeout,
+		LookbackDelta:        cfg.LookbackDelta,
+		EnableAtModifier:     true,
+		EnableNegativeOffset: true,
+		// Prometheus' default for a subquery without a step: the global
+		// evaluation interval, one minute.
+		NoStepSubqueryIntervalFn: func(int64) int64 { return time.Minute.Milliseconds() },
+	})
+	return &API{deps: deps, cfg: cfg, engine: engine}
 }
 
 // route is one endpoint: its path relative to the mount point, its name
@@ -122,6 +152,18 @@ func (a *API) routes() []route {
 	}
 }
 
+// RemoteWriteHandler is remote write, mounted on its own (it needs the
+// write role): POST /prometheus/api/v1/write.
+func (a *API) RemoteWriteHandler() http.Handler {
+	r := chi.NewRouter()
+	r.Post("/", a.remoteWrite)
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", "POST")
+		problem.Write(w, problem.New(http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed", r.Method+" is not allowed on "+r.URL.Path+"; remote write POSTs"))
+	})
+	return r
+}
+
 // Handler returns the endpoints' routes (/api/v1/...), to be mounted at
 // /prometheus.
 func (a *API) Handler() http.Handler {
@@ -131,6 +173,7 @@ func (a *API) Handler() http.Handler {
 		r.Get(rt.path, h)
 		r.Post(rt.path, h)
 	}
+	r.Post("/api/v1/read", a.remoteRead)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{typ: errNotFound, msg: "no Prometheus API endpoint " + r.URL.Path +
 			"; the gateway answers /api/v1/query_range, query, series, labels, label/{name}/values, metadata, status/buildinfo and query_exemplars"})
@@ -171,16 +214,25 @@ const maxFormBytes = 4 << 20
 
 // Metrics are the API's Prometheus metrics.
 type Metrics struct {
-	errors *prometheus.CounterVec
+	errors  *prometheus.CounterVec
+	samples prometheus.Counter
+	dropped prometheus.Counter
 }
 
 // NewMetrics registers the metrics on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tsgate_prometheus_errors_total",
-		Help: "Prometheus API requests answered with an error, by endpoint, errorType and the limit a refusal ran into (max_series, max_windows, max_points, max_partitions; none otherwise).",
-	}, []string{"endpoint", "error_type", "limit"})}
-	reg.MustRegister(m.errors)
+		Help: "Prometheus API requests answered with an error, by endpoint, errorType and the limit a refusal ran into (max_series, max_points, max_samples, max_partitions; none otherwise).",
+	}, []string{"endpoint", "error_type", "limit"}),
+		samples: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tsgate_remote_write_samples_total", Help: "Samples taken by Prometheus remote write.",
+		}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tsgate_remote_write_samples_dropped_total", Help: "Remote-write samples left out: staleness markers and values that are not finite numbers.",
+		}),
+	}
+	reg.MustRegister(m.errors, m.samples, m.dropped)
 	return m
 }
 

@@ -13,11 +13,11 @@ import (
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/query"
-	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/router"
+	"github.com/tsgate/tsgate/testkit/querytest"
+	"github.com/tsgate/tsgate/testkit/storetest"
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/embedded"
-	"github.com/tsgate/tsgate/tiers/storetest"
 )
 
 func TestEngineOnEmbeddedStore(t *testing.T) {

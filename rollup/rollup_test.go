@@ -10,11 +10,11 @@ import (
 
 	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/ingest"
-	"github.com/tsgate/tsgate/query/querytest"
 	"github.com/tsgate/tsgate/rollup"
+	"github.com/tsgate/tsgate/testkit/querytest"
+	"github.com/tsgate/tsgate/testkit/storetest"
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/embedded"
-	"github.com/tsgate/tsgate/tiers/storetest"
 )
 
 // The levels of the default pyramid.

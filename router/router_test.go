@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tsgate/tsgate/testkit/storetest"
 	"github.com/tsgate/tsgate/tiers"
-	"github.com/tsgate/tsgate/tiers/storetest"
 )
 
 const now = int64(1768487842123) // 2026-01-15T14:37:22.123Z

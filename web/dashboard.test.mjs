@@ -13,10 +13,15 @@ import { describe, it } from "node:test";
 import {
   DAY, HOUR, MINUTE, MIN_SPAN, ROUND_STEPS, SECOND, WEEK, aggsFor, alignedWindows, annotateTimes, columnsOf, csvName,
   describeProblem, endsAtNow, explainProblem, formatAgo, formatCount, formatDuration, formatExact, formatHash,
-  formatOffset, formatTime, formatValue, isTime, linearScale, mergePages, nearestIndex, panRange, parseDuration,
-  parseHash, parseRetryAfter, partialWhy, pointsQuery, rangeParams, resolutionError, roundStep, runs, selectionRange,
-  seriesOf, tierSlots, timeOf, timeTicks, toCSV, uncovered, valueTicks, visibleSeries, zoomRange,
+  formatOffset, formatTime, formatValue, groupingText, isTime, labelsText, legendText, lineNames, lineSlots,
+  linearScale, matchQuery, mergeMatchPages, mergePages, nearestIndex, panRange, parseDuration, parseHash,
+  parseRetryAfter, partialWhy, pointsQuery, rangeParams, readableURL, resolutionError, roundStep, runs,
+  selectionRange, seriesOf, tierSlots, timeOf, timeTicks, toCSV, uncovered, valueTicks, visibleSeries, zoomRange,
 } from "./static/assets/lib.js";
+import {
+  acceptCompletion, completionContext, lexSelector, matchesEmpty, narrowingSelector, quoteValue, rankSuggestions,
+  suggestionSource,
+} from "./static/assets/selector.js";
 
 const utc = () => 0;
 const fixed = (ms) => () => ms;
@@ -316,6 +321,68 @@ describe("overlaid series", () => {
   });
 });
 
+describe("selector in the URL", () => {
+  it("reads the selector, its grouping and the lines hidden", () => {
+    const { state, invalid } = parseHash("#match=cpu%7Bdc%3D%22eu%22%7D&group_by=dc,%20host&hide=e2e.a&hidegroup=%7Bdc%3D%22eu%22%7D&hidegroup=%7B%7D&range=6h");
+    assert.deepEqual(invalid, []);
+    assert.deepEqual([state.match, state.groupBy, state.hidden, state.hiddenGroups], ['cpu{dc="eu"}', ["dc", "host"], ["e2e.a"], ['{dc="eu"}', "{}"]]);
+    assert.deepEqual(seriesOf(state), [], "no series picked: the selector's only");
+    assert.deepEqual(parseHash("#match=cpu&group_by=").state.groupBy, [], "empty: one group of all");
+    assert.equal(parseHash("#match=cpu").state.groupBy, null, "absent: one line per series");
+  });
+  it("round-trips", () => {
+    for (const h of [
+      "#match=cpu&range=1h",
+      "#match=cpu%7Bdc%3D%22eu%22%7D&group_by=dc%2Chost&hide=e2e.a&hidegroup=%7Bdc%3D%22eu%22%7D&range=6h",
+      "#match=cpu&group_by=&hidegroup=%7B%7D&range=1h",
+      "#series=a&overlay=b&match=%7Bjob%21%3D%22x%22%2Cz%3D%22y%22%7D&from=now-3d&res=1h",
+    ]) {
+      assert.equal(formatHash(parseHash(h).state), h);
+    }
+  });
+  it("keeps nothing of a grouping without a selector, and names invalid values", () => {
+    assert.equal(formatHash(parseHash("#group_by=dc&hidegroup=x&series=a").state), "#series=a&range=1h");
+    assert.deepEqual(parseHash("#match=cpu&group_by=1x").invalid, ["group_by"]);
+    assert.deepEqual(parseHash("#match=cpu&group_by=a%20b").invalid, ["group_by"]);
+    assert.deepEqual(parseHash("#match=%20").invalid, ["match"]);
+    assert.deepEqual(parseHash("#match=" + "x".repeat(5000)).invalid, ["match"]);
+    // Without a selector, only hidden series on the chart are kept; with
+    // one, any may be among its series.
+    assert.equal(formatHash({ ...parseHash("#series=a").state, hidden: ["zz"] }), "#series=a&range=1h");
+    assert.equal(formatHash({ ...parseHash("#match=cpu").state, hidden: ["zz"] }), "#match=cpu&hide=zz&range=1h");
+  });
+  it("asks for the selector's series with the chart's parameters", () => {
+    const now = Date.UTC(2026, 0, 15, 14, 37, 22, 123);
+    const grouped = parseHash('#match=cpu{dc="eu"}&group_by=dc&from=2026-01-10T00:00:00Z&to=2026-01-11T00:00:00Z').state;
+    assert.equal(matchQuery(grouped, 1000, now).toString(),
+      "match=cpu%7Bdc%3D%22eu%22%7D&group_by=dc&" + pointsQuery(grouped, 1000, now).toString());
+    assert.equal(matchQuery(parseHash("#match=cpu&group_by=&res=raw").state, 900).toString(), "match=cpu&group_by=&from=now-1h&to=now&resolution=raw");
+    assert.equal(matchQuery(parseHash("#match=cpu&res=5m").state, 900).get("group_by"), null);
+  });
+  it("shows requests readably", () => {
+    const q = new URLSearchParams({ match: 'cpu{dc="eu", host=~"a.*"}', group_by: "dc,host", from: "2026-01-10T00:00:00Z" });
+    assert.equal(readableURL("v1/points?" + q), 'v1/points?match=cpu{dc="eu", host=~"a.*"}&group_by=dc,host&from=2026-01-10T00:00:00Z');
+    assert.equal(readableURL("v1/points?match=a%26b%2Bc"), "v1/points?match=a%26b%2Bc", "& and + stay escaped");
+  });
+  it("follows a selector read's cursor, and stops where a page brings nothing new", async (t) => {
+    const api = await import("./static/assets/api.js");
+    const saved = globalThis.fetch;
+    t.after(() => (globalThis.fetch = saved));
+    const page = (points, covered, next) => ({
+      results: [{ series: "a", labels: {}, columns: ["t", "v"], points }], partial: !points.length, covered, next_cursor: next, stats: {},
+    });
+    const pages = [page([[1, 1]], [0, 2], "c1"), page([[2, 2]], [0, 3], "c2"), page([], [0, 3], "c3"), page([], [0, 3], "c4")];
+    const urls = [];
+    globalThis.fetch = async (url) => {
+      urls.push(url);
+      return new Response(JSON.stringify(pages[urls.length - 1]));
+    };
+    const r = await api.readPages("v1/points", new URLSearchParams({ match: "cpu" }), { pageLimit: 10 });
+    assert.deepEqual(urls, ["v1/points?match=cpu&limit=10", "v1/points?match=cpu&limit=10&cursor=c1", "v1/points?match=cpu&limit=10&cursor=c2"]);
+    assert.deepEqual([r.pages.length, r.stuck, r.capped, r.url], [3, true, false, urls[0]]);
+  });
+});
+
 describe("window ladder", () => {
   const LADDER = "1s 2s 5s 10s 15s 30s 1m 2m 5m 10m 15m 30m 1h 2h 3h 6h 12h 1d 2d 7d".split(" ").map(parseDuration);
   it("is the API's ladder", () => assert.deepEqual(ROUND_STEPS, LADDER));
@@ -601,6 +668,170 @@ describe("bearer token", () => {
     t.after(() => (globalThis.fetch = saved));
     globalThis.fetch = async () => new Response(JSON.stringify({ type: "/docs#problem/overloaded", title: "Overloaded", status: 503, detail: "busy" }), { status: 503, headers: { "Retry-After": "2" } });
     await assert.rejects(api.getJSON("v1/series"), (e) => e.problem.retryAfter === 2 && /Retry in 2 seconds/.test(explainProblem(e.problem).detail));
+  });
+});
+
+describe("selector completion", () => {
+  // The context at the caret, marked | in the text.
+  const at = (marked) => completionContext(marked.replace("|", ""), marked.indexOf("|"));
+  const pick = (c, ...keys) => Object.fromEntries(keys.map((k) => [k, c[k]]));
+  const dc = { name: "dc", op: "=", value: "eu" };
+
+  it("suggests metric names before the braces", () => {
+    assert.deepEqual(pick(at("|"), "kind", "prefix", "from", "to"), { kind: "metric", prefix: "", from: 0, to: 0 });
+    assert.deepEqual(pick(at("cp|"), "kind", "prefix", "from", "to"), { kind: "metric", prefix: "cp", from: 0, to: 2 });
+    const c = at('c|pu{dc="eu"}');
+    assert.deepEqual(pick(c, "kind", "prefix", "from", "to", "matchers"), { kind: "metric", prefix: "c", from: 0, to: 3, matchers: [dc] });
+    assert.equal(at('|{dc="eu"}').kind, "metric", "a name may go before braces");
+  });
+  it("suggests label names after { or , and values after name= or name=~", () => {
+    assert.deepEqual(pick(at("cpu{|"), "kind", "prefix", "from", "to", "metric", "used", "closed"),
+      { kind: "name", prefix: "", from: 4, to: 4, metric: "cpu", used: ["__name__"], closed: false });
+    assert.deepEqual(pick(at("cpu{d|"), "kind", "prefix", "from", "to"), { kind: "name", prefix: "d", from: 4, to: 5 });
+    assert.deepEqual(pick(at('cpu{dc="eu", h|}'), "kind", "prefix", "from", "to", "matchers", "used", "closed"),
+      { kind: "name", prefix: "h", from: 13, to: 14, matchers: [dc], used: ["dc", "__name__"], closed: true });
+    assert.deepEqual(pick(at("{|}"), "kind", "metric", "used"), { kind: "name", metric: "", used: [] });
+    assert.deepEqual(pick(at("cpu{h|ost=\"a\"}"), "kind", "prefix", "from", "to"), { kind: "name", prefix: "h", from: 4, to: 8 }, "the whole name is replaced");
+
+    assert.deepEqual(pick(at("cpu{dc=|"), "kind", "label", "op", "prefix", "from", "to", "matchers", "closed"),
+      { kind: "value", label: "dc", op: "=", prefix: "", from: 7, to: 7, matchers: [], closed: false });
+    assert.deepEqual(pick(at('cpu{dc=~"e|'), "kind", "op", "prefix", "from", "to"), { kind: "value", op: "=~", prefix: "e", from: 8, to: 10 });
+    assert.deepEqual(pick(at('cpu{dc!="e|u"}'), "kind", "op", "prefix", "from", "to"), { kind: "value", op: "!=", prefix: "e", from: 8, to: 12 });
+    assert.deepEqual(pick(at("cpu{dc = e|}"), "kind", "prefix", "from", "to"), { kind: "value", prefix: "e", from: 9, to: 10 }, "unquoted, spaced");
+    assert.deepEqual(pick(at('{dc="eu", host="a", zone=|}'), "kind", "label", "matchers"),
+      { kind: "value", label: "zone", matchers: [dc, { name: "host", op: "=", value: "a" }] }, "narrowed by the other matchers");
+    assert.deepEqual(pick(at('{dc="|eu", host="a"}'), "label", "prefix", "matchers"), { label: "dc", prefix: "", matchers: [{ name: "host", op: "=", value: "a" }] }, "not by its own");
+  });
+  it("suggests nothing where nothing fits", () => {
+    for (const m of ['cpu{dc="eu"|}', 'cpu{dc="eu"}|', "cpu{dc |", "cpu{dc!|", 'cpu |{dc="eu"}', "rate(cpu|", 'cpu{dc="eu" x=|}']) assert.equal(at(m), null, m);
+  });
+  it("reads quoted strings as PromQL does", () => {
+    const strs = (text) => lexSelector(text).filter((t) => t.type === "str").map((t) => [t.value, t.closed]);
+    assert.deepEqual(strs(String.raw`{a="x\"y\\", b='z', c=` + "`r\\n`" + String.raw`, d="\u00e9\x41\n", e="open`), [
+      ['x"y\\', true], ["z", true], ["r\\n", true], ["éA\n", true], ["open", false],
+    ]);
+    assert.deepEqual(lexSelector("a!~b").map((t) => t.type), ["ident", "op", "ident"]);
+  });
+
+  it("narrows suggestions with what would select on its own", () => {
+    assert.equal(narrowingSelector({ metric: "cpu", matchers: [] }), "cpu");
+    assert.equal(narrowingSelector({ metric: "", matchers: [dc] }), '{dc="eu"}');
+    assert.equal(narrowingSelector({ metric: "cpu", matchers: [dc, { name: "h", op: "=~", value: "a|b" }] }), 'cpu{dc="eu", h=~"a|b"}');
+    assert.equal(narrowingSelector({ metric: "", matchers: [{ name: "dc", op: "!=", value: "eu" }] }), "", "matches the empty string: the API refuses it alone");
+    assert.equal(narrowingSelector({ metric: "", matchers: [{ name: "dc", op: "=~", value: ".*" }, { name: "h", op: "=", value: "a" }] }), '{dc=~".*", h="a"}');
+    assert.equal(narrowingSelector({ metric: "cpu", matchers: [{ name: "dc", op: "=~", value: "(?i)eu" }] }), "cpu", "a regular expression JavaScript cannot read is left out");
+    assert.equal(narrowingSelector({}), "");
+  });
+  it("knows which matchers let the empty value through", () => {
+    const m = (op, value) => matchesEmpty({ op, value });
+    assert.deepEqual([m("=", ""), m("=", "a"), m("!=", "a"), m("!=", "")], [true, false, true, false]);
+    assert.deepEqual([m("=~", "a|"), m("=~", ".+"), m("!~", ".+"), m("!~", ""), m("=~", "(")], [true, false, true, false, true]);
+  });
+  it("asks the label API, narrowed by match", () => {
+    assert.deepEqual(suggestionSource(at("cpu{|")), { url: "v1/labels?match=cpu", field: "labels", add: ["series"], exclude: ["__name__"] });
+    assert.deepEqual(suggestionSource(at('cpu{host="a", dc=|')),
+      { url: "v1/labels/dc/values?match=" + encodeURIComponent('cpu{host="a"}'), field: "values", add: [], exclude: [] });
+    assert.equal(suggestionSource(at("{dc=|")).url, "v1/labels/dc/values", "nothing to narrow with: every value");
+    assert.equal(suggestionSource(at("|")).url, "v1/labels/__name__/values");
+    assert.equal(suggestionSource(at("{series=|")), null, "every id is the series list's to page through");
+    assert.equal(suggestionSource(at("cpu{series=|")).url, "v1/labels/series/values?match=cpu");
+  });
+  it("ranks what starts with the typed text first, then what holds it", () => {
+    assert.deepEqual(rankSuggestions(["__name__", "dc", "host", "series"], "s"), ["series", "host"]);
+    assert.deepEqual(rankSuggestions(["EU-west", "us-east", "eu"], "eu"), ["EU-west", "eu"]);
+    assert.deepEqual(rankSuggestions(["a", "b"], ""), ["a", "b"]);
+    assert.equal(rankSuggestions(Array.from({ length: 80 }, (_, i) => `v${i}`), "v").length, 50);
+  });
+  it("takes a suggestion: names as typed, values quoted and the braces closed", () => {
+    const take = (marked, item) => {
+      const r = acceptCompletion(marked.replace("|", ""), at(marked), item);
+      return r.text.slice(0, r.caret) + "|" + r.text.slice(r.caret);
+    };
+    assert.equal(take("cpu{d|", "dc"), "cpu{dc|");
+    assert.equal(take('cpu{h|ost="a"}', "dc"), 'cpu{dc|="a"}');
+    assert.equal(take("cpu{dc=|", "eu"), 'cpu{dc="eu"|}');
+    assert.equal(take("cpu{dc=|}", "eu"), 'cpu{dc="eu"|}');
+    assert.equal(take('cpu{dc="e|", h="a"}', "eu"), 'cpu{dc="eu"|, h="a"}');
+    assert.equal(take("cpu{dc=e|}", "eu"), 'cpu{dc="eu"|}');
+    assert.equal(take("cpu{dc=~|", "a.b|c"), String.raw`cpu{dc=~"a\\.b\\|c"|}`);
+    assert.equal(take("c|", "cpu"), "cpu|");
+    assert.equal(quoteValue('say "hi"\\', "="), String.raw`"say \"hi\"\\"`);
+  });
+  it("takes any value so that the selector reads it back", () => {
+    const chars = ['"', "\\", "'", "`", "\n", "é", "a", " ", ",", "}", "{", ".", "*", "|", "\u0001"];
+    for (let k = 0; k < 500; k++) {
+      const v = Array.from({ length: 1 + Math.floor(Math.random() * 8) }, () => chars[Math.floor(Math.random() * chars.length)]).join("");
+      const { text } = acceptCompletion("cpu{x=", at("cpu{x=|"), v);
+      const str = lexSelector(text).find((t) => t.type === "str");
+      assert.equal(str.value, v, text);
+      assert.equal(text.endsWith("}"), true);
+    }
+  });
+});
+
+describe("lines of a selector", () => {
+  it("writes labels as PromQL does", () => {
+    assert.equal(labelsText({ host: "a", __name__: "cpu", dc: "eu" }), 'cpu{dc="eu", host="a"}');
+    assert.equal(labelsText({ __name__: "cpu" }), "cpu");
+    assert.equal(labelsText({ dc: "eu" }), '{dc="eu"}');
+    assert.equal(labelsText({}), "{}");
+    assert.equal(labelsText({ v: 'a"b' }), String.raw`{v="a\"b"}`);
+  });
+  it("names series by their labels or id, groups by theirs", () => {
+    assert.deepEqual(lineNames([
+      { series: "plain", labels: {} },
+      { series: "cpu.a", labels: { __name__: "cpu", host: "a" } },
+      { group: { dc: "eu" }, series_count: 2 },
+      { group: {}, series_count: 4 },
+      { group: { zone: "" }, series_count: 1 },
+    ]), ["plain", 'cpu{host="a"}', '{dc="eu"}', "all series", '{zone=""}']);
+    assert.deepEqual(lineNames([
+      { series: "s1", labels: { __name__: "cpu" } }, { series: "s2", labels: { __name__: "cpu" } }, { series: "s3", labels: { __name__: "mem" } },
+    ]), ["cpu s1", "cpu s2", "mem"], "the same labels twice: the ids tell them apart");
+  });
+  it("writes legend entries with the series a group folds, and the aggregate of a lone line", () => {
+    assert.equal(legendText({ name: '{dc="eu"}', group: true, seriesCount: 2, aggregated: true }), '{dc="eu"} · 2 series');
+    assert.equal(legendText({ name: "all series", group: true, seriesCount: 1234, aggregated: true }, { single: true, agg: "avg" }), "all series · 1,234 series · avg");
+    assert.equal(legendText({ name: "cpu.a", aggregated: true }, { single: true, agg: "max" }), "cpu.a · max");
+    assert.equal(legendText({ name: "cpu.a", aggregated: false }, { single: true, agg: "max" }), "cpu.a", "raw points have no aggregate");
+    assert.equal(groupingText(null), "");
+    assert.equal(groupingText([]), "one group");
+    assert.equal(groupingText(["dc", "host"]), "by dc, host");
+  });
+  it("colours each line by its key, the same on every read, distinct while there are colours", () => {
+    const keys = ["cpu.a", "cpu.b", '{dc="eu"}', '{dc="us"}', "x", "y", "z"];
+    const slots = lineSlots(keys);
+    assert.deepEqual(lineSlots(keys), slots);
+    assert.equal(new Set(slots).size, keys.length);
+    for (let k = 0; k < 300; k++) {
+      const n = 1 + Math.floor(Math.random() * 10);
+      const ks = Array.from({ length: n }, (_, i) => `k${Math.random()}-${i}`);
+      const taken = [0, 1].slice(0, Math.max(0, 10 - n));
+      const s = lineSlots(ks, taken);
+      assert.equal(new Set([...s, ...taken]).size, n + taken.length, "no colour twice, none of the picked series'");
+      assert.ok(s.every((x) => x >= 0 && x < 10));
+      // The first line's colour does not depend on the lines after it.
+      assert.equal(lineSlots(ks.slice(0, 1), taken)[0], s[0]);
+    }
+    assert.equal(lineSlots(Array.from({ length: 25 }, (_, i) => `s${i}`)).length, 25, "more lines than colours: colours repeat");
+  });
+  it("merges a selector read's pages per result", () => {
+    const head = (series) => ({ series, labels: { __name__: "cpu", host: series }, tier: "fine", resolution_ms: 60_000, columns: ["t", "avg"], segments: [] });
+    const stats = (n) => ({ buckets: 1, partitions: 2, rows_read: n, cache_hits: 0, elapsed_ms: 1 });
+    const m = mergeMatchPages([
+      { results: [{ ...head("a"), points: [[1, 1], [2, 2]] }, { ...head("b"), points: [[1, 5]] }], partial: false, covered: [0, 3], next_cursor: "c", stats: stats(3) },
+      { results: [{ ...head("a"), points: [[3, 3]] }, { ...head("b"), points: [] }], partial: false, covered: [0, 10], stats: stats(1), warnings: ["w"] },
+    ], { from: 0, to: 10 });
+    assert.deepEqual(m.results.map((r) => [r.key, r.name, r.points, r.seriesCount]), [
+      ["a", 'cpu{host="a"}', [[1, 1], [2, 2], [3, 3]], 1], ["b", 'cpu{host="b"}', [[1, 5]], 1],
+    ]);
+    const r = m.results[1];
+    assert.deepEqual([r.from, r.to, r.covered, r.pages, r.partial, r.next_cursor, r.stats.rows_read, r.warnings], [0, 10, [0, 10], 2, false, undefined, 4, ["w"]]);
+    assert.equal(m.matched, 2);
+    const g = mergeMatchPages([{ results: [{ group: { dc: "eu" }, series_count: 3, columns: ["t", "avg"], points: [] }, { group: { dc: "us" }, series_count: 1, columns: ["t", "avg"], points: [] }], covered: [0, 1], stats: {} }]);
+    assert.deepEqual(g.results.map((x) => [x.key, x.seriesCount]), [['{dc="eu"}', 3], ['{dc="us"}', 1]]);
+    assert.equal(g.matched, 4);
+    assert.equal(mergeMatchPages([]), null);
   });
 });
 

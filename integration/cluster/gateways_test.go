@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tsgate/tsgate/httpapi/apitest"
-	"github.com/tsgate/tsgate/tiers/storetest"
+	"github.com/tsgate/tsgate/testkit/apitest"
+	"github.com/tsgate/tsgate/testkit/storetest"
 )
 
 // TestTwoGateways runs two gateways, each with its own store session, on

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tsgate/tsgate/httpapi/apitest"
+	"github.com/tsgate/tsgate/testkit/apitest"
 )
 
 // httpClient bounds every request: a request that hangs fails the test

@@ -4,7 +4,7 @@
 // Cassandra cluster: nodes killed under load, too few replicas, a slow or
 // unreachable node, a gateway started before its cluster, and several
 // gateways on one keyspace. Each scenario serves the HTTP API over the
-// Cassandra store (httpapi/apitest, every answer checked against the
+// Cassandra store (testkit/apitest, every answer checked against the
 // contract) and faults the cluster for real: nodes are killed with
 // SIGKILL and restarted by scripts/cassandra.sh, and network faults are
 // injected by Toxiproxy, run as a library in the test process, with the
@@ -36,11 +36,11 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	assembly "github.com/tsgate/tsgate/gateway"
-	"github.com/tsgate/tsgate/httpapi/apitest"
-	"github.com/tsgate/tsgate/query/querytest"
+	"github.com/tsgate/tsgate/testkit/apitest"
+	"github.com/tsgate/tsgate/testkit/querytest"
+	"github.com/tsgate/tsgate/testkit/storetest"
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/cassandra"
-	"github.com/tsgate/tsgate/tiers/storetest"
 )
 
 var (

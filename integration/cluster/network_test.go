@@ -18,8 +18,8 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/rs/zerolog"
 
-	"github.com/tsgate/tsgate/httpapi/apitest"
-	"github.com/tsgate/tsgate/tiers/storetest"
+	"github.com/tsgate/tsgate/testkit/apitest"
+	"github.com/tsgate/tsgate/testkit/storetest"
 )
 
 var slowRounds = flag.Int("slow.rounds", 3, "TestSlowReplica: rounds of 10 reads per case (more for docs/benchmarks.md)")

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	assembly "github.com/tsgate/tsgate/gateway"
-	"github.com/tsgate/tsgate/tiers/storetest"
+	"github.com/tsgate/tsgate/testkit/storetest"
 )
 
 // TestOneNodeKilled kills a node (SIGKILL) while four writers load the

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tsgate/tsgate/httpapi/apitest"
+	"github.com/tsgate/tsgate/testkit/apitest"
 )
 
 // buildGateway builds the gateway binary into a temporary directory.

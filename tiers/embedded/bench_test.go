@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tsgate/tsgate/testkit/storetest"
 	"github.com/tsgate/tsgate/tiers"
-	"github.com/tsgate/tsgate/tiers/storetest"
 )
 
 // benchStore opens a store for a benchmark, on disk unless mem is set.

@@ -7,7 +7,7 @@
 // partition is a contiguous key range whose rows sort by T, so a partition
 // read is one bounded range scan, forwards or backwards, and everything
 // above tiers.Store behaves the same on both stores. The conformance suite
-// in tiers/storetest holds it to that.
+// in testkit/storetest holds it to that.
 //
 // # Keys
 //

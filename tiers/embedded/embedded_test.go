@@ -17,8 +17,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/tsgate/tsgate/testkit/storetest"
 	"github.com/tsgate/tsgate/tiers"
-	"github.com/tsgate/tsgate/tiers/storetest"
 )
 
 func TestConformanceInMemory(t *testing.T) {

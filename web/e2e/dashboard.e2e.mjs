@@ -3,17 +3,19 @@
 //	cd web/e2e && npm ci && node --test dashboard.e2e.mjs
 //
 // One gateway on the embedded store holds three series written at fixed
-// times; one Chromium page walks through loading, switching series,
-// zooming, overlaying, exporting and the error messages. Screenshots of the
-// chart are compared with the baselines in screenshots/ (UPDATE_SCREENSHOTS=1
-// refreshes them).
+// times and five labelled ones; one Chromium page walks through loading,
+// switching series, zooming, overlaying, exporting, the error messages,
+// then selectors typed with completion and their groups. Screenshots of
+// the chart are compared with the baselines in screenshots/
+// (UPDATE_SCREENSHOTS=1 refreshes them).
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 
 import { afterLoad, launch } from "./browser.mjs";
-import { DAY, HOUR, T0, fill, getJSON, start } from "./gateway.mjs";
+import { formatExact } from "../static/assets/lib.js";
+import { DAY, HOUR, LABELLED, T0, fill, fillLabelled, getJSON, start } from "./gateway.mjs";
 import { matchBaseline } from "./screenshots.mjs";
 
 const FROM = new Date(T0).toISOString().replace(".000Z", "Z"); // 2026-01-10T00:00:00Z
@@ -44,10 +46,93 @@ async function plotBox() {
 
 const timeAtX = (plot, x, from, to) => from + ((x - plot.x0) / (plot.x1 - plot.x0)) * (to - from);
 
-describe("dashboard in Chromium", { timeout: 110_000 }, () => {
+/** Waits until the selector field offers exactly want, and checks that it does. */
+async function expectOptions(want) {
+  const same = (w) => {
+    const list = document.getElementById("match-options");
+    return JSON.stringify(list.hidden ? [] : [...list.children].map((li) => li.textContent)) === JSON.stringify(w);
+  };
+  await page.waitForFunction(same, want, { timeout: 5000 }).catch(() => {});
+  const list = page.locator("#match-options");
+  assert.deepEqual((await list.isHidden()) ? [] : await list.locator("li").allTextContents(), want);
+}
+
+const activeOption = () => page.locator('#match-options li[aria-selected="true"]').textContent();
+
+/** The legend's entries of lines (series or groups). */
+const legendKeys = () => page.locator("#legend .series-key").allTextContents();
+
+/** The answer of the gateway to the request the page made for the chart (the link under the facts). */
+async function pageAnswer() {
+  const req = new URL(await page.getAttribute("#request", "href"), gw.url);
+  return { req, answer: await getJSON(gw.url, req.pathname + req.search) };
+}
+
+/**
+ * What the tooltip shows with the pointer at x over the plot: the window's
+ * time (UTC in this page) and each line's values as written: {t, lines:
+ * {name: {column: text}}} (name "" when the chart has one line).
+ */
+async function tooltipAt(x) {
+  const plot = await plotBox();
+  await page.mouse.move(x, plot.y);
+  await page.waitForSelector(".tooltip:not([hidden])");
+  const tip = await page.evaluate(() => {
+    const el = document.querySelector(".tooltip");
+    const lines = {};
+    let name = "";
+    for (const row of el.children) {
+      if (row.className === "tt-series") name = row.textContent;
+      if (row.className === "tt-value") (lines[name] ??= {})[row.querySelector(".tt-key").textContent] = row.querySelector(".tt-val").textContent;
+    }
+    return { time: el.querySelector(".tt-title").textContent, lines };
+  });
+  return { t: Date.parse(tip.time.replace(" ", "T") + "Z"), lines: tip.lines };
+}
+
+/**
+ * Checks that the lines drawn hold the API's values: under the pointer at
+ * a fifth, a half and four fifths of the plot, every line's values are the
+ * answer's for that window, result k being the line named names[k].
+ */
+async function drawnAsAnswered(answer, names) {
+  const plot = await plotBox();
+  for (const frac of [0.2, 0.5, 0.8]) {
+    const { t, lines } = await tooltipAt(plot.x0 + frac * (plot.x1 - plot.x0));
+    assert.deepEqual(Object.keys(lines).sort(), [...names].sort(), `lines at ${new Date(t).toISOString()}`);
+    answer.results.forEach((r, k) => {
+      const row = r.points.find((p) => p[0] === t);
+      assert.ok(row, `${names[k]} has a window at ${new Date(t).toISOString()}`);
+      const want = Object.fromEntries(r.columns.slice(1).map((c, j) => [c, formatExact(row[j + 1])]));
+      assert.deepEqual(lines[names[k]], want, `${names[k]} at ${new Date(t).toISOString()}`);
+    });
+  }
+  await page.mouse.move(1, 1);
+}
+
+/** Types text into the selector field and applies it with the Show button. */
+async function applySelector(text) {
+  await afterLoad(page, async () => {
+    await page.fill("#match", text);
+    await page.click('#selector-form button[type="submit"]');
+  });
+}
+
+/** A screenshot of the selector bar and the suggestions open under it. */
+async function shootSuggestions(name) {
+  await page.mouse.move(1, 1);
+  const form = await page.locator("#selector-form").boundingBox();
+  const list = await page.locator("#match-options").boundingBox();
+  const clip = { x: form.x, y: form.y, width: form.width, height: list.y + list.height + 6 - form.y };
+  matchBaseline(name, await page.screenshot({ clip, animations: "disabled", caret: "hide" }));
+}
+
+describe("dashboard in Chromium", { timeout: 180_000 }, () => {
   before(async () => {
-    gw = await start();
+    // Four series at most per selector: {dc=~".+"} matches five.
+    gw = await start({ extraArgs: ["--max-series-per-query", "4"] });
     await fill(gw.url);
+    await fillLabelled(gw.url);
     browser = await launch();
     page = browser.page;
   });
@@ -61,7 +146,7 @@ describe("dashboard in Chromium", { timeout: 110_000 }, () => {
   it("loads a series with whole windows from the left edge", async () => {
     await afterLoad(page, () => page.goto(gw.url + "/" + HASH));
     await page.waitForSelector("#series-list li");
-    assert.deepEqual(await page.locator("#series-list .id").allTextContents(), ["e2e.load", "e2e.pressure", "e2e.temperature"]);
+    assert.deepEqual(await page.locator("#series-list .id").allTextContents(), [...Object.keys(LABELLED), "e2e.load", "e2e.pressure", "e2e.temperature"].sort());
     assert.equal(await page.textContent("#series-title"), "e2e.temperature");
     assert.equal(await page.locator("#problem").isHidden(), true);
     assert.equal(await page.evaluate(() => getComputedStyle(document.documentElement).fontFamily), '"DejaVu Sans"', "the screenshots' font");
@@ -258,5 +343,150 @@ describe("dashboard in Chromium", { timeout: 110_000 }, () => {
     assert.equal(await problem.isVisible(), true);
     assert.match(await problem.textContent(), /Unknown series.*404.*No series has this id/s);
     await shoot("unknown-series", "#problem");
+  });
+
+  it("completes a selector's label names and values from the keyboard and draws each series it matches", async () => {
+    await afterLoad(page, () => page.goto(gw.url + "/" + HASH));
+    await page.click("#match");
+    await page.keyboard.type("cpu{");
+    // After "{": the label names of cpu's series (the metric's own name
+    // left out), and the pseudo-label series.
+    await expectOptions(["dc", "host", "series"]);
+    assert.equal(await page.getAttribute("#match", "aria-expanded"), "true");
+    await page.keyboard.type("d");
+    await expectOptions(["dc"]);
+    await page.keyboard.press("Enter");
+    assert.equal(await page.inputValue("#match"), "cpu{dc");
+    await page.keyboard.type("=");
+    await expectOptions(["eu", "us"]);
+    assert.equal(await activeOption(), "eu");
+    await page.keyboard.press("ArrowDown");
+    assert.equal(await activeOption(), "us");
+    await page.keyboard.press("ArrowUp");
+    await page.keyboard.press("Tab");
+    assert.equal(await page.inputValue("#match"), 'cpu{dc="eu"}', "the value quoted, the braces closed");
+    assert.equal(await page.evaluate(() => document.activeElement.id), "match", "Tab took the suggestion and kept the focus");
+    // The values of host among the series of cpu{dc="eu"} only.
+    await page.keyboard.type(", host=");
+    await expectOptions(["a", "b"]);
+    await shootSuggestions("completion");
+    await page.keyboard.press("Escape");
+    await expectOptions([]);
+    assert.equal(await page.getAttribute("#match", "aria-expanded"), "false");
+    for (let i = 0; i < ", host=".length; i++) await page.keyboard.press("Backspace");
+    await expectOptions([]);
+    assert.equal(await page.inputValue("#match"), 'cpu{dc="eu"}');
+    await afterLoad(page, () => page.keyboard.press("Enter"));
+
+    const st = await hashState();
+    assert.equal(st.match, 'cpu{dc="eu"}');
+    assert.equal(st.series, undefined, "the selector's series instead of the picked one");
+    assert.equal(await page.textContent("#series-title"), 'cpu{dc="eu"}');
+    assert.match(await page.textContent("#series-meta"), /^2 series match$/);
+    const names = ['cpu{dc="eu", host="a"}', 'cpu{dc="eu", host="b"}'];
+    assert.deepEqual(await legendKeys(), names);
+    const { req, answer } = await pageAnswer();
+    assert.equal(req.pathname, "/v1/points");
+    assert.equal(req.searchParams.get("match"), 'cpu{dc="eu"}');
+    assert.deepEqual(answer.results.map((r) => r.series), ["e2e.cpu.eu.a", "e2e.cpu.eu.b"]);
+    await drawnAsAnswered(answer, names);
+    // A matched series hides by its id, like a picked one.
+    await page.click('#legend .series-key[data-id="e2e.cpu.eu.a"]');
+    assert.equal((await hashState()).hide, "e2e.cpu.eu.a");
+    await page.click('#legend .series-key[data-id="e2e.cpu.eu.a"]');
+  });
+
+  it("groups the selector's series by a label, or all into one, in a link that reproduces the view", async () => {
+    await applySelector("cpu");
+    assert.equal((await legendKeys()).length, 4, "one line per series");
+    const colours = await page.locator("#legend .series-key i").evaluateAll((is) => is.map((i) => i.className));
+    assert.equal(new Set(colours).size, 4, `four colours: ${colours}`);
+
+    // The menu lists the label names of the selector's series.
+    await page.click("#group-by summary");
+    await page.waitForSelector('#group-by-labels input[value="dc"]');
+    assert.deepEqual(await page.locator("#group-by-labels code").allTextContents(), ["__name__", "dc", "host"]);
+    await afterLoad(page, () => page.check('#group-by-labels input[value="dc"]'));
+    await page.keyboard.press("Escape");
+    assert.equal(await page.locator("#group-by").getAttribute("open"), null, "Escape closed the menu");
+    assert.equal((await hashState()).group_by, "dc");
+    assert.equal(await page.textContent("#group-by-text"), "dc");
+    const names = ['{dc="eu"}', '{dc="us"}'];
+    assert.deepEqual(await legendKeys(), names.map((n) => `${n} · 2 series`));
+    const { req, answer } = await pageAnswer();
+    assert.equal(req.searchParams.get("group_by"), "dc");
+    assert.deepEqual(answer.results.map((r) => [r.group, r.series_count]), [[{ dc: "eu" }, 2], [{ dc: "us" }, 2]]);
+    await drawnAsAnswered(answer, names);
+    await shoot("groups");
+
+    // The export holds the groups' windows as the API gave them.
+    const [download] = await Promise.all([page.waitForEvent("download"), page.click("#export")]);
+    const csv = readFileSync(await download.path(), "utf8").trimEnd().split("\n");
+    const quoted = (s) => `"${s.replaceAll('"', '""')}"`;
+    assert.deepEqual(csv, [
+      ["series", "t", "time", ...answer.results[0].columns.slice(1)].join(","),
+      ...answer.results.flatMap((r, k) => r.points.map((p) => [quoted(names[k]), p[0], new Date(p[0]).toISOString(), ...p.slice(1)].join(","))),
+    ]);
+
+    // A group hides by its labels; the link keeps selector, grouping and
+    // hidden groups.
+    await page.locator("#legend .series-key", { hasText: '{dc="eu"}' }).click();
+    assert.equal((await hashState()).hidegroup, '{dc="eu"}');
+    const link = await page.evaluate(() => location.href);
+    await page.goto("about:blank");
+    await page.goto(link);
+    await page.waitForFunction(() => Number(document.documentElement.dataset.loads || 0) > 0);
+    assert.equal(await page.inputValue("#match"), "cpu");
+    assert.equal(await page.textContent("#group-by-text"), "dc");
+    assert.deepEqual(await legendKeys(), names.map((n) => `${n} · 2 series`));
+    assert.equal(await page.locator("#legend .series-key", { hasText: '{dc="eu"}' }).getAttribute("aria-pressed"), "false");
+    await page.locator("#legend .series-key", { hasText: '{dc="eu"}' }).click();
+
+    // One group of all: one line, the average over every series' points.
+    await page.click("#group-by summary");
+    await afterLoad(page, () => page.check('#group-by input[name="grouping"][value="all"]'));
+    await page.keyboard.press("Escape");
+    assert.equal((await hashState()).group_by, "");
+    assert.deepEqual(await legendKeys(), ["all series · 4 series · avg"]);
+    const all = (await pageAnswer()).answer;
+    assert.deepEqual(all.results.map((r) => [r.group, r.series_count]), [[{}, 4]]);
+    await drawnAsAnswered(all, [""]);
+  });
+
+  it("shows the API's refusals of a selector or grouping next to the field", async () => {
+    // Raw points cannot be grouped.
+    await afterLoad(page, async () => {
+      await page.fill("#res", "raw");
+      await page.press("#res", "Enter");
+    });
+    const box = page.locator("#match-error");
+    assert.equal(await box.isVisible(), true);
+    assert.match(await box.textContent(), /Invalid parameter.*400.*group_by.*aggregated resolution/s);
+    assert.equal(await page.getAttribute("#group-by summary", "aria-invalid"), "true");
+    assert.equal(await page.getAttribute("#match", "aria-invalid"), "false");
+    assert.equal(await page.locator("#problem").isHidden(), true, "not in the chart's problem box");
+    await afterLoad(page, async () => {
+      await page.fill("#res", "auto");
+      await page.press("#res", "Enter");
+    });
+    assert.equal(await box.isHidden(), true);
+
+    // More series than --max-series-per-query.
+    await applySelector('{dc=~".+"}');
+    assert.match(await box.textContent(), /400.*match/s);
+    assert.match(await box.textContent(), /\b5\b/, "the count found");
+    assert.equal(await page.getAttribute("#match", "aria-invalid"), "true");
+    await shoot("too-many", "#selector-form");
+
+    // Not a selector.
+    await applySelector("cpu{dc=");
+    assert.match(await box.textContent(), /match.*not a selector/s);
+
+    // Picking a series in the list leaves the selector.
+    await afterLoad(page, () => page.click('#series-list button[data-id="e2e.temperature"]'));
+    assert.equal(await box.isHidden(), true);
+    assert.equal(await page.inputValue("#match"), "");
+    const st = await hashState();
+    assert.deepEqual([st.series, st.match, st.group_by], ["e2e.temperature", undefined, undefined]);
   });
 });

@@ -119,6 +119,29 @@ export async function fill(url, minutes = 2 * 24 * 60) {
   await post(url, "/v1/admin/rollups/run"); // a run takes no body
 }
 
+/**
+ * Labelled series, for selectors and groups: cpu on four hosts in two data
+ * centers, and mem on one of them. Values as in SERIES.
+ */
+export const LABELLED = {
+  "e2e.cpu.eu.a": { labels: { __name__: "cpu", dc: "eu", host: "a" }, f: (i) => 40 + 10 * Math.sin((2 * Math.PI * i) / 480) + ((i * 13) % 7) / 10 },
+  "e2e.cpu.eu.b": { labels: { __name__: "cpu", dc: "eu", host: "b" }, f: (i) => 60 + 8 * Math.cos((2 * Math.PI * i) / 720) + ((i * 29) % 5) / 10 },
+  "e2e.cpu.us.c": { labels: { __name__: "cpu", dc: "us", host: "c" }, f: (i) => 20 + 6 * Math.sin((2 * Math.PI * i) / 960 + 1) + ((i * 7) % 3) / 10 },
+  "e2e.cpu.us.d": { labels: { __name__: "cpu", dc: "us", host: "d" }, f: (i) => (i % 240 < 120 ? 28 : 36) + ((i * 11) % 9) / 10 },
+  "e2e.mem.eu.a": { labels: { __name__: "mem", dc: "eu", host: "a" }, f: (i) => 70 + 5 * Math.sin((2 * Math.PI * i) / 1440) },
+};
+
+/** Writes LABELLED, each series with its labels (series_labels), and runs the rollups. */
+export async function fillLabelled(url, minutes = 2 * 24 * 60) {
+  for (const [id, { labels, f }] of Object.entries(LABELLED)) {
+    const points = [];
+    for (let i = 0; i < minutes; i++) points.push({ series: id, t: T0 + i * MINUTE, v: Math.round(f(i) * 100) / 100 });
+    const { accepted } = await post(url, "/v1/points", { points, series_labels: { [id]: labels } });
+    if (accepted !== points.length) throw new Error(`${id}: ${accepted} of ${points.length} points accepted`);
+  }
+  await post(url, "/v1/admin/rollups/run");
+}
+
 /** Writes n raw points of one series, one a second from T0, for the frame-time benchmark. */
 export async function fillDense(url, id, n) {
   for (let start = 0; start < n; start += 50_000) {

@@ -106,16 +106,20 @@ export async function getJSON(url, signal, init = {}) {
 
 export const seriesPath = (id) => "v1/series/" + encodeURIComponent(id);
 
+/** Whether a page of points brought none: of one series, or of any result of a read by selector. */
+const noPoints = (page) => (page.results ? page.results.every((r) => !r.points.length) : page.points.length === 0);
+
 /**
- * Reads every page of a /points answer, following next_cursor until it is
- * absent or maxPages pages were read. query holds the parameters; pageLimit
- * the points per page (dropped, and the server default used, if the server
- * refuses it). A partial page that delivers nothing new (no point, the same
- * covered range as the page before) means the store keeps failing there:
- * the cursor is then not followed further. Returns {pages, capped, stuck,
- * url}, url being the first page's.
+ * Reads every page of a points answer at path (a series' .../points, or
+ * v1/points for a selector), following next_cursor until it is absent or
+ * maxPages pages were read. query holds the parameters; pageLimit the
+ * points per page (per series with a selector; dropped, and the server
+ * default used, if the server refuses it). A partial page that delivers
+ * nothing new (no point, the same covered range as the page before) means
+ * the store keeps failing there: the cursor is then not followed further.
+ * Returns {pages, capped, stuck, url}, url being the first page's.
  */
-export async function readPages(id, query, { signal, maxPages = 10, pageLimit = 0, onPage } = {}) {
+export async function readPages(path, query, { signal, maxPages = 10, pageLimit = 0, onPage } = {}) {
   const pages = [];
   let cursor = "";
   let limit = pageLimit;
@@ -124,7 +128,7 @@ export async function readPages(id, query, { signal, maxPages = 10, pageLimit = 
     const q = new URLSearchParams(query);
     if (limit) q.set("limit", String(limit));
     if (cursor) q.set("cursor", cursor);
-    const u = `${seriesPath(id)}/points?${q}`;
+    const u = `${path}?${q}`;
     let page;
     try {
       page = await getJSON(u, signal);
@@ -140,7 +144,7 @@ export async function readPages(id, query, { signal, maxPages = 10, pageLimit = 
     pages.push(page);
     onPage?.(pages.length);
     if (!page.next_cursor) return { pages, capped: false, stuck: false, url };
-    const stuck = prev && page.points.length === 0 && String(prev.covered) === String(page.covered);
+    const stuck = prev && noPoints(page) && String(prev.covered) === String(page.covered);
     if (stuck) return { pages, capped: false, stuck: true, url };
     if (pages.length >= maxPages) return { pages, capped: true, stuck: false, url };
     cursor = page.next_cursor;

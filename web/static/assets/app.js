@@ -1,20 +1,25 @@
-// The dashboard: the series list, the controls whose state lives in the URL
-// hash, the chart of the selected series and those overlaid on it, and what
-// the gateway did to answer.
+// The dashboard: the series list, the selector field and its grouping, the
+// controls whose state lives in the URL hash, the chart of the selected
+// series, those overlaid on it and those the selector matches (or their
+// groups), and what the gateway did to answer.
 
 import { ProblemError, getJSON, onUnauthorized, readPages, seriesPath, setToken, token } from "./api.js";
-import { Chart, seriesSlot } from "./chart.js";
+import { Chart, SERIES_COLORS, seriesSlot } from "./chart.js";
+import { attachCompletion } from "./completion.js";
 import { layoutRows } from "./layout.js";
 import {
-  annotateTimes, columnsOf, csvName, endsAtNow, explainProblem, formatAgo, formatCount, formatDuration, formatHash,
-  formatOffset, formatShort, formatTime, localOffset, mergePages, parseDuration, parseHash, partialWhy, pointsQuery,
-  rangeMs, rangeParams, resolutionError, seriesOf, tierSlots, timeOf, toCSV, uncovered, visibleSeries,
+  MAX_SELECTOR, annotateTimes, columnsOf, csvName, endsAtNow, explainProblem, formatAgo, formatCount, formatDuration,
+  formatHash, formatOffset, formatShort, formatTime, groupingText, labelsText, legendText, lineSlots, localOffset,
+  matchQuery, mergeMatchPages, mergePages, parseDuration, parseHash, partialWhy, pointsQuery, rangeMs, rangeParams,
+  readableURL, resolutionError, seriesOf, tierSlots, timeOf, toCSV, uncovered,
 } from "./lib.js";
+import { suggestionSource } from "./selector.js";
 
 const MAX_PAGES = 10; // pages followed for one chart
 const PAGE_LIMIT = 50_000; // points per page
 const SERIES_PAGE = 100;
 const PLAN_ROWS = 200;
+const LEGEND_MAX = 100; // legend entries; a selector may match many more series
 
 const $ = (id) => document.getElementById(id);
 const el = (tag, props = {}, ...children) => {
@@ -31,11 +36,18 @@ const el = (tag, props = {}, ...children) => {
 let state = parseHash(location.hash).state;
 let load = { ctrl: null, gen: 0 };
 let planCtrl = null;
-let lastAnswers = null; // {answers: Map id → merged answer, view: {from, to}}
+let lastAnswers = null; // {answers: Map id → merged answer, match: merged read by selector or null, view: {from, to}}
 let lastQuery = "";
+let lastMatchQuery = "";
 let lastWidth = 0;
 let zoomOrigin = null; // the range before zooming, for the reset
 const tiersOf = new Map(); // series id → its tiers, from GET /v1/series/{id}
+let pyramid = null; // the tiers of the first series read, for the lines of groups
+
+function rememberTiers(id, tiers) {
+  tiersOf.set(id, tiers);
+  pyramid ??= tiers;
+}
 
 const chart = new Chart($("chart"), { onResize: onChartResize, onView: onChartView, onReset: resetZoom });
 
@@ -50,18 +62,22 @@ function setState(patch, { push = false } = {}) {
 
 // The parts of the state that change what is read. Hiding a series in the
 // legend reads nothing: every series of the chart is read, shown or not.
-const queryKey = (s) => [seriesOf(s).join(","), s.range, s.from, s.to, s.res, s.agg, s.band].join("\n");
+const queryKey = (s) => [seriesOf(s).join(","), s.match, String(s.groupBy), s.range, s.from, s.to, s.res, s.agg, s.band].join("\n");
 
 function applyState(next) {
   const prev = state;
   state = next;
   renderControls();
-  if (seriesOf(prev).join() !== seriesOf(state).join()) {
+  if (prev.match !== state.match) {
+    $("match").value = state.match;
+    if ($("group-by").open) loadGroupLabels();
+  }
+  if (seriesOf(prev).join() !== seriesOf(state).join() || prev.match !== state.match) {
     markSelected();
     loadSeriesMeta();
   }
   if (queryKey(prev) !== queryKey(state)) loadPoints();
-  else if (String(prev.hidden) !== String(state.hidden) && lastAnswers) show(lastAnswers);
+  else if ((String(prev.hidden) !== String(state.hidden) || String(prev.hiddenGroups) !== String(state.hiddenGroups)) && lastAnswers) show(lastAnswers);
   if (prev.refresh !== state.refresh || endsAtNow(prev) !== endsAtNow(state)) scheduleRefresh();
 }
 
@@ -106,8 +122,11 @@ function renderControls() {
   $("refresh-label").title = live ? "Read the range again at this interval" : "Only for ranges that end now";
   $("plan").open = state.plan;
   const ids = seriesOf(state);
-  document.title = (ids.length ? ids.join(", ") + " · " : "") + "tsgate";
-  $("series-title").textContent = state.series ? (ids.length > 1 ? `${state.series} + ${ids.length - 1}` : state.series) : "Series";
+  const selector = [state.match, groupingText(state.groupBy)].filter(Boolean).join(" ");
+  document.title = [...ids, selector].filter(Boolean).join(", ") + (ids.length || selector ? " · " : "") + "tsgate";
+  const picked = state.series ? (ids.length > 1 ? `${state.series} + ${ids.length - 1}` : state.series) : "";
+  $("series-title").textContent = [picked, selector].filter(Boolean).join(" + ") || "Series";
+  renderGrouping();
   $("zoom-reset").hidden = !zoomOrigin;
   $("signout").hidden = !token();
 }
@@ -199,6 +218,114 @@ function resetZoom() {
   setState(origin, { push: true });
 }
 
+// ---------------------------------------------------------------- selector
+
+// A selector shows the series it matches instead of the picked ones; the +
+// of the list adds series besides them. An empty one goes back to the
+// picked series.
+$("selector-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const v = $("match").value.trim();
+  if (v.length > MAX_SELECTOR) {
+    showMatchError(new ProblemError({ title: "Selector too long", status: 0, type: "", retryAfter: null, errors: [],
+      detail: `A selector may have at most ${formatCount(MAX_SELECTOR)} characters.` }));
+    return;
+  }
+  if (v === state.match) return loadPoints({ force: true });
+  const ids = seriesOf(state);
+  setState(v
+    ? { match: v, series: "", overlay: [], hidden: [], hiddenGroups: [] }
+    : { match: "", groupBy: null, hidden: state.hidden.filter((id) => ids.includes(id)), hiddenGroups: [] }, { push: true });
+});
+
+// Suggestions by URL, read once while the field has the focus.
+const suggestions = new Map();
+
+function loadSuggestions(ctx) {
+  const src = suggestionSource(ctx);
+  if (!src) return Promise.resolve([]);
+  if (!suggestions.has(src.url)) {
+    const p = getJSON(src.url).then((b) => b[src.field] ?? []);
+    p.catch(() => suggestions.delete(src.url));
+    suggestions.set(src.url, p);
+  }
+  return suggestions.get(src.url).then((list) =>
+    [...list, ...src.add.filter((n) => !list.includes(n))].filter((x) => !src.exclude.includes(x)));
+}
+attachCompletion($("match"), $("match-options"), loadSuggestions);
+$("match").addEventListener("focus", () => suggestions.clear());
+
+/** Shows a failed read by selector next to the field, marking the control its parameter names. */
+function showMatchError(err) {
+  const box = $("match-error");
+  const params = err ? problemOf(err).errors.map((e) => e.param) : [];
+  $("match").setAttribute("aria-invalid", String(params.includes("match")));
+  $("group-by").querySelector("summary").setAttribute("aria-invalid", String(params.includes("group_by")));
+  if (err) showProblem(box, err);
+  else {
+    box.hidden = true;
+    box.replaceChildren();
+  }
+}
+
+// The group-by menu: one line per series, one of all, or one per group of
+// the chosen labels' values.
+function renderGrouping() {
+  const g = $("group-by");
+  const by = state.groupBy;
+  g.classList.toggle("disabled", !state.match);
+  g.querySelector("summary").setAttribute("aria-disabled", String(!state.match));
+  if (!state.match) g.open = false;
+  $("group-by-text").textContent = by === null ? "none" : by.length ? by.join(", ") : "all series";
+  const mode = by === null ? "none" : by.length ? "" : "all";
+  for (const r of g.querySelectorAll('input[name="grouping"]')) r.checked = r.value === mode;
+  for (const c of $("group-by-labels").querySelectorAll("input")) c.checked = !!by?.includes(c.value);
+}
+
+let groupLabelsOf = null; // the selector whose label names the menu lists
+
+/** Lists the label names of the selector's series in the group-by menu. */
+async function loadGroupLabels() {
+  const sel = state.match;
+  if (!sel || groupLabelsOf === sel) return;
+  groupLabelsOf = sel;
+  const box = $("group-by-labels");
+  box.replaceChildren(el("span", { class: "muted", text: "Reading label names…" }));
+  let names;
+  try {
+    names = (await getJSON("v1/labels?match=" + encodeURIComponent(sel))).labels;
+  } catch (err) {
+    if (sel !== state.match) return;
+    groupLabelsOf = null;
+    box.replaceChildren(el("span", { class: "muted", text: `No label names: ${problemOf(err).detail || problemOf(err).title}` }));
+    return;
+  }
+  if (sel !== state.match) return;
+  const all = [...new Set([...names, ...(state.groupBy ?? [])])];
+  box.replaceChildren(...all.map((n) => el("label", { class: "check" }, el("input", { type: "checkbox", value: n }), el("code", { text: n }))));
+  if (!all.length) box.replaceChildren(el("span", { class: "muted", text: "The series have no labels." }));
+  renderGrouping();
+}
+
+const groupBy = $("group-by");
+groupBy.addEventListener("toggle", () => groupBy.open && loadGroupLabels());
+groupBy.querySelector("summary").addEventListener("click", (e) => !state.match && e.preventDefault());
+groupBy.addEventListener("change", (e) => {
+  let by;
+  if (e.target.name === "grouping") by = e.target.value === "all" ? [] : null;
+  else {
+    const names = [...$("group-by-labels").querySelectorAll("input:checked")].map((c) => c.value);
+    by = names.length ? names : null;
+  }
+  setState({ groupBy: by, hiddenGroups: [] }, { push: true });
+});
+groupBy.addEventListener("keydown", (e) => {
+  if (e.key !== "Escape" || !groupBy.open) return;
+  groupBy.open = false;
+  groupBy.querySelector("summary").focus();
+});
+document.addEventListener("click", (e) => groupBy.open && !groupBy.contains(e.target) && (groupBy.open = false));
+
 // ---------------------------------------------------------------- series list
 
 const list = { prefix: "", cursor: "", ctrl: null, count: 0 };
@@ -219,7 +346,8 @@ async function loadSeries(append = false) {
     }
     const now = Date.now();
     for (const s of page.series) {
-      const button = el("button", { type: "button", title: `${s.id} (ctrl+click: overlay it on the chart)` },
+      const labels = s.labels && Object.keys(s.labels).length ? ` ${labelsText(s.labels)}` : "";
+      const button = el("button", { type: "button", title: `${s.id}${labels} (ctrl+click: overlay it on the chart)` },
         el("span", { class: "id", text: s.id }),
         el("span", { class: "span", text: `${formatShort(s.first, now)} → ${formatAgo(s.last, now)}` }));
       button.dataset.id = s.id;
@@ -236,7 +364,7 @@ async function loadSeries(append = false) {
       ? (list.prefix ? `No series start with “${list.prefix}”.` : "No series yet: write points with POST /v1/points.")
       : `${formatCount(list.count)}${list.cursor ? "+" : ""} series`;
     markSelected();
-    if (!state.series && page.series.length && !append && !list.prefix) {
+    if (!state.series && !state.match && page.series.length && !append && !list.prefix) {
       setState({ series: page.series[0].id });
     }
   } catch (err) {
@@ -246,25 +374,27 @@ async function loadSeries(append = false) {
 }
 
 function selectSeries(id) {
-  setState({ series: id, overlay: [], hidden: [] }, { push: true });
+  setState({ series: id, overlay: [], hidden: [], match: "", groupBy: null, hiddenGroups: [] }, { push: true });
 }
 
-/** Adds id to the chart, or takes it off when it is on it already. */
+/** Adds id to the chart (besides a selector's series), or takes it off when it is on it already. */
 function toggleOverlay(id) {
-  if (!state.series) return selectSeries(id);
   const ids = seriesOf(state);
+  if (!ids.length && !state.match) return selectSeries(id);
   if (ids.includes(id)) {
     const rest = ids.filter((x) => x !== id);
-    if (!rest.length) return;
-    setState({ series: rest[0], overlay: rest.slice(1), hidden: state.hidden.filter((x) => x !== id) }, { push: true });
+    if (!rest.length && !state.match) return;
+    setState({ series: rest[0] ?? "", overlay: rest.slice(1), hidden: state.hidden.filter((x) => x !== id) }, { push: true });
     return;
   }
-  setState({ overlay: [...state.overlay, id] }, { push: true });
+  setState(ids.length ? { overlay: [...ids.slice(1), id], series: ids[0] } : { series: id }, { push: true });
 }
 
-function toggleHidden(id) {
-  const hidden = state.hidden.includes(id) ? state.hidden.filter((x) => x !== id) : [...state.hidden, id];
-  setState({ hidden }, { push: true });
+/** Hides a line of the chart, or shows it again: a series by its id, a group by its labels. */
+function toggleHidden(line) {
+  const key = line.group ? "hiddenGroups" : "hidden";
+  const list = state[key];
+  setState({ [key]: list.includes(line.key) ? list.filter((x) => x !== line.key) : [...list, line.key] }, { push: true });
 }
 
 function markSelected() {
@@ -302,7 +432,7 @@ async function loadSeriesMeta() {
   for (const other of seriesOf(state).slice(1)) {
     if (!tiersOf.has(other)) {
       getJSON(seriesPath(other)).then((info) => {
-        tiersOf.set(other, info.tiers);
+        rememberTiers(other, info.tiers);
         if (lastAnswers) show(lastAnswers);
       }, () => {});
     }
@@ -310,7 +440,7 @@ async function loadSeriesMeta() {
   if (!id) return;
   try {
     const info = await getJSON(seriesPath(id));
-    tiersOf.set(id, info.tiers);
+    rememberTiers(id, info.tiers);
     if (lastAnswers) show(lastAnswers);
     if (id !== state.series) return;
     const now = Date.now();
@@ -330,9 +460,10 @@ async function loadPoints({ quiet = false, force = false } = {}) {
   const ctrl = (load.ctrl = new AbortController());
   $("problem").hidden = true;
   const ids = seriesOf(state);
-  if (!ids.length) {
-    chart.set(null, "Select a series");
+  if (!ids.length && !state.match) {
+    chart.set(null, "Select a series or type a selector");
     lastAnswers = null;
+    showMatchError(null);
     clearFacts();
     return;
   }
@@ -342,47 +473,74 @@ async function loadPoints({ quiet = false, force = false } = {}) {
   const range = rangeParams(state);
   const view = { from: timeOf(range.from, now), to: timeOf(range.to, now) };
   lastQuery = query.toString();
+  // A read by selector answers without from and to: the ones it asked for.
+  const mq = state.match ? matchQuery(state, lastWidth, now) : null;
+  lastMatchQuery = mq ? mq.toString() : "";
+  const span = mq && { from: timeOf(mq.get("from"), now), to: timeOf(mq.get("to"), now) };
   if ($("plan").open) loadPlan(force);
   $("chart").classList.add("loading");
   const started = performance.now();
-  const results = await Promise.allSettled(ids.map((id) => readPages(id, query, {
+  const opts = {
     signal: ctrl.signal, maxPages: MAX_PAGES, pageLimit: PAGE_LIMIT,
     onPage: (n) => n > 1 && !quiet && ($("tz").textContent = `reading page ${n + 1}…`),
-  })));
+  };
+  const reads = ids.map((id) => readPages(`${seriesPath(id)}/points`, query, opts));
+  if (mq) reads.push(readPages("v1/points", mq, opts));
+  const results = await Promise.allSettled(reads);
   if (gen !== load.gen) return;
   $("chart").classList.remove("loading");
   // Counts finished reads, for whoever waits for the page to settle (the browser tests).
   document.documentElement.dataset.loads = String(Number(document.documentElement.dataset.loads || 0) + 1);
+  const roundTripMs = performance.now() - started;
   const answers = new Map();
   const failures = [];
+  let match = null;
+  let matchFailure = null;
   results.forEach((r, i) => {
     if (r.status === "rejected") {
-      if (r.reason?.name !== "AbortError") failures.push([ids[i], r.reason]);
+      if (r.reason?.name === "AbortError") return;
+      if (i < ids.length) failures.push([ids[i], r.reason]);
+      else matchFailure = r.reason;
       return;
     }
     const { pages, capped, stuck, url } = r.value;
-    const answer = mergePages(pages);
-    Object.assign(answer, { capped, stuck, url, roundTripMs: performance.now() - started });
-    answers.set(ids[i], answer);
+    const extra = { capped, stuck, url, roundTripMs };
+    if (i < ids.length) {
+      answers.set(ids[i], Object.assign(mergePages(pages), extra));
+      return;
+    }
+    match = Object.assign(mergeMatchPages(pages, span), extra);
+    for (const res of match.results) Object.assign(res, extra, { matched: match.matched });
   });
+  showMatchError(matchFailure);
   if (failures.length) showProblems(failures, ids.length > 1);
-  if (!answers.size) {
+  if (!answers.size && !match) {
     lastAnswers = null;
-    chart.set(null, failures.length ? "No chart: the request failed" : "");
+    chart.set(null, failures.length || matchFailure ? "No chart: the request failed" : "");
     clearFacts();
     return;
   }
-  if (!(view.to > view.from)) {
-    const first = answers.values().next().value;
-    Object.assign(view, { from: first.from, to: first.to });
-  }
   // An explicit resolution asks for the range as it is: show what came.
-  if (state.res !== "auto") {
-    const first = answers.values().next().value;
-    Object.assign(view, { from: first.from, to: first.to });
-  }
-  lastAnswers = { answers, view };
+  const first = answers.values().next().value ?? match;
+  if (!(view.to > view.from) || state.res !== "auto") Object.assign(view, { from: first.from, to: first.to });
+  lastAnswers = { answers, match, view };
   show(lastAnswers);
+  if (match && !pyramid) loadPyramid(match);
+}
+
+let pyramidRead = null;
+
+/** Reads the tiers of one series the selector matches, for the colours of the tiers of its lines. */
+function loadPyramid(match) {
+  const sel = state.match;
+  pyramidRead ??= (async () => {
+    let id = match.results.find((r) => !r.group)?.series;
+    id ??= (await getJSON(`v1/series?limit=1&match=${encodeURIComponent(sel)}`)).series[0]?.id;
+    if (!id) return;
+    rememberTiers(id, (await getJSON(seriesPath(id))).tiers);
+    if (lastAnswers) show(lastAnswers);
+    if ($("plan").open) loadPlan(true); // its tier colours
+  })().catch(() => {}).finally(() => (pyramidRead = null));
 }
 
 /** The chart data of one answer. */
@@ -400,25 +558,59 @@ function seriesData(id, a, slot) {
   };
 }
 
-function show({ answers, view }) {
-  const ids = seriesOf(state);
-  const visible = visibleSeries(state).filter((id) => answers.has(id));
-  const series = visible.map((id) => seriesData(id, answers.get(id), seriesSlot(ids.indexOf(id))));
-  const primary = visible[0] ?? [...answers.keys()][0];
-  chart.set({ from: view.from, to: view.to, series, tierSlots: tierSlots(tiersOf.get(primary) ?? tiersOf.get(state.series)) });
-  renderLegend(answers, ids);
-  const a = answers.get(primary);
-  renderFacts(a, a.points.length, primary, answers.size > 1);
+/**
+ * The lines of the chart, in order: the picked series (colours by
+ * position), then the selector's series or groups (colours by key, on the
+ * slots left): {key, name, title, group, seriesCount, slot, answer (null
+ * when the read failed), tiers}.
+ */
+function chartLines({ answers, match }) {
+  const lines = seriesOf(state).map((id, i) => ({
+    key: id, name: id, title: id, group: false, seriesCount: 1, slot: seriesSlot(i), answer: answers.get(id) ?? null, tiers: tiersOf.get(id),
+  }));
+  if (match) {
+    const slots = lineSlots(match.results.map((r) => r.key), lines.map((l) => l.slot), SERIES_COLORS);
+    match.results.forEach((r, i) => lines.push({
+      key: r.key, name: r.name, group: !!r.group, seriesCount: r.seriesCount, slot: slots[i], answer: r,
+      title: r.group ? `${r.name}, a group of ${formatCount(r.seriesCount)} series` : r.name === r.series ? r.series : `${r.series} ${r.name}`,
+      tiers: r.group ? undefined : tiersOf.get(r.series),
+    }));
+  }
+  return lines;
+}
+
+const isHidden = (line) => (line.group ? state.hiddenGroups : state.hidden).includes(line.key);
+
+function show(last) {
+  const lines = chartLines(last);
+  const visible = lines.filter((l) => l.answer && !isHidden(l));
+  const primary = visible[0] ?? lines.find((l) => l.answer);
+  const { view, match } = last;
+  if (!state.series && match) {
+    $("series-meta").textContent = [`${formatCount(match.matched)} series match`, groupingText(state.groupBy)].filter(Boolean).join(" · ");
+  }
+  if (!primary) {
+    chart.set(null, `No series match ${state.match}`);
+    renderLegend(lines, []);
+    renderFacts({ name: state.match, group: false, answer: { ...match, points: [], tier: "", resolution_ms: 0 } }, false);
+    $("export").disabled = true;
+    return;
+  }
+  const series = visible.map((l) => seriesData(l.name, l.answer, l.slot));
+  chart.set({ from: view.from, to: view.to, series, tierSlots: tierSlots(primary.tiers ?? pyramid) });
+  renderLegend(lines, visible);
+  renderFacts(primary, lines.length > 1);
   $("export").disabled = !visible.length;
 }
 
 function exportCSV() {
   if (!lastAnswers) return;
-  const visible = visibleSeries(state).filter((id) => lastAnswers.answers.has(id));
-  if (!visible.length) return;
-  const answers = visible.map((id) => lastAnswers.answers.get(id));
+  const lines = chartLines(lastAnswers).filter((l) => l.answer && !isHidden(l));
+  if (!lines.length) return;
+  // A group's lines go by the group's labels.
+  const answers = lines.map((l) => (l.group ? { ...l.answer, series: l.name } : l.answer));
   const blob = new Blob([toCSV(answers)], { type: "text/csv" });
-  const a = el("a", { href: URL.createObjectURL(blob), download: csvName(visible, answers[0].from, answers[0].to) });
+  const a = el("a", { href: URL.createObjectURL(blob), download: csvName(answers.map((x) => x.series), answers[0].from, answers[0].to) });
   document.body.append(a);
   a.click();
   a.remove();
@@ -430,33 +622,34 @@ function tierSwatch(tier, slots) {
   return el("i", { class: "sw strip " + (slot === undefined ? "tier-unknown" : "tier-" + (slot % 6)) });
 }
 
-function renderLegend(answers, ids) {
+function renderLegend(lines, visible) {
   const legend = $("legend");
   legend.replaceChildren();
-  const hidden = new Set(state.hidden);
-  for (const id of ids) {
-    const a = answers.get(id);
-    const off = hidden.has(id);
+  for (const line of lines.slice(0, LEGEND_MAX)) {
+    const a = line.answer;
+    const off = isHidden(line);
+    const text = legendText({ ...line, aggregated: a?.resolution_ms > 0 }, { single: lines.length === 1, agg: state.agg });
     const b = el("button", {
       type: "button", class: "key series-key" + (off ? " off" : "") + (a ? "" : " failed"), "aria-pressed": String(!off),
-      title: a ? (off ? `Show ${id}` : `Hide ${id}`) : `${id}: the read failed`,
-    }, el("i", { class: `sw line series-${seriesSlot(ids.indexOf(id))}` }), ids.length > 1 ? id : a && a.resolution_ms > 0 ? `${id} · ${state.agg}` : id);
-    b.dataset.id = id;
-    b.addEventListener("click", () => toggleHidden(id));
+      title: a ? `${off ? "Show" : "Hide"} ${line.title}` : `${line.title}: the read failed`,
+    }, el("i", { class: `sw line series-${line.slot}` }), el("span", { class: "name", text }));
+    b.dataset[line.group ? "group" : "id"] = line.key;
+    b.addEventListener("click", () => toggleHidden(line));
     legend.append(b);
   }
-  const shown = ids.filter((id) => !hidden.has(id) && answers.has(id)).map((id) => answers.get(id));
+  if (lines.length > LEGEND_MAX) legend.append(el("span", { class: "key more", text: `and ${formatCount(lines.length - LEGEND_MAX)} more` }));
+  const shown = visible.map((l) => l.answer);
   if (shown.some((a) => a.resolution_ms > 0) && state.band && shown.some((a) => a.columns.includes("min"))) {
     legend.append(el("span", { class: "key" }, el("i", { class: "sw band" }), "min–max"));
   }
   if (shown.some((a) => uncovered(a.from, a.to, a.covered).length)) {
     legend.append(el("span", { class: "key" }, el("i", { class: "sw uncovered" }), "not covered"));
   }
-  const first = shown[0];
-  if (first?.segments?.length) {
+  const first = visible[0];
+  if (first?.answer.segments?.length) {
     legend.append(el("span", { class: "sep" }));
-    const slots = tierSlots(tiersOf.get(first.series) ?? tiersOf.get(state.series));
-    for (const seg of first.segments) {
+    const slots = tierSlots(first.tiers ?? tiersOf.get(state.series) ?? pyramid);
+    for (const seg of first.answer.segments) {
       legend.append(el("span", { class: "key segment", title: `${formatTime(seg.from, localOffset)} → ${formatTime(seg.to, localOffset)}` },
         tierSwatch(seg.tier, slots), `${seg.tier} ${spanText(seg.from, seg.to)}`));
     }
@@ -478,15 +671,22 @@ function clearFacts() {
   $("request").removeAttribute("href");
 }
 
-function renderFacts(a, n, id, several) {
+/** What the gateway did for the read of line (the first one shown); several: the chart has other lines. */
+function renderFacts(line, several) {
+  const a = line.answer;
+  const n = a.points.length;
   const aggregated = a.resolution_ms > 0;
   const facts = $("facts");
   facts.replaceChildren();
   const fact = (label, value, cls = "") => facts.append(el("div", { class: "fact " + cls }, el("dt", { text: label }), el("dd", {}, value)));
-  if (several) fact("Series", id, "wide");
-  fact("Tier", el("span", {}, tierSwatch(a.tier, tierSlots(tiersOf.get(id))), a.tier));
-  fact("Resolution", aggregated ? `${formatDuration(a.resolution_ms)} windows` : "raw points");
-  fact(aggregated ? "Windows" : "Points", formatCount(n));
+  if (several) fact(line.group ? "Group" : "Series", line.name, "wide");
+  if (a.matched !== undefined) fact("Matched", `${formatCount(a.matched)} series`);
+  // A selector that matches nothing has no tier, windows nor points.
+  if (a.tier) {
+    fact("Tier", el("span", {}, tierSwatch(a.tier, tierSlots(line.tiers ?? pyramid)), a.tier));
+    fact("Resolution", aggregated ? `${formatDuration(a.resolution_ms)} windows` : "raw points");
+    fact(aggregated ? "Windows" : "Points", formatCount(n));
+  }
   fact("Pages", a.capped || a.stuck ? `${a.pages} (stopped)` : String(a.pages), a.capped || a.stuck ? "warn" : "");
   const missing = uncovered(a.from, a.to, a.covered);
   fact("Partial", a.partial ? `yes · ${a.partial_reason || "?"}` : "no", a.partial ? "warn" : "");
@@ -518,7 +718,7 @@ function renderFacts(a, n, id, several) {
     msg("info", "Paged:", `the answer came in ${a.pages} pages; all were read.`);
   }
   for (const w of a.warnings ?? []) msg("warn", "Warning:", annotateTimes(w));
-  $("request").textContent = "GET " + a.url.replaceAll("%2C", ",");
+  $("request").textContent = "GET " + readableURL(a.url);
   $("request").href = a.url;
 }
 
@@ -541,11 +741,14 @@ let planURL = "";
 /** Loads the plan of the current query, unless it is loaded (or loading) already. */
 async function loadPlan(force = false) {
   const body = $("plan-body");
-  if (!state.series) {
+  if (!state.series && !state.match) {
     body.replaceChildren(el("p", { class: "muted", text: "Select a series." }));
     return;
   }
-  const url = `${seriesPath(state.series)}/plan?${lastQuery || pointsQuery(state, chart.plotWidth)}`;
+  // The plan of the picked series, else of the read by selector.
+  const url = state.series
+    ? `${seriesPath(state.series)}/plan?${lastQuery || pointsQuery(state, chart.plotWidth)}`
+    : `v1/plan?${lastMatchQuery || matchQuery(state, chart.plotWidth)}`;
   if (url === planURL && !force) return;
   planURL = url;
   planCtrl?.abort();
@@ -570,13 +773,19 @@ function renderPlan(p, url) {
   frag.append(el("p", { class: "reason" }, el("b", { text: "Why: " }), p.reason || "—"));
   const dl = el("dl", { class: "facts" });
   const fact = (label, value, cls = "") => dl.append(el("div", { class: "fact " + cls }, el("dt", { text: label }), el("dd", {}, value)));
-  const slots = tierSlots(tiersOf.get(state.series));
+  const slots = tierSlots(tiersOf.get(state.series) ?? pyramid);
+  if (p.series !== undefined) fact("Series", formatCount(p.series));
   fact("Tier", el("span", {}, tierSwatch(p.tier, slots), p.tier));
   fact("Resolution", p.resolution_ms ? `${formatDuration(p.resolution_ms)} windows` : "raw points");
   if (p.read) fact("Reads", spanText(p.read[0], p.read[1]), "wide");
-  fact("Buckets", formatCount(p.bucket_count ?? p.buckets?.length ?? 0));
+  if (p.bucket_count !== undefined || p.buckets) fact("Buckets", formatCount(p.bucket_count ?? p.buckets.length));
   fact("Partitions", formatCount(p.partitions));
   frag.append(dl);
+  if (p.tiers?.length) {
+    const ul = el("ul", { class: "segments" });
+    for (const t of p.tiers) ul.append(el("li", {}, tierSwatch(t.tier, slots), `${t.tier}: ${formatCount(t.partitions)} partitions`));
+    frag.append(el("h3", { text: "Tiers read" }), ul);
+  }
   if (p.segments?.length) {
     const ul = el("ul", { class: "segments" });
     for (const s of p.segments) {
@@ -601,7 +810,7 @@ function renderPlan(p, url) {
     const total = p.bucket_count ?? p.buckets.length;
     if (shown < total) frag.append(el("p", { class: "muted", text: `${formatCount(shown)} of ${formatCount(total)} buckets listed.` }));
   }
-  frag.append(el("p", { class: "request" }, el("span", { class: "muted", text: "Request " }), el("a", { href: url, target: "_blank", rel: "noopener", text: "GET " + url.replaceAll("%2C", ",") })));
+  frag.append(el("p", { class: "request" }, el("span", { class: "muted", text: "Request " }), el("a", { href: url, target: "_blank", rel: "noopener", text: "GET " + readableURL(url) })));
   return frag;
 }
 
@@ -612,7 +821,7 @@ async function loadLayout() {
   const body = $("layout-body");
   const id = state.series;
   if (!id) {
-    body.replaceChildren(el("p", { class: "muted", text: "Select a series." }));
+    body.replaceChildren(el("p", { class: "muted", text: state.match ? "Layouts are per series: pick one in the list." : "Select a series." }));
     return;
   }
   try {
@@ -758,10 +967,11 @@ function onChartResize(width) {
 
 showInvalid(parseHash(location.hash).invalid);
 renderControls();
-chart.set(null, state.series ? "" : "Select a series");
+$("match").value = state.match;
+chart.set(null, state.series || state.match ? "" : "Select a series or type a selector");
 loadSeries();
 scheduleRefresh();
-if (state.series) {
+if (state.series || state.match) {
   markSelected();
   loadSeriesMeta();
   loadPoints();

@@ -18,10 +18,12 @@ const MARGIN = { left: 64, right: 18, top: 12 };
 const STRIP = { gap: 5, height: 7 };
 const X_LABELS = 36; // two lines of time labels under the strip
 const BOTTOM = STRIP.gap + STRIP.height + X_LABELS;
-const SERIES_COLORS = 6; // --series-0 … --series-5
+/** Line colours: the CSS variables --series-0 … --series-9. */
+export const SERIES_COLORS = 10;
 const TIER_COLORS = 6; // --tier-0 … --tier-5
 const WHEEL_SETTLE_MS = 250;
 const STROKE_CHUNK = 64; // vertices per stroked piece of a line
+const TOOLTIP_SERIES = 8; // series the tooltip lists values of
 
 /** Horizontal space the plot leaves for axes: max_points is the rest of the width. */
 export const PLOT_INSET = MARGIN.left + MARGIN.right;
@@ -256,9 +258,16 @@ export class Chart {
       }
     }
 
-    // The parts of the range an answer did not cover (partial answers).
+    // The parts of the range an answer did not cover (partial answers);
+    // the lines of one read by selector share theirs, drawn once, unnamed.
     ctx.save();
+    const spanKey = (s) => uncovered(s.from, s.to, s.covered).join(";");
+    const drawn = new Set();
     for (const s of d.series) {
+      const key = spanKey(s);
+      if (!key || drawn.has(key)) continue;
+      drawn.add(key);
+      const shared = d.series.some((o) => o !== s && spanKey(o) === key);
       for (const [a, b] of uncovered(s.from, s.to, s.covered)) {
         const x0 = Math.max(plot.x0, xs(a));
         const x1 = Math.min(plot.x1, xs(b));
@@ -267,13 +276,13 @@ export class Chart {
         ctx.fillRect(x0, plot.y0, x1 - x0, plot.y1 - plot.y0);
         // The longest label that fits: who, why, or just what.
         const why = s.partialReason === "slo" ? "latency budget ran out" : s.partialReason === "unavailable" ? "store failed" : s.partialReason;
-        const who = d.series.length > 1 ? `${s.id}: ` : "";
+        const who = d.series.length > 1 && !shared ? `${s.id}: ` : "";
         const label = [why && `${who}not covered, ${why}`, `${who}not covered`, "not covered"]
           .find((l) => l && x1 - x0 > ctx.measureText(l).width + 12);
         if (label) {
           ctx.fillStyle = c.muted;
           ctx.textAlign = "left";
-          ctx.fillText(label, x0 + 6, plot.y0 + 6 + 16 * d.series.indexOf(s));
+          ctx.fillText(label, x0 + 6, plot.y0 + 6 + 16 * (drawn.size - 1));
         }
       }
     }
@@ -596,9 +605,14 @@ export class Chart {
       const sameDay = from.slice(0, 10) === to.slice(0, 10);
       lines.push(["muted", `${formatDuration(res)} window, ${from.slice(11)} – ${sameDay ? to.slice(11) : to}`]);
     }
-    for (const s of d.series) {
-      const i = s === best.s ? best.i : nearestIndex(s.t, t);
-      if (i < 0 || (s !== best.s && s.t[i] !== t)) continue;
+    // The series with a point at that time, in order, as many as fit:
+    // the one nearest the pointer always among them.
+    const index = new Map(d.series.map((s) => [s, s === best.s ? best.i : nearestIndex(s.t, t)]));
+    const hit = d.series.filter((s) => index.get(s) >= 0 && (s === best.s || s.t[index.get(s)] === t));
+    const keep = new Set([best.s, ...hit.filter((s) => s !== best.s).slice(0, TOOLTIP_SERIES - 1)]);
+    const more = hit.length - keep.size;
+    for (const s of hit.filter((x) => keep.has(x))) {
+      const i = index.get(s);
       const color = c.series[s.slot % SERIES_COLORS];
       ctx.fillStyle = c.bg;
       ctx.strokeStyle = color;
@@ -612,6 +626,7 @@ export class Chart {
         lines.push(["value", name === "v" ? "value" : name, formatExact(values[i]), name === s.line.name, color]);
       }
     }
+    if (more) lines.push(["muted", `and ${more} more`]);
     this.showTooltip(px, ys(best.s.line.values[best.i]), lines);
   }
 

@@ -328,32 +328,140 @@ export function runs(ts, resolutionMs = 0) {
 }
 
 /**
+ * What the pages of one read share, from their trailers: the stats summed,
+ * the warnings once each (pages repeat them, with times evaluated per
+ * page), the number of pages and of pages a latency budget cut short, and
+ * partial, covered and next_cursor of the last one.
+ */
+function mergeTrailers(pages) {
+  const last = pages[pages.length - 1];
+  const stats = { buckets: 0, partitions: 0, rows_read: 0, cache_hits: 0, elapsed_ms: 0 };
+  const warnings = [];
+  let cutShort = 0;
+  for (const p of pages) {
+    for (const k of Object.keys(stats)) stats[k] += Number(p.stats?.[k] ?? 0);
+    for (const w of p.warnings ?? []) {
+      const shape = w.replace(/\d+/g, "#");
+      if (!warnings.some((x) => x.replace(/\d+/g, "#") === shape)) warnings.push(w);
+    }
+    if (p.partial && p.next_cursor) cutShort++;
+  }
+  return {
+    warnings, stats, pages: pages.length, pagesCutShort: cutShort,
+    partial: !!last.partial, partial_reason: last.partial_reason, covered: last.covered, next_cursor: last.next_cursor,
+  };
+}
+
+/**
  * Merges the pages of one answer: the head (series, range, tier, columns,
  * segments, warnings) of the first page, the points of all pages, the
  * trailer (partial, covered) of the last one, and the stats summed.
  */
 export function mergePages(pages) {
   if (pages.length === 0) return null;
-  const first = pages[0];
-  const last = pages[pages.length - 1];
-  const stats = { buckets: 0, partitions: 0, rows_read: 0, cache_hits: 0, elapsed_ms: 0 };
-  const warnings = [];
   let points = [];
-  let cutShort = 0;
+  for (const p of pages) points = points.length === 0 ? p.points : points.concat(p.points);
+  return { ...pages[0], points, ...mergeTrailers(pages) };
+}
+
+/**
+ * Merges the pages of a read by selector (GET /v1/points?match=): each
+ * result (a series or a group) with its points of every page, in the order
+ * results first came, and what the pages share (mergeTrailers) copied into
+ * each result, with from and to of range (the answer has none), so that a
+ * result reads like the answer of one series. Each result also gets its
+ * key (resultKey), its name (lineNames) and seriesCount; the merged answer
+ * has results and matched, the series read.
+ */
+export function mergeMatchPages(pages, { from, to } = {}) {
+  if (pages.length === 0) return null;
+  const byKey = new Map();
   for (const p of pages) {
-    for (const k of Object.keys(stats)) stats[k] += Number(p.stats?.[k] ?? 0);
-    // Pages repeat their warnings, with times evaluated per page.
-    for (const w of p.warnings ?? []) {
-      const shape = w.replace(/\d+/g, "#");
-      if (!warnings.some((x) => x.replace(/\d+/g, "#") === shape)) warnings.push(w);
+    for (const r of p.results ?? []) {
+      const key = resultKey(r);
+      const prev = byKey.get(key);
+      if (prev) prev.points = prev.points.length ? prev.points.concat(r.points) : r.points;
+      else byKey.set(key, { ...r });
     }
-    if (p.partial && p.next_cursor) cutShort++;
-    points = points.length === 0 ? p.points : points.concat(p.points);
   }
-  return {
-    ...first, points, warnings, stats, pages: pages.length, pagesCutShort: cutShort,
-    partial: !!last.partial, partial_reason: last.partial_reason, covered: last.covered, next_cursor: last.next_cursor,
-  };
+  const shared = { from, to, ...mergeTrailers(pages) };
+  const results = [...byKey.values()];
+  const names = lineNames(results);
+  const merged = results.map((r, i) => ({
+    ...r, ...shared, key: resultKey(r), name: names[i], seriesCount: r.group ? r.series_count ?? 0 : 1,
+  }));
+  return { ...shared, results: merged, matched: merged.reduce((n, r) => n + r.seriesCount, 0) };
+}
+
+// ---------------------------------------------------------------- labels
+
+/**
+ * A label set as PromQL writes it: the metric name (__name__) before the
+ * braces, the other labels sorted by name, values quoted:
+ * cpu{dc="eu", host="a"}; {} when there are none.
+ */
+export function labelsText(labels = {}) {
+  const { __name__: metric = "", ...rest } = labels;
+  const inner = Object.keys(rest).sort().map((k) => `${k}=${JSON.stringify(rest[k])}`).join(", ");
+  return inner || !metric ? `${metric}{${inner}}` : metric;
+}
+
+/** The key of a result of a read by selector: the series id, or the text of the group's labels. */
+export const resultKey = (r) => (r.group ? labelsText(r.group) : r.series);
+
+/**
+ * The names of the lines of a read by selector: a series by its labels
+ * (its id when it has none, or when another series has the same labels:
+ * then both labels and id), a group by its labels ("all series" for the
+ * one group of all).
+ */
+export function lineNames(results) {
+  const names = results.map((r) => {
+    if (r.group) return Object.keys(r.group).length ? labelsText(r.group) : "all series";
+    return r.labels && Object.keys(r.labels).length ? labelsText(r.labels) : r.series;
+  });
+  return names.map((n, i) => (!results[i].group && n !== results[i].series && names.indexOf(n) !== names.lastIndexOf(n) ? `${n} ${results[i].series}` : n));
+}
+
+/**
+ * The text of a legend entry: the line's name, how many series a group
+ * folds, and the aggregate drawn when the chart has only this line.
+ */
+export function legendText({ name, group = false, seriesCount = 1, aggregated = false }, { single = false, agg = "" } = {}) {
+  let text = name;
+  if (group) text += ` · ${formatCount(seriesCount)} series`;
+  if (single && aggregated && agg) text += ` · ${agg}`;
+  return text;
+}
+
+/** What the state groups by, in words: "" (one line per series), "one group", "by dc, host". */
+export function groupingText(groupBy) {
+  if (!groupBy) return "";
+  return groupBy.length ? `by ${groupBy.join(", ")}` : "one group";
+}
+
+/** A 32-bit FNV-1a hash of a string's UTF-16 code units. */
+function hash(s) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193) >>> 0;
+  return h;
+}
+
+/**
+ * Colour slots (0 … n-1) for lines by their keys: each key's own slot (a
+ * hash of it), so that a line keeps its colour from one read to the next
+ * and when other lines come or go, moved on to the next free slot while
+ * the key's would repeat one of taken or of an earlier key; with more
+ * lines than slots, colours repeat.
+ */
+export function lineSlots(keys, taken = [], n = 10) {
+  const used = new Set(taken.map((s) => s % n));
+  return keys.map((k) => {
+    let s = hash(k) % n;
+    if (used.size < n) while (used.has(s)) s = (s + 1) % n;
+    used.add(s);
+    return s;
+  });
 }
 
 /**
@@ -402,11 +510,14 @@ export const RANGES = ["15m", "1h", "6h", "24h", "7d", "30d", "90d", "1y"];
 export const AGGS = ["avg", "min", "max", "sum", "count"];
 export const REFRESH_INTERVALS = ["5s", "10s", "30s", "1m", "5m"];
 export const DEFAULT_STATE = Object.freeze({
-  series: "", overlay: [], hidden: [], range: "1h", from: "", to: "", res: "auto", agg: "avg", band: true, refresh: "",
-  plan: false,
+  series: "", overlay: [], hidden: [], match: "", groupBy: null, hiddenGroups: [], range: "1h", from: "", to: "", res: "auto",
+  agg: "avg", band: true, refresh: "", plan: false,
 });
 
 const SERIES_ID = /^[A-Za-z0-9_.:-]{1,200}$/;
+const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]{0,127}$/;
+/** The longest selector a link may carry. */
+export const MAX_SELECTOR = 4096;
 const TIME = /^(now(-\d+(ms|s|m|h|d|w))?|\d{1,16}|\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d{1,9})?)?(Z|[+-]\d\d:\d\d))$/;
 
 /** Whether s is a time the API accepts: now, now-6h, Unix ms or RFC 3339. */
@@ -432,6 +543,10 @@ export function rangeMs(range) {
  * optionally to) instead of range. overlay lists the series drawn over
  * series (comma-separated), hide the ones toggled off in the legend;
  * refresh is an interval of REFRESH_INTERVALS ("1" of older links is 10s).
+ * match is a selector whose series are drawn besides those; group_by (a
+ * comma list of label names, empty for one group of all) groups them, and
+ * hidegroup (repeated) names the groups toggled off, by their labels'
+ * text; hide also names matched series toggled off.
  */
 export function parseHash(hash) {
   const q = new URLSearchParams(String(hash ?? "").replace(/^#/, ""));
@@ -447,6 +562,15 @@ export function parseHash(hash) {
   const ids = (v) => v.split(",").every((id) => SERIES_ID.test(id));
   take("overlay", ids, (v) => (s.overlay = [...new Set(v.split(","))].filter((id) => id !== s.series)));
   take("hide", ids, (v) => (s.hidden = [...new Set(v.split(","))]));
+  take("match", (v) => v.trim() !== "" && v.length <= MAX_SELECTOR, (v) => (s.match = v.trim()));
+  const names = (v) => v.split(",").map((n) => n.trim());
+  take("group_by", (v) => v.trim() === "" || names(v).every((n) => LABEL_NAME.test(n)),
+    (v) => (s.groupBy = v.trim() === "" ? [] : [...new Set(names(v))]));
+  s.hiddenGroups = [...new Set(q.getAll("hidegroup").filter((k) => k && k.length <= MAX_SELECTOR))];
+  if (!s.match) {
+    s.groupBy = null;
+    s.hiddenGroups = [];
+  }
   take("range", (v) => RANGES.includes(v), (v) => (s.range = v));
   take("from", isTime, (v) => (s.from = v));
   take("to", isTime, (v) => (s.to = v));
@@ -467,8 +591,14 @@ export function formatHash(state) {
   if (state.series) q.set("series", state.series);
   const overlay = (state.overlay ?? []).filter((id) => id !== state.series);
   if (state.series && overlay.length) q.set("overlay", overlay.join(","));
-  const hidden = (state.hidden ?? []).filter((id) => id === state.series || overlay.includes(id));
+  if (state.match) {
+    q.set("match", state.match);
+    if (state.groupBy) q.set("group_by", state.groupBy.join(","));
+  }
+  // With a selector, any series may be on the chart.
+  const hidden = (state.hidden ?? []).filter((id) => state.match || id === state.series || overlay.includes(id));
   if (hidden.length) q.set("hide", hidden.join(","));
+  if (state.match && state.groupBy) for (const k of state.hiddenGroups ?? []) q.append("hidegroup", k);
   if (state.range === "custom" && state.from) {
     q.set("from", state.from);
     if (state.to && state.to !== "now") q.set("to", state.to);
@@ -590,6 +720,25 @@ export function pointsQuery(state, maxPoints, now = Date.now()) {
   }
   if (res !== "raw") q.set("agg", aggsFor(state).join(","));
   return q;
+}
+
+/**
+ * The query of a read by selector (GET /v1/points, /v1/plan): match and
+ * group_by (when the state groups), then pointsQuery's parameters.
+ */
+export function matchQuery(state, maxPoints, now = Date.now()) {
+  const q = new URLSearchParams({ match: state.match });
+  if (state.groupBy) q.set("group_by", state.groupBy.join(","));
+  for (const [k, v] of pointsQuery(state, maxPoints, now)) q.set(k, v);
+  return q;
+}
+
+/**
+ * A request URL to read: the characters of selectors and lists that
+ * URLSearchParams escapes shown as they are ({, }, ", =, ",", spaces …).
+ */
+export function readableURL(url) {
+  return url.replace(/%(2C|3A|7B|7D|22|3D|7E|21|7C|2A|28|29|5B|5D|5E|24)/gi, (m) => decodeURIComponent(m)).replaceAll("+", " ");
 }
 
 /**

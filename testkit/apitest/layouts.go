@@ -12,7 +12,7 @@ import (
 
 	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/layouts"
-	"github.com/tsgate/tsgate/query/querytest"
+	"github.com/tsgate/tsgate/testkit/querytest"
 	"github.com/tsgate/tsgate/tiers"
 )
 

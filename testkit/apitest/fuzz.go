@@ -12,7 +12,7 @@ import (
 
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/problem"
-	"github.com/tsgate/tsgate/query/querytest"
+	"github.com/tsgate/tsgate/testkit/querytest"
 	"github.com/tsgate/tsgate/tiers"
 )
 

@@ -235,7 +235,9 @@ func CheckAnswer(r *http.Request, status int, header http.Header, body []byte) e
 // the request accepted, announced by Vary.
 func decodeAnswer(r *http.Request, header http.Header, body []byte) ([]byte, error) {
 	ce := header.Get("Content-Encoding")
-	if ce == "" {
+	if ce == "" || ce == "snappy" && r.URL.Path == "/prometheus/api/v1/read" {
+		// Remote read answers snappy whatever the request accepts: its
+		// protocol says so.
 		return body, nil
 	}
 	if !strings.Contains(r.Header.Get("Accept-Encoding"), ce) {

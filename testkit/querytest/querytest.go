@@ -28,8 +28,8 @@ import (
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/rollup"
 	"github.com/tsgate/tsgate/router"
+	"github.com/tsgate/tsgate/testkit/storetest"
 	"github.com/tsgate/tsgate/tiers"
-	"github.com/tsgate/tsgate/tiers/storetest"
 )
 
 // Start is the instant every test clock starts at (storetest.Start):
@@ -856,6 +856,7 @@ func importsSeen(t *testing.T, store tiers.Store, base *Env) {
 			histTruth[p.T] = p.V
 		}
 	}
+	var reads []int64 // rows_read of each readHours
 	readHours := func(when string) int64 {
 		t.Helper()
 		req := reader.Req(hist, histSpan, router.Resolution{Kind: router.Window, Window: tiers.Hour})
@@ -864,9 +865,11 @@ func importsSeen(t *testing.T, store tiers.Store, base *Env) {
 		if err != nil || p.Trailer.Err != nil || p.Trailer.NextCursor != "" {
 			t.Fatal(err, p.Trailer)
 		}
-		if d := diff(p.Items, histTruth.Windows(histSpan, tiers.Hour)); d != "" {
+		want := histTruth.Windows(histSpan, tiers.Hour)
+		if d := diff(p.Items, want); d != "" {
 			t.Fatalf("%s: %s", when, d)
 		}
+		reads = append(reads, p.Trailer.Stats.RowsRead)
 		return p.Trailer.Stats.CacheHits
 	}
 	// Windows of the first ten hours and the last, so that later imports
@@ -879,6 +882,11 @@ func importsSeen(t *testing.T, store tiers.Store, base *Env) {
 	readHours("first read of history")
 	if readHours("repeated read of history") == 0 {
 		t.Fatal("the hour tier's old bucket was not served from the cache: the test shows nothing")
+	}
+	// One import wrote each window once: a read of them reads each row
+	// once, whether it loads the bucket into the cache or finds it there.
+	if windows := int64(11); reads[0] != windows || reads[1] != windows {
+		t.Fatalf("rows_read of a cold and a warm read: %v, want %d each", reads, windows)
 	}
 	for hour := int64(12); hour < 15; hour++ {
 		importAt([]int64{h0 + hour*tiers.Hour + 7*tiers.Minute, h0 + hour*tiers.Hour + 40*tiers.Minute})

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tsgate/tsgate/integration/promoracle"
+	"github.com/tsgate/tsgate/testkit/promoracle"
 	"github.com/tsgate/tsgate/testkit/querytest"
 	"github.com/tsgate/tsgate/testkit/storetest"
 )

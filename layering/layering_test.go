@@ -49,8 +49,8 @@ var layers = [][]string{
 // support are test suites, test helpers and tools: they may import any
 // package but commands, and no production package may import them.
 var support = []string{
-	"testkit/storetest", "testkit/querytest", "testkit/apitest", "testkit/promtest",
-	"integration", "integration/cluster", "integration/promoracle", "layering", "scripts/cassandra/cql",
+	"testkit/storetest", "testkit/querytest", "testkit/apitest", "testkit/promtest", "testkit/promoracle",
+	"integration", "integration/cluster", "layering", "scripts/cassandra/cql",
 }
 
 // adapters import from the module only the storage model they implement

@@ -7,8 +7,9 @@
 // same timestamps, values equal to float precision.
 //
 // It is test support: the integration tests run it against the gateway
-// on Cassandra (integration/prom_oracle_test.go), and its own tests run
-// the pieces that need no server. docs/prometheus.md tells how to run it.
+// on Cassandra (integration/prom_oracle_test.go); its own tests check the
+// pieces that need no server, and have a Prometheus server scrape the
+// gateway on the embedded store. docs/prometheus.md tells how to run it.
 package promoracle
 
 import (

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tsgate/tsgate/gateway"
-	"github.com/tsgate/tsgate/integration/promoracle"
+	"github.com/tsgate/tsgate/testkit/promoracle"
 	"github.com/tsgate/tsgate/tiers/embedded"
 )
 

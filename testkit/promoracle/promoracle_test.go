@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/value"
 
-	"github.com/tsgate/tsgate/integration/promoracle"
+	"github.com/tsgate/tsgate/testkit/promoracle"
 )
 
 var now = time.Date(2026, time.January, 15, 14, 37, 22, 123_000_000, time.UTC)

@@ -49,7 +49,7 @@ var layers = [][]string{
 // support are test suites, test helpers and tools: they may import any
 // package but commands, and no production package may import them.
 var support = []string{
-	"testkit/storetest", "testkit/querytest", "testkit/apitest", "testkit/promtest",
+	"testkit/storetest", "testkit/querytest", "testkit/apitest", "testkit/promtest", "testkit/promoracle",
 	"integration", "integration/cluster", "layering", "scripts/cassandra/cql",
 }
 

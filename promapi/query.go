@@ -4,6 +4,7 @@ package promapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -102,7 +103,9 @@ func (a *API) queryable() *queryable {
 	return &queryable{a: a, maxSeries: a.cfg.MaxSeries}
 }
 
-// exec runs q and returns its value and warnings.
+// exec runs q and returns its value, encoded, and warnings. The value is
+// encoded before the query is closed: Close hands the value's slices back
+// to the engine's pools, for the next query to fill.
 func (a *API) exec(ctx context.Context, q promql.Query, storage *queryable) (any, []string, error) {
 	defer q.Close()
 	res := q.Exec(ctx)
@@ -113,7 +116,7 @@ func (a *API) exec(ctx context.Context, q promql.Query, storage *queryable) (any
 	warnings.Merge(res.Warnings)
 	warnings.Merge(storage.annotations())
 	ws, infos := warnings.AsStrings("", 0, 0)
-	return result{typ: res.Value.Type(), v: res.Value}, append(ws, infos...), nil
+	return json.RawMessage(appendResult(nil, result{typ: res.Value.Type(), v: res.Value})), append(ws, infos...), nil
 }
 
 // queryError is the Prometheus error of a failed query, as Prometheus

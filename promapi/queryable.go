@@ -254,7 +254,7 @@ func (q *querier) Select(ctx context.Context, _ bool, hints *storage.SelectHints
 	for i, s := range series {
 		g.Go(func() error {
 			req := query.Request{Series: s.id, From: params.At(span.From), To: params.At(span.To),
-				Resolution: query.Raw, Limit: q.q.a.deps.MaxLimit, SLO: slo, Start: start}
+				Resolution: query.Raw, Limit: q.q.a.deps.MaxLimit, SLO: slo, Start: start, KeepStale: true}
 			var pts []chunks.Sample
 			for it, err := range q.q.a.deps.Many.All(gctx, req, nil) {
 				switch {

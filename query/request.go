@@ -68,6 +68,9 @@ type (
 // Raw asks for raw points.
 var Raw = Resolution{Kind: router.RawPoints}
 
+// Windows asks for windows of width ms.
+func Windows(width int64) Resolution { return Resolution{Kind: router.Window, Window: width} }
+
 // ParseResolution reads the resolution parameter: auto, raw, or a window
 // of at least a second.
 func ParseResolution(s string) (Resolution, error) { return router.ParseResolution(s) }

@@ -256,6 +256,7 @@ func Run(t *testing.T, store tiers.Store) {
 	t.Run("RangeQueriesEqualTheEngineOverTheSamples", func(t *testing.T) { s.rangeQueries(t, prefix, ref) })
 	t.Run("InstantQueriesEqualTheEngineOverTheSamples", func(t *testing.T) { s.instantQueries(t, prefix, ref) })
 	t.Run("ConcurrentQueriesKeepTheirOwnAnswers", func(t *testing.T) { s.concurrentQueries(t, prefix, ref) })
+	t.Run("OverTimeFunctionsReadRollups", func(t *testing.T) { s.overTimeFromRollups(t, prefix, ref) })
 	t.Run("SeriesAndLabels", func(t *testing.T) { s.seriesAndLabels(t, prefix, ref) })
 	t.Run("BadRequests", func(t *testing.T) { s.badRequests(t) })
 	t.Run("PartialReadsWarn", func(t *testing.T) { s.partialReads(t, prefix) })
@@ -324,6 +325,59 @@ func (s *Server) concurrentQueries(t *testing.T, prefix string, ref *Reference) 
 	}
 	if err := g.Wait(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// overTimeFromRollups asks functions that rollup windows answer, over
+// ranges and steps the windows tile: the answers equal the engine's over
+// the raw samples, and no raw partition is read.
+func (s *Server) overTimeFromRollups(t *testing.T, prefix string, ref *Reference) {
+	now := s.Env.Clock.Now()
+	end := now.Add(-3 * time.Hour).Truncate(time.Hour)
+	for _, c := range []struct {
+		expr    string
+		rg, win time.Duration
+	}{
+		{`max_over_time(%s_temperature[1h])`, time.Hour, time.Hour},
+		{`min_over_time(%s_temperature[2h])`, time.Hour, time.Hour},
+		{`sum by (job) (sum_over_time(%s_requests_total[30m]))`, 10 * time.Minute, 10 * time.Minute},
+		{`avg_over_time(%s_temperature[1h])`, time.Hour, time.Hour},
+		{`present_over_time(%s_latency_seconds_sum[15m])`, 15 * time.Minute, 15 * time.Minute},
+		{`max_over_time(%s_temperature[1h]) - min_over_time(%s_temperature[1h])`, 20 * time.Minute, 20 * time.Minute},
+	} {
+		qs := expr(c.expr, prefix)
+		rg := v1.Range{Start: end.Add(-16 * time.Hour), End: end, Step: c.rg}
+		s.Tables()
+		got, _, _, err := s.API.QueryRange(context.Background(), qs, rg)
+		if err != nil {
+			t.Fatalf("%s: %v", qs, err)
+		}
+		read := s.Tables()
+		want, err := ref.Range(qs, rg.Start, rg.End, rg.Step)
+		if err != nil {
+			t.Fatalf("%s on the reference: %v", qs, err)
+		}
+		if d := Diff(got, want); d != "" {
+			t.Fatalf("%s step %v: %s", qs, rg.Step, d)
+		}
+		if read[tiers.TableRaw] > 0 || len(read) == 0 {
+			t.Fatalf("%s step %v read %v, want rollup tables alone", qs, rg.Step, read)
+		}
+	}
+	// A step the windows do not tile, or a function they cannot answer:
+	// raw points.
+	for _, qs := range []string{`max_over_time(%s_temperature[1h])`, `count_over_time(%s_temperature[1h])`} {
+		step := 90 * time.Second // no tier step divides it
+		if strings.HasPrefix(qs, "count") {
+			step = time.Hour
+		}
+		s.Tables()
+		if _, _, _, err := s.API.QueryRange(context.Background(), expr(qs, prefix), v1.Range{Start: end.Add(-2 * time.Hour), End: end, Step: step}); err != nil {
+			t.Fatal(err)
+		}
+		if read := s.Tables(); read[tiers.TableRaw] == 0 {
+			t.Fatalf("%s step %v read %v, want raw points", qs, step, read)
+		}
 	}
 }
 

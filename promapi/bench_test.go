@@ -5,8 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"math/rand/v2"
+	"net/http"
 	"testing"
 	"time"
 

@@ -229,7 +229,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "tsgate_remote_write_samples_total", Help: "Samples taken by Prometheus remote write.",
 		}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tsgate_remote_write_samples_dropped_total", Help: "Remote-write samples left out: staleness markers and values that are not finite numbers.",
+			Name: "tsgate_remote_write_samples_dropped_total", Help: "Remote-write samples left out: values that are not finite numbers, other than staleness markers (which are kept).",
 		}),
 	}
 	reg.MustRegister(m.errors, m.samples, m.dropped)

@@ -652,15 +652,15 @@ func (r *importRun) read(ctx context.Context, i int, start int64, out chan<- bat
 			if !skip && in.format != "csv" && bytes.Contains(trimmed, []byte(`"labels"`)) {
 				// A label line: its labels go with the next batch, which
 				// writes them before its points.
-				got, err := ingest.DecodeNDJSON(bytes.NewReader(trimmed), r.now().UnixMilli())
+				got, err := ingest.DecodeLabelLine(trimmed)
 				if err != nil {
 					return lineError(in.name, start > 0, []int64{n}, err)
 				}
-				if len(got.Points) == 0 {
+				if got != nil {
 					if labels == nil {
 						labels = map[string]tiers.Labels{}
 					}
-					maps.Copy(labels, got.Labels)
+					maps.Copy(labels, got)
 					skip = true
 				}
 			}

@@ -328,8 +328,10 @@ func TestImportThroughAGateway(t *testing.T) {
 }
 
 // Label lines give series their labels: one before each series' points,
-// as an export writes them, and one after the last point; a bad label line
-// is named by its line, and nothing of its batch is written.
+// as an export writes them, and one after the last point. A series' points
+// span many small batches written several at a time, in any order: each
+// carries the labels, so whichever creates the series labels it. A bad
+// label line is named by its line, and nothing of its batch is written.
 func TestImportLabelLines(t *testing.T) {
 	dir := t.TempDir()
 	h := newHistory(testClock().UnixMilli())
@@ -347,7 +349,7 @@ func TestImportLabelLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := filepath.Join(dir, "data")
-	if code, out := runMain(t, nil, "import", "--data-dir", data, "--batch", "500", nd); code != 0 {
+	if code, out := runMain(t, nil, "import", "--data-dir", data, "--batch", "100", "--parallel", "8", nd); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 	store := openEmbedded(t, data)

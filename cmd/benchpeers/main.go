@@ -173,7 +173,7 @@ func run(ctx context.Context, c config) error {
 		b.panels = b.panels[:3]
 	}
 	for _, p := range slices.Clone(b.panels) {
-		p.all = true
+		p.all, p.series = true, c.series
 		b.panels = append(b.panels, p)
 	}
 

@@ -29,10 +29,11 @@ var sideNames = [nSides]string{"gateway", "gateway PromQL", "VictoriaMetrics", "
 // about maxPoints windows (raw: the points themselves), of one series or
 // of all.
 type panel struct {
-	name string
-	rng  time.Duration
-	raw  bool
-	all  bool
+	name   string
+	rng    time.Duration
+	raw    bool
+	all    bool
+	series int // of all: how many there are
 }
 
 const maxPoints = 1000
@@ -65,7 +66,7 @@ func roundStep(need time.Duration) time.Duration {
 
 func (p panel) label() string {
 	if p.all {
-		return p.name + ", 20 series"
+		return fmt.Sprintf("%s, %d series", p.name, p.series)
 	}
 	return p.name + ", 1 series"
 }

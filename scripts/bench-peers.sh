@@ -70,7 +70,9 @@ mkdir -p "$DIR"
 "$ROOT/scripts/victoria.sh" tools >&2
 "$ROOT/scripts/prometheus.sh" tools >&2
 log "building the gateway and cmd/benchpeers"
-(cd "$ROOT" && "$GO" build -o "$DIR/bin/gateway" ./cmd/gateway && "$GO" build -o "$DIR/bin/benchpeers" ./cmd/benchpeers)
+version="$(git -C "$ROOT" describe --tags --always --dirty 2>/dev/null || echo dev)"
+(cd "$ROOT" && "$GO" build -ldflags "-X main.version=$version" -o "$DIR/bin/gateway" ./cmd/gateway &&
+  "$GO" build -o "$DIR/bin/benchpeers" ./cmd/benchpeers)
 
 rm -f "$DIR/report.md"
 trap cleanup EXIT

@@ -537,7 +537,9 @@ func mib(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
 func (r row) text() string {
 	var parts []string
 	for s := range nSides {
-		parts = append(parts, fmt.Sprintf("%s %s", sideNames[s], msText(r.med[s])))
+		if r.med[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %s", sideNames[s], msText(r.med[s])))
+		}
 	}
 	return strings.Join(parts, ", ")
 }

@@ -79,8 +79,11 @@ func ratio(a, b time.Duration) string {
 		return "—"
 	}
 	r := float64(a) / float64(b)
-	if r > 1 {
+	switch {
+	case r > 1:
 		return fmt.Sprintf("**%.2f×**", r)
+	case r < 0.1:
+		return fmt.Sprintf("%.3f×", r)
 	}
 	return fmt.Sprintf("%.2f×", r)
 }

@@ -133,7 +133,7 @@ func (b *bench) dashboard(ctx context.Context) error {
 	logf("   %d points written from the end of the data set to now in %.1f s", n, time.Since(t0).Seconds())
 	// Those points arrived late at once, which a live dashboard's never
 	// do: the gateway shows late points in its rollup tiers after the
-	// next rollup run (every minute by default), so one runs now, before
+	// next rollup run (every 30 s by default), so one runs now, before
 	// the dashboard starts.
 	resp, err := b.client.Post(b.gw.url+"/v1/admin/rollups/run", "", nil)
 	if err != nil {

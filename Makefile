@@ -18,7 +18,10 @@
 #                        (scripts/cassandra.sh cluster run; integration/cluster)
 #   make bench           benchmarks: embedded-store and encoding ones, then the ones
 #                        against Cassandra (docs/benchmarks.md; BENCH_ARGS passes
-#                        flags such as -bench.rounds=9 to the latter)
+#                        flags such as -bench.rounds=9 to the latter), then bench-peers
+#   make bench-peers     the gateway beside VictoriaMetrics and Prometheus on the same
+#                        data (scripts/bench-peers.sh; BENCH_PEERS_ARGS passes flags
+#                        such as -days 14 to cmd/benchpeers); about 10 minutes
 #   make fuzz            every fuzz target for FUZZTIME each (default 60s; FUZZ=regexp
 #                        picks targets by name); not part of make test
 #   make loadtest        reads and writes at 4× --max-inflight for 30 s, on the
@@ -55,7 +58,7 @@ BENCH_ARGS ?=
 FUZZTIME ?= 60s
 FUZZ ?= .
 
-.PHONY: build generate run test vet golangci-lint shellcheck lint install-check unit-test client-test browser-test integration-test cluster-test bench fuzz loadtest cassandra-up cassandra-down kafka-up kafka-down
+.PHONY: build generate run test vet golangci-lint shellcheck lint install-check unit-test client-test browser-test integration-test cluster-test bench bench-peers fuzz loadtest cassandra-up cassandra-down kafka-up kafka-down
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/gateway ./cmd/gateway
@@ -150,6 +153,18 @@ bench:
 	  ./httpapi/ ./ingest/ ./merge/ ./partial/ ./jsonenc/ ./tiers/embedded/
 	scripts/cassandra.sh run scripts/kafka.sh run $(GO) test -tags integration -run '^$$' -bench . -benchtime 1x -timeout 90m \
 	  ./integration/ $(if $(BENCH_ARGS),-args $(BENCH_ARGS))
+	$(MAKE) bench-peers
+
+# The gateway (embedded store) beside VictoriaMetrics single-node and
+# Prometheus, installed from Debian's packages by their scripts, on one
+# generated data set loaded the way each side's users load it; answers
+# checked equal before anything is timed. Every server it starts listens
+# on loopback and is stopped again, also when it fails; bounded by
+# BENCH_PEERS_TIMEOUT (seconds, default 3600). The report goes to
+# .bench-peers/report.md.
+BENCH_PEERS_ARGS ?=
+bench-peers:
+	GO=$(GO) BENCH_PEERS_ARGS="$(BENCH_PEERS_ARGS)" scripts/bench-peers.sh
 
 # Every Fuzz function of the tests, one after another (go test
 # fuzzes one target at a time). Findings land in the package's

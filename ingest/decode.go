@@ -328,6 +328,29 @@ func seriesLabels(raw json.RawMessage, verr *ValidationError) map[string]tiers.L
 	return out
 }
 
+// DecodeLabelLine reads one NDJSON line that may be a label line
+// ({"series": "<id>", "labels": {...}}, no t, no v) and returns the labels
+// it gives; nil and no error when the line is no label line (then it is a
+// point, or an error the decoding of its batch reports). A label line
+// alone is no batch (a batch holds at least one point), so a reader of a
+// stream of lines, such as gateway import, takes it apart first.
+func DecodeLabelLine(line []byte) (map[string]tiers.Labels, error) {
+	line = bytes.TrimSpace(line)
+	dec := json.NewDecoder(bytes.NewReader(line))
+	rp, err := decodePoint(dec)
+	if err != nil || int(dec.InputOffset()) != len(line) || rp.Labels == nil {
+		return nil, nil
+	}
+	verr := &ValidationError{}
+	labels := map[string]tiers.Labels{}
+	labelLine(rp, 0, labels, verr)
+	if verr.Invalid > 0 {
+		verr.Total = verr.Invalid
+		return nil, verr
+	}
+	return labels, nil
+}
+
 // labelLine reads an NDJSON label line into labels.
 func labelLine(rp rawPoint, i int, labels map[string]tiers.Labels, verr *ValidationError) {
 	bad := func(param, msg string) {

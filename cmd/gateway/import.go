@@ -346,7 +346,10 @@ type batch struct {
 	file     int
 	from, to int64
 	points   []ingest.Point
-	// labels are the labels the input gave series before these points.
+	// labels are the labels the input gave the series of these points
+	// (every batch of a series carries them: batches in flight are
+	// written in any order, and the first to arrive creates the series),
+	// or, in a batch of no points, of series given no points.
 	labels map[string]tiers.Labels
 }
 
@@ -571,7 +574,8 @@ func (r *importRun) read(ctx context.Context, i int, start int64, out chan<- bat
 		decode = ingest.DecodeCSV
 	}
 	var (
-		labels map[string]tiers.Labels // given by label lines, not sent yet
+		labels map[string]tiers.Labels // given by label lines
+		unsent map[string]bool         // ... and not sent with any batch yet
 		sent   = start                 // where the last batch sent ended
 		lines  []byte                  // the pending lines, trimmed and newline-terminated
 		starts []int64                 // each pending line's offset in the input
@@ -584,19 +588,6 @@ func (r *importRun) read(ctx context.Context, i int, start int64, out chan<- bat
 	// input all of them, else those that end at a window boundary once
 	// there are a batch's worth of lines.
 	cut := func(final bool) error {
-		if final && len(ends) == 0 && len(labels) > 0 {
-			// Labels after the last point still reach the index.
-			// Acknowledged, it moves the checkpoint no further than the
-			// last batch did: a resume reads the label lines again, which
-			// is harmless.
-			b := batch{seq: r.nextSeq(), file: i, from: sent, to: sent, labels: labels}
-			select {
-			case out <- b:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			labels = nil
-		}
 		for len(ends) > 0 && (final || len(ends) >= try) {
 			decoded, err := decode(bytes.NewReader(lines), r.now().UnixMilli())
 			if err != nil {
@@ -618,8 +609,11 @@ func (r *importRun) read(ctx context.Context, i int, start int64, out chan<- bat
 			for _, n := range sizes[:k] {
 				used += n
 			}
-			b := batch{seq: r.nextSeq(), file: i, from: starts[0], to: ends[k-1], points: points[:k:k], labels: labels}
-			labels, sent = nil, ends[k-1]
+			b := batch{seq: r.nextSeq(), file: i, from: starts[0], to: ends[k-1], points: points[:k:k]}
+			if len(labels) > 0 {
+				b.labels = batchLabels(points[:k], labels, unsent)
+			}
+			sent = ends[k-1]
 			select {
 			case out <- b:
 			case <-ctx.Done():
@@ -628,6 +622,22 @@ func (r *importRun) read(ctx context.Context, i int, start int64, out chan<- bat
 			lines = slices.Clone(lines[used:])
 			starts, ends, lineNo, sizes = starts[k:], ends[k:], lineNo[k:], sizes[k:]
 			try = r.cfg.batch
+		}
+		if final && len(unsent) > 0 {
+			// Labels of series given no points still reach the index.
+			// Acknowledged, it moves the checkpoint no further than the
+			// last batch did: a resume reads the label lines again, which
+			// is harmless.
+			b := batch{seq: r.nextSeq(), file: i, from: sent, to: sent, labels: map[string]tiers.Labels{}}
+			for id := range unsent {
+				b.labels[id] = labels[id]
+			}
+			select {
+			case out <- b:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			unsent = nil
 		}
 		return nil
 	}
@@ -652,15 +662,18 @@ func (r *importRun) read(ctx context.Context, i int, start int64, out chan<- bat
 			if !skip && in.format != "csv" && bytes.Contains(trimmed, []byte(`"labels"`)) {
 				// A label line: its labels go with the next batch, which
 				// writes them before its points.
-				got, err := ingest.DecodeNDJSON(bytes.NewReader(trimmed), r.now().UnixMilli())
+				got, err := ingest.DecodeLabelLine(trimmed)
 				if err != nil {
 					return lineError(in.name, start > 0, []int64{n}, err)
 				}
-				if len(got.Points) == 0 {
+				if got != nil {
 					if labels == nil {
-						labels = map[string]tiers.Labels{}
+						labels, unsent = map[string]tiers.Labels{}, map[string]bool{}
 					}
-					maps.Copy(labels, got.Labels)
+					maps.Copy(labels, got)
+					for id := range got {
+						unsent[id] = true
+					}
 					skip = true
 				}
 			}
@@ -686,6 +699,29 @@ func (r *importRun) read(ctx context.Context, i int, start int64, out chan<- bat
 			return ctx.Err()
 		}
 	}
+}
+
+// batchLabels returns the labels of the series of points that label lines
+// gave, and marks them sent.
+func batchLabels(points []ingest.Point, labels map[string]tiers.Labels, unsent map[string]bool) map[string]tiers.Labels {
+	var out map[string]tiers.Labels
+	prev := ""
+	for _, p := range points {
+		if p.Series == prev {
+			continue
+		}
+		prev = p.Series
+		l, ok := labels[p.Series]
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = map[string]tiers.Labels{}
+		}
+		out[p.Series] = l
+		delete(unsent, p.Series)
+	}
+	return out
 }
 
 // cutAt returns the largest k with 0 < k < len(points) at which a batch

@@ -326,3 +326,51 @@ func TestImportThroughAGateway(t *testing.T) {
 	}
 	h.verify(t, openEmbedded(t, data))
 }
+
+// Label lines give series their labels: one before each series' points,
+// as an export writes them, and one after the last point. A series' points
+// span many small batches written several at a time, in any order: each
+// carries the labels, so whichever creates the series labels it. A bad
+// label line is named by its line, and nothing of its batch is written.
+func TestImportLabelLines(t *testing.T) {
+	dir := t.TempDir()
+	h := newHistory(testClock().UnixMilli())
+	want := map[string]tiers.Labels{}
+	var in strings.Builder
+	for i, s := range h.series[:2] {
+		want[s.id] = tiers.Labels{"__name__": "imported", "n": fmt.Sprint(i)}
+		fmt.Fprintf(&in, `{"series":%q,"labels":{"__name__":"imported","n":"%d"}}`+"\n", s.id, i)
+		in.WriteString(h.ndjson(i))
+	}
+	want["imp.labels-only"] = tiers.Labels{"only": "labels"}
+	in.WriteString(`{"series":"imp.labels-only","labels":{"only":"labels"}}` + "\n")
+	nd := filepath.Join(dir, "labelled.ndjson")
+	if err := os.WriteFile(nd, []byte(in.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	if code, out := runMain(t, nil, "import", "--data-dir", data, "--batch", "100", "--parallel", "8", nd); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	store := openEmbedded(t, data)
+	h2 := history{series: h.series[:2]}
+	h2.verify(t, store)
+	got, err := store.(tiers.LabelIndex).SeriesLabels(context.Background(), []string{"imp.recent", "imp.mid", "imp.labels-only"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, l := range want {
+		if !got[id].Equal(l) {
+			t.Errorf("labels of %s: %v, want %v", id, got[id], l)
+		}
+	}
+
+	bad := filepath.Join(dir, "bad.ndjson")
+	if err := os.WriteFile(bad, []byte(h.ndjson(0)+`{"series":"imp.recent","labels":{"a":"b"},"t":1,"v":2}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := runMain(t, nil, "import", "--data-dir", t.TempDir(), bad)
+	if line := fmt.Sprintf("line %d", strings.Count(h.ndjson(0), "\n")+1); code == 0 || !strings.Contains(out, line) {
+		t.Fatalf("bad label line: exit %d, want an error naming %s:\n%s", code, line, out)
+	}
+}

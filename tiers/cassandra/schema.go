@@ -49,7 +49,7 @@ func Schema(cfg Config, p tiers.Pyramid) []string {
 		case tiers.LevelRaw:
 			cols, key = "    v double,\n", "(series, bucket, eb), t"
 		default:
-			cols, key = "    min double,\n    max double,\n    sum double,\n    count bigint,\n", "(series, bucket), t"
+			cols, key = "    min double,\n    max double,\n    sum double,\n    count bigint,\n    extras blob,\n", "(series, bucket), t"
 		}
 		eb := ""
 		if l == tiers.LevelRaw {
@@ -58,6 +58,13 @@ func Schema(cfg Config, p tiers.Pyramid) []string {
 		stmts = append(stmts, fmt.Sprintf(
 			"CREATE TABLE IF NOT EXISTS %s.%s (\n    series text,\n    bucket timestamp,\n%s    t timestamp,\n%s    PRIMARY KEY (%s)\n) WITH CLUSTERING ORDER BY (t ASC)\n  AND %s",
 			ks, t.Table, eb, cols, key, tierOptions(t.BucketWidth, t.BucketWidth, t.Retention)))
+		if l != tiers.LevelRaw {
+			// Keyspaces created before rollup rows kept extras (the
+			// quantile sketch and counter summary) gain the column; rows
+			// written before have none until their window is rolled up
+			// again.
+			stmts = append(stmts, fmt.Sprintf("ALTER TABLE %s.%s ADD IF NOT EXISTS extras blob", ks, t.Table))
+		}
 		if l == tiers.LevelRaw {
 			// Late points arrive out of order by definition; a one-day
 			// window keeps them from being spread over the raw tier's many

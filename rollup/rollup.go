@@ -7,7 +7,11 @@
 // tier is rebuilt from the window's raw and late points, a row of every
 // coarser tier from the rows of the tier below (minute from raw, hour from
 // minute, day from hour with the default pyramid), re-aggregating min, max,
-// sum and count. A rerun writes the same rows, so several gateway instances
+// sum and count, and the extras (tiers.Extras): the quantile sketch, built
+// from the points and merged from the finer rows', and the counter
+// summary a reset-aware increase needs. A window folded from rows written
+// before rollups kept extras gets extras that know nothing; recomputing
+// it once those rows have theirs fills them in. A rerun writes the same rows, so several gateway instances
 // may run the worker at once.
 package rollup
 
@@ -363,17 +367,19 @@ func runs(starts []int64, step int64) []tiers.Span {
 	return out
 }
 
-// aggregate reads the source tier over span and folds it into windows of
-// step.
+// aggregate reads the source tier over span, its rollup rows with their
+// extras, and folds it into windows of step, extras included: each
+// window's sketch and counter are built from the raw points, or merged
+// from the finer tier's.
 func (w *Worker) aggregate(ctx context.Context, info tiers.SeriesInfo, src tiers.Level, span tiers.Span, step int64, stats *partial.Stats) ([]tiers.Row, error) {
-	stream, err := w.scan.ReadTier(ctx, info, src, span, stats)
+	stream, err := w.scan.ReadTier(ctx, info, src, span, true, stats)
 	if err != nil {
 		return nil, err
 	}
 	defer stream.Close()
 	win := merge.NewWindower(merge.Iterator[tiers.Row](stream), step,
 		func(r tiers.Row) int64 { return r.T },
-		func(acc *tiers.Row, r tiers.Row) { acc.Add(r) })
+		func(acc *tiers.Row, r tiers.Row) { acc.AddExtras(r) })
 	var rows []tiers.Row
 	for win.Next() {
 		wnd := win.At()

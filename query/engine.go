@@ -249,7 +249,8 @@ func (e *engine) plan(ctx context.Context, p *prepared, cur *cursor.Cursor, now 
 }
 
 // Item is one point (raw answers: T and the row's value) or one window
-// (aggregated answers: T is the window start, Row the folded aggregates).
+// (aggregated answers: T is the window start, Row the folded aggregates,
+// with the window's extras when the read asked for them: Row.X).
 type Item struct {
 	T   int64
 	Row tiers.Row
@@ -319,6 +320,13 @@ func (e *engine) Query(ctx context.Context, req Request) (Result, error) {
 		cancel()
 		return nil, err
 	}
+	if r.extras = p.Extras || NeedsExtras(p.Aggs); r.extras {
+		// Percentiles read the rollup rows' sketches; reads without them
+		// never touch the extras.
+		for i := range segs {
+			segs[i].Extras = true
+		}
+	}
 	progress := scan.Progress{Soft: soft, Must: r.must()}
 	if plan.Step == 0 {
 		// Raw rows are items one for one: read ahead no further than the
@@ -334,9 +342,15 @@ func (e *engine) Query(ctx context.Context, req Request) (Result, error) {
 		return nil, fmt.Errorf("%w: late index: %w", ErrUnavailable, err)
 	}
 	if plan.Step > 0 && !rowsAreWindows(e.Pyramid, plan) {
+		fold := func(acc *tiers.Row, row tiers.Row) { acc.Add(row) }
+		if r.extras {
+			// Windows from raw points (resolution=90s, the stitched recent
+			// part) get a sketch built from their points, windows of
+			// several rollup rows their rows' sketches merged.
+			fold = func(acc *tiers.Row, row tiers.Row) { acc.AddExtras(row) }
+		}
 		r.windows = merge.NewWindower(merge.Iterator[tiers.Row](r.stream), plan.Step,
-			func(row tiers.Row) int64 { return row.T },
-			func(acc *tiers.Row, row tiers.Row) { acc.Add(row) })
+			func(row tiers.Row) int64 { return row.T }, fold)
 	}
 	return r, nil
 }
@@ -483,6 +497,9 @@ type result struct {
 	// fields are the rollup-row numbers of the page's aggregates, for
 	// batches of windows of one row each.
 	fields []int
+	// extras: the page reads the rollup rows' extras (percentiles, or
+	// Request.Extras).
+	extras bool
 }
 
 // windowComplete reports whether the stream has delivered every row of the
@@ -633,6 +650,11 @@ var aggFields = [...]int{Min: partial.FieldMin, Max: partial.FieldMax, Sum: part
 // NextBatch moves past up to limit items at once; see Result.
 func (r *result) NextBatch(limit int) (Batch, bool) {
 	if r.finished || r.hasPeek || r.windows != nil || r.stream == nil {
+		return Batch{}, false
+	}
+	if r.head.Plan.Step > 0 && NeedsExtras(r.head.Aggs) {
+		// Percentiles are computed row by row from the sketches, not
+		// copied from encoded fields.
 		return Batch{}, false
 	}
 	s, ok := r.stream.NextRun(min(limit, r.limit-r.n))

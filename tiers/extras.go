@@ -156,6 +156,23 @@ func (r *Row) addExtras(o Row, series bool) {
 	}
 }
 
+// Compact returns x with a live sketch in its encoded form, which takes
+// tens of bytes where the live sketch takes a kilobyte or more: for
+// windows held in memory. x itself is left as it is.
+func (x *Extras) Compact(r Row) *Extras {
+	if x == nil || x.Live == nil {
+		return x
+	}
+	c := *x
+	c.Live = nil
+	if quantile.Derivable(r.Min, r.Max, r.Count) {
+		c.Derived = true
+	} else {
+		c.Sketch = x.Live.AppendBinary(nil)
+	}
+	return &c
+}
+
 // Quantile returns the quantile q (0 ≤ q ≤ 1) of the window's values from
 // its sketch, or false when the sketch is unknown (the row was written
 // before rollups kept sketches, or was read without extras).

@@ -40,7 +40,8 @@
 # stopped). A node they started is stopped again, also when tests fail
 # (scripts/cassandra.sh run). The integration tests and benchmarks also get a
 # local Kafka node the same way (scripts/kafka.sh run; KAFKA_BROKERS set:
-# those brokers are used instead).
+# those brokers are used instead), and the integration tests a Prometheus
+# server (scripts/prometheus.sh run; PROMETHEUS_URL set: that server is used).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -115,9 +116,12 @@ browser-test:
 
 # The Kafka ingest tests (integration/kafka_test.go) need a broker besides
 # the Cassandra node: scripts/kafka.sh run starts one for them, as
-# scripts/cassandra.sh run does the node.
+# scripts/cassandra.sh run does the node. The PromQL oracle
+# (integration/prom_oracle_test.go) compares the gateway with a real
+# Prometheus server: scripts/prometheus.sh run starts one (Debian's
+# package, on port 9490) and sets PROMETHEUS_URL.
 integration-test:
-	scripts/cassandra.sh run scripts/kafka.sh run $(GO) test -tags integration -count=1 -timeout 30m ./integration/...
+	scripts/cassandra.sh run scripts/kafka.sh run scripts/prometheus.sh run $(GO) test -tags integration -count=1 -timeout 30m ./integration/...
 
 # Its own cluster on 127.0.0.1-3 (native port 9043, storage port 7001), never
 # a running one: the tests kill and restart its nodes. Stopped afterwards,

@@ -135,13 +135,13 @@ func (b *Buckets) Bucket(g partial.Group) partial.BucketRead {
 	} else if large {
 		return partial.BucketRead{}
 	}
-	return partial.BucketRead{Load: func(ctx context.Context, stats *partial.Stats) (*partial.Run, error) {
+	return partial.BucketRead{Load: func(ctx context.Context) (*partial.Run, error) {
 		b.misses.Add(1)
 		ch := b.group.DoChan(bucketKeyString(k), func() (any, error) {
 			if e, _ := b.get(k); e != nil {
 				return e, nil
 			}
-			run, err := b.load(ctx, k, reads, stats)
+			run, err := b.load(ctx, k, reads)
 			if err != nil {
 				return nil, err
 			}
@@ -159,7 +159,7 @@ func (b *Buckets) Bucket(g partial.Group) partial.BucketRead {
 			}
 			// The shared load failed under another read's context (or a
 			// key-string collision): load under this read's own.
-			return b.load(ctx, k, reads, stats)
+			return b.load(ctx, k, reads)
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
 		}
@@ -168,8 +168,10 @@ func (b *Buckets) Bucket(g partial.Group) partial.BucketRead {
 
 // load reads the partitions of the whole bucket at once and merges them
 // into one ascending run; on equal times the later read wins (the late
-// partition comes last).
-func (b *Buckets) load(ctx context.Context, k bucketKey, reads []tiers.ReadRequest, stats *partial.Stats) (*partial.Run, error) {
+// partition comes last). It counts no rows: a read counts the rows of the
+// span it takes from the run, loaded or found, so that rows_read says
+// what an answer read, not whether the cache held it.
+func (b *Buckets) load(ctx context.Context, k bucketKey, reads []tiers.ReadRequest) (*partial.Run, error) {
 	parts := make([][]tiers.Row, len(reads))
 	var eg errgroup.Group
 	for i, r := range reads {
@@ -189,7 +191,6 @@ func (b *Buckets) load(ctx context.Context, k bucketKey, reads []tiers.ReadReque
 				if err != nil {
 					return err
 				}
-				stats.RowsRead.Add(int64(len(page)))
 				if rows == nil {
 					rows = page // usually the only page
 				} else {

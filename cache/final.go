@@ -22,9 +22,12 @@ type Rollups interface {
 //     version is part of the cache key, and every late write changes it),
 //     never late rows read without one;
 //   - rollup rows once the worker has recomputed every window of the span
-//     (its watermark is past the span) and no late point can still correct
-//     them: late points are accepted for as long as the raw tier keeps
-//     them, so a window is final once it is older than the raw retention.
+//     (its watermark is past the span). Late points may still correct
+//     them while the raw tier keeps their windows: the worker then gives
+//     the series a new generation (rollup.Worker's corrections), and the
+//     cache keys on the generation, as it does for imports. A gateway sees
+//     another gateway's correction once its cached series entry expires
+//     (--series-ttl); its own at once.
 type Finality struct {
 	Pyramid  tiers.Pyramid
 	Lateness time.Duration
@@ -46,9 +49,6 @@ func (f Finality) Final(req tiers.ReadRequest) bool {
 	}
 	t, ok := f.Pyramid.ByTable(req.Key.Table)
 	if !ok || t.Level == tiers.LevelRaw {
-		return false
-	}
-	if req.Span.To+t.Step+f.Pyramid.Raw().Retention > n {
 		return false
 	}
 	wm := f.Rollups.Watermarks(context.Background())

@@ -14,8 +14,8 @@ func (f fixedRollups) Watermarks(context.Context) tiers.Watermarks { return tier
 
 // The finality rules, edge by edge: raw rows are final once no on-time
 // point can land, late rows under a version of their late mark (never
-// without one), rollup rows once rolled up and older than any late point
-// can reach.
+// without one), rollup rows once rolled up (late corrections change the
+// series' generation, which the cache keys on).
 func TestFinality(t *testing.T) {
 	p := tiers.DefaultPyramid()
 	now := time.UnixMilli(400 * tiers.Day)
@@ -24,7 +24,6 @@ func TestFinality(t *testing.T) {
 	wm := fixedRollups{tiers.MaxTime, n - 30*tiers.Minute, n - 2*tiers.Hour, n - 30*tiers.Day}
 	f := Finality{Pyramid: p, Lateness: lateness, Grace: grace, Rollups: wm, Now: func() time.Time { return now }}
 	settled := n - grace.Milliseconds() - lateness.Milliseconds() // a raw span ending here is final
-	rawRetention := p.Raw().Retention
 	read := func(table tiers.Table, to int64) tiers.ReadRequest {
 		return tiers.ReadRequest{Key: tiers.PartitionKey{Table: table, Series: "s"}, Span: tiers.Span{From: to - tiers.Hour, To: to}}
 	}
@@ -38,11 +37,12 @@ func TestFinality(t *testing.T) {
 		{"raw span ending 1ms later", read(tiers.TableRaw, settled+1), false},
 		{"late rows without a version, however old", read(tiers.TableLate, n-300*tiers.Day), false},
 		{"late rows under a version of their mark, however recent", versioned(read(tiers.TableLate, n), 7), true},
-		{"minute rows older than raw retention, rolled up", read("rollup_1m", n-grace.Milliseconds()-rawRetention-tiers.Minute), true},
-		{"minute rows a late point can still correct", read("rollup_1m", n-grace.Milliseconds()-rawRetention-tiers.Minute+1), false},
-		{"hour rows old enough and rolled up", read("rollup_1h", n-grace.Milliseconds()-rawRetention-tiers.Hour), true},
-		{"day rows old enough but not rolled up yet", read("rollup_1d", n-10*tiers.Day), false},
-		{"day rows old enough and rolled up", read("rollup_1d", n-30*tiers.Day), true},
+		{"minute rows rolled up, a minute old", read("rollup_1m", n-30*tiers.Minute), true},
+		{"minute rows ending 1ms past the minute watermark", read("rollup_1m", n-30*tiers.Minute+1), false},
+		{"hour rows rolled up", read("rollup_1h", n-2*tiers.Hour), true},
+		{"hour rows not rolled up yet", read("rollup_1h", n-tiers.Hour), false},
+		{"day rows not rolled up yet", read("rollup_1d", n-10*tiers.Day), false},
+		{"day rows rolled up", read("rollup_1d", n-30*tiers.Day), true},
 		{"a table of no tier", read("rollup_10s", n-300*tiers.Day), false},
 	} {
 		if got := f.Final(c.req); got != c.final {

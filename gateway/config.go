@@ -26,10 +26,13 @@ type Config struct {
 	DataDir   string
 	CursorKey string
 
-	CacheBytes      int64
-	SeriesCacheSize int
-	SeriesTTL       time.Duration
-	LayoutTTL       time.Duration
+	CacheBytes int64
+	// ResultsCacheBytes bounds the results cache (complete windows of
+	// answers); 0 disables it.
+	ResultsCacheBytes int64
+	SeriesCacheSize   int
+	SeriesTTL         time.Duration
+	LayoutTTL         time.Duration
 
 	// Pprof serves Go's runtime profiles under /debug/pprof/.
 	Pprof bool
@@ -56,7 +59,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Store: "embedded", DataDir: "data",
-		CacheBytes: 256 << 20, SeriesCacheSize: 100000, SeriesTTL: 2 * time.Second, LayoutTTL: time.Minute,
+		CacheBytes: 256 << 20, ResultsCacheBytes: 128 << 20, SeriesCacheSize: 100000, SeriesTTL: 2 * time.Second, LayoutTTL: time.Minute,
 		Pyramid: tiers.DefaultPyramid(), Query: query.DefaultConfig(),
 		Ingest: ingest.DefaultConfig(), Import: ingest.DefaultImportConfig(), Rollup: rollup.DefaultConfig(), HTTP: httpapi.DefaultConfig(),
 		Prometheus: promapi.DefaultConfig(), Cassandra: cassandra.DefaultConfig(), Layouts: layouts.DefaultConfig(),
@@ -79,6 +82,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.RegisterStoreFlags(fs)
 	fs.StringVar(&c.CursorKey, "cursor-key", c.CursorKey, "base64 key that signs cursors (default: generated once and kept in the store)")
 	fs.Int64Var(&c.CacheBytes, "cache-bytes", c.CacheBytes, "memory for cached rows of final buckets (0 disables)")
+	fs.Int64Var(&c.ResultsCacheBytes, "results-cache-bytes", c.ResultsCacheBytes, "memory for complete windows of answers, which repeated and sliding panels read instead of the store (0 disables)")
 	fs.BoolVar(&c.Pprof, "pprof", c.Pprof, "serve Go's runtime profiles (CPU, heap, goroutines) under /debug/pprof/ for operators")
 	fs.IntVar(&c.SeriesCacheSize, "series-cache-size", c.SeriesCacheSize, "series whose metadata is cached")
 	DurationVar(fs, &c.SeriesTTL, "series-cache-ttl", "how long a series' first/last point and generation are cached (bounds how soon other instances' new series, points and imports of old history are seen)")
@@ -139,7 +143,7 @@ func (c Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("--store must be embedded or cassandra, not %q", c.Store))
 	}
-	if c.CacheBytes < 0 || c.SeriesCacheSize < 1 {
+	if c.CacheBytes < 0 || c.ResultsCacheBytes < 0 || c.SeriesCacheSize < 1 {
 		errs = append(errs, errors.New("cache sizes must not be negative"))
 	}
 	return errors.Join(errs...)

@@ -68,7 +68,9 @@ type Gateway struct {
 	Config Config
 	Store  tiers.Store
 	Series *cache.Series
-	Engine query.Engine
+	// Results is the results cache; nil when disabled.
+	Results *cache.Windows
+	Engine  query.Engine
 	// Many reads many series through Engine.
 	Many *query.Many
 	// Index answers selectors from the label index.
@@ -160,7 +162,9 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 	store = g.newLayouts(store, cfg, reg)
 	rc := cfg.Rollup
 	rc.Lateness = cfg.Ingest.Lateness
-	g.Rollups = rollup.New(store, cfg.Pyramid, cfg.Query.Scan, rc, now, log, rollup.NewMetrics(reg))
+	// The worker marks corrected series through the series cache, so that
+	// this gateway's reads key on the new generation at once.
+	g.Rollups = rollup.New(writerStore{store, g.Series}, cfg.Pyramid, cfg.Query.Scan, rc, now, log, rollup.NewMetrics(reg))
 
 	var reader tiers.PartitionReader = timedReader{store, sm}
 	var invalidate func(...string) // imports change buckets the cache takes as final
@@ -181,11 +185,26 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 		)
 		invalidate = buckets.Invalidate
 	}
+	var results *cache.Windows
+	if cfg.ResultsCacheBytes > 0 {
+		results = cache.NewWindows(cfg.ResultsCacheBytes)
+		g.Results = results
+		reg.MustRegister(
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tsgate_results_cache_hits_total", Help: "Windowed reads that found complete windows in the results cache."},
+				func() float64 { h, _, _ := results.Stats(); return float64(h) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tsgate_results_cache_misses_total", Help: "Windowed reads that found nothing in the results cache."},
+				func() float64 { _, m, _ := results.Stats(); return float64(m) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tsgate_results_cache_windows_served_total", Help: "Windows answered from the results cache instead of the store."},
+				func() float64 { _, _, n := results.Stats(); return float64(n) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tsgate_results_cache_bytes", Help: "Memory held by the results cache."},
+				func() float64 { return float64(results.Bytes()) }),
+		)
+	}
 	g.Metrics = inst.HTTP
 	g.PromMetrics = promapi.NewMetrics(reg)
 	engine := query.New(query.Deps{
 		Store: newEngineStore(reader, store, g.Layouts.Guard(g.Series), buckets), Pyramid: cfg.Pyramid,
-		Watermarks: g.Rollups, Signer: signer, Now: now,
+		Watermarks: g.Rollups, Signer: signer, Results: results, Now: now,
 	}, cfg.Query)
 	g.Engine = g.Metrics.CountRefusals(query.Observe(engine, g.Metrics.ObserveRead))
 	many := query.DefaultManyConfig()
@@ -287,7 +306,7 @@ func (r registryView) ListSeries(ctx context.Context, prefix, after string, limi
 func (g *Gateway) Handler() http.Handler {
 	registry := registryView{g.Series, g.Store}
 	gf := grafana.New(grafana.Deps{
-		Engine: g.Engine, Many: g.Many, Series: registry, MaxLimit: g.Config.Query.MaxLimit,
+		Engine: g.Engine, Many: g.Many, Series: registry, Labels: g.Index, MaxLimit: g.Config.Query.MaxLimit,
 		MaxSeries: g.Config.HTTP.MaxQueries, Logger: g.Logger, Now: g.Now,
 		CORSOrigins: g.Config.HTTP.Limits.CORSOrigins,
 	})

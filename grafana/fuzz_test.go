@@ -1,10 +1,12 @@
 package grafana
 
 // Fuzz targets of the Grafana protocol's parsers: the target grammar, the
-// listing prefix, the payload and the range. FuzzGrafanaBody sends any
-// body through the gateway's handler.
+// listing prefix, the payload (its match and group_by too), the ad hoc
+// filters and the range. FuzzGrafanaBody sends any body through the
+// gateway's handler.
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -95,6 +97,89 @@ func FuzzGrafanaPayload(f *testing.F) {
 		}
 		if aggs, err := query.ParseAggs(agg.String()); err != nil || len(aggs) != 1 || aggs[0] != agg {
 			t.Fatalf("%q: aggregate %d (%v)", raw, agg, err)
+		}
+	})
+}
+
+// FuzzGrafanaSelectorPayload: payload.match and payload.group_by of any
+// payload either fail with a message or give trimmed, non-empty texts,
+// each group_by name once.
+func FuzzGrafanaSelectorPayload(f *testing.F) {
+	for _, s := range []string{
+		`{"match":"cpu{dc=\"eu\"}","group_by":"dc,host"}`, `{"match":["a{}"," ","b{}"],"group_by":["dc","dc, host"]}`,
+		`{"match":"","group_by":""}`, `{"match":null,"group_by":null}`, `{"match":[],"group_by":[]}`,
+		`{"match":{"a":1},"group_by":7}`, `{"match":[1,[2]],"group_by":[{}]}`, `"{\"group_by\":\",,\"}"`, `[`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		payload := grafanaPayload(raw)
+		match, err := payloadList(payload, "match")
+		if err != nil && (match != nil || !strings.HasPrefix(err.Error(), "payload.match")) {
+			t.Fatalf("%q: %q, %v", raw, match, err)
+		}
+		for _, m := range match {
+			if m == "" || m != strings.TrimSpace(m) {
+				t.Fatalf("%q: match %q", raw, match)
+			}
+		}
+		grouped, by, err := payloadGroupBy(payload)
+		if err != nil {
+			if grouped || by != nil || !strings.HasPrefix(err.Error(), "payload.group_by") {
+				t.Fatalf("%q: %v %q, %v", raw, grouped, by, err)
+			}
+			return
+		}
+		if !grouped && by != nil {
+			t.Fatalf("%q: names %q without groups", raw, by)
+		}
+		seen := map[string]bool{}
+		for _, name := range by {
+			if name == "" || name != strings.TrimSpace(name) || strings.Contains(name, ",") || seen[name] {
+				t.Fatalf("%q: group_by %q", raw, by)
+			}
+			seen[name] = true
+		}
+	})
+}
+
+// FuzzGrafanaFilters: ad hoc filters either are a 400 naming the member
+// they are about, or give one matcher per filter, on a label name or the
+// series pseudo-label, of the four selector operators.
+func FuzzGrafanaFilters(f *testing.F) {
+	for _, c := range [][2]string{
+		{`[{"key":"dc","operator":"=","value":"eu"}]`, ``},
+		{``, `[{"key":"dc","operator":"!~","value":"e.*"}]`},
+		{`[{"key":"room","operator":"=|","value":"a","values":["a","b.c"]},{"key":"series","operator":"!=|","value":"x"}]`, `[]`},
+		{`[{"key":"host","operator":"<","value":"5"}]`, ``}, {`null`, `[{"key":"9x","operator":"=","value":"a"}]`},
+		{`[{"key":"a","operator":"=~","value":"("}]`, ``}, {`"dc=eu"`, ``}, {`[1]`, ``}, {`[{"key":1,"operator":"=","value":2}]`, ``},
+	} {
+		f.Add([]byte(c[0]), []byte(c[1]))
+	}
+	f.Fuzz(func(t *testing.T, filters, adhoc []byte) {
+		ms, err := grafanaFilters(filters, adhoc)
+		if err != nil {
+			p, ok := err.(*problem.Problem)
+			if !ok || p.Status != http.StatusBadRequest || ms != nil ||
+				!strings.HasPrefix(p.Detail, "filters") && !strings.HasPrefix(p.Detail, "adhocFilters") {
+				t.Fatalf("filters %q adhocFilters %q: %#v", filters, adhoc, err)
+			}
+			return
+		}
+		used := filters
+		var list []json.RawMessage
+		if json.Unmarshal(used, &list) != nil || list == nil {
+			used = adhoc
+			list = nil
+			_ = json.Unmarshal(used, &list)
+		}
+		if len(ms) != len(list) {
+			t.Fatalf("filters %q adhocFilters %q: %d matchers of %d filters", filters, adhoc, len(ms), len(list))
+		}
+		for _, m := range ms {
+			if m.Name != tiers.SeriesLabel && params.LabelName(m.Name) != nil {
+				t.Fatalf("filters %q adhocFilters %q: matcher %v", filters, adhoc, m)
+			}
 		}
 	})
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/tsgate/tsgate/failure"
+	"github.com/tsgate/tsgate/index"
 	"github.com/tsgate/tsgate/jsonenc"
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/problem"
@@ -40,12 +41,22 @@ type Lister interface {
 	ListSeries(ctx context.Context, prefix, after string, limit int) ([]tiers.SeriesInfo, error)
 }
 
+// LabelIndex lists the labels of the series (index.Index).
+type LabelIndex interface {
+	LabelNames(ctx context.Context, sels []index.Selector) ([]string, error)
+	LabelValues(ctx context.Context, name string, sels []index.Selector) ([]string, error)
+}
+
 // Deps are what the Grafana front end reads.
 type Deps struct {
 	Engine query.Engine
-	// Many reads the series of a query side by side, as one answer.
+	// Many reads the series of a query side by side, as one answer, and
+	// the series of a selector target (with its selectors set up).
 	Many   *query.Many
 	Series Lister
+	// Labels offers the label names and values as ad hoc filters' keys
+	// and values; none when nil.
+	Labels LabelIndex
 	// MaxLimit is the page size of every read: Grafana cannot page, so it
 	// gets the largest page there is.
 	MaxLimit int
@@ -108,11 +119,11 @@ func (s *Server) routes(r chi.Router) {
 	// trailing slash; chi hands both to "/".
 	r.Get("/", grafanaHealth)
 	r.Post("/metrics", s.grafanaMetrics)
-	r.Post("/metric-payload-options", grafanaPayloadOptions)
+	r.Post("/metric-payload-options", s.grafanaPayloadOptions)
 	r.Post("/query", s.grafanaQuery)
 	r.Post("/variable", s.grafanaVariable)
-	r.Post("/tag-keys", grafanaEmptyList)
-	r.Post("/tag-values", grafanaEmptyList)
+	r.Post("/tag-keys", s.grafanaTagKeys)
+	r.Post("/tag-values", s.grafanaTagValues)
 	r.Post("/search", s.grafanaSearch)
 	r.Post("/annotations", grafanaEmptyList)
 }
@@ -246,9 +257,73 @@ func grafanaHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 // grafanaEmptyList answers the endpoints this gateway has nothing for: it
-// keeps no tags (ad hoc filters) and no annotation source.
+// keeps no annotation source.
 func grafanaEmptyList(w http.ResponseWriter, r *http.Request) {
 	writeGrafana(w, http.StatusOK, []byte("[]\n"))
+}
+
+// grafanaTagKeys offers the label names of the series as the keys of ad
+// hoc filters: [{"type":"string","text":name}], from the label index.
+// Whatever the body says (the filters already set, the time range) does
+// not narrow them. The pseudo-label series (the id) is not listed, since
+// its values are every series' id; a filter may still use it.
+func (s *Server) grafanaTagKeys(w http.ResponseWriter, r *http.Request) {
+	// Nothing the body says changes the answer, so a body that does not
+	// decode still gets it.
+	var body struct{}
+	_ = decodeGrafana(w, r, &body)
+	var names []string
+	if s.deps.Labels != nil {
+		var err error
+		if names, err = s.deps.Labels.LabelNames(r.Context(), nil); err != nil {
+			s.writeGrafanaError(w, r, err)
+			return
+		}
+	}
+	b := append(make([]byte, 0, 32*(len(names)+1)), '[')
+	for i, name := range names {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"type":"string","text":`...)
+		b = jsonenc.AppendString(b, name)
+		b = append(b, '}')
+	}
+	writeGrafana(w, http.StatusOK, append(b, ']', '\n'))
+}
+
+// grafanaTagValues offers the values of the label named by the body's key
+// as an ad hoc filter's values: [{"text":value}], from the label index,
+// not narrowed by the other filters. For the pseudo-label series they are
+// the series ids (at most 10 000); a key that is no label name has none.
+func (s *Server) grafanaTagValues(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Key json.RawMessage `json:"key"`
+	}
+	if err := decodeGrafana(w, r, &body); err != nil {
+		s.writeGrafanaError(w, r, err)
+		return
+	}
+	key, ok := jsonenc.ScalarText(body.Key)
+	if !ok {
+		s.writeGrafanaError(w, r, grafanaBad("key must be a string: the label whose values to list"))
+		return
+	}
+	values, err := s.labelValues(r, key)
+	if err != nil {
+		s.writeGrafanaError(w, r, err)
+		return
+	}
+	b := append(make([]byte, 0, 24*(len(values)+1)), '[')
+	for i, v := range values {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"text":`...)
+		b = jsonenc.AppendString(b, v)
+		b = append(b, '}')
+	}
+	writeGrafana(w, http.StatusOK, append(b, ']', '\n'))
 }
 
 // grafanaAggs and grafanaResolutions are the choices the query builder
@@ -278,6 +353,14 @@ var grafanaPayloadConfig = mustJSON([]map[string]string{
 	{"name": "resolution", "label": "Resolution", "type": "select", "placeholder": "auto"},
 })
 
+// grafanaSelectorPayloadConfig is what a selector typed as the builder's
+// metric offers: group_by too, whose options are the label names.
+var grafanaSelectorPayloadConfig = mustJSON([]map[string]string{
+	{"name": "agg", "label": "Aggregate", "type": "select", "placeholder": "avg"},
+	{"name": "resolution", "label": "Resolution", "type": "select", "placeholder": "auto"},
+	{"name": "group_by", "label": "Group by", "type": "multi-select", "placeholder": "one line per series"},
+})
+
 func mustJSON(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -298,7 +381,11 @@ type grafanaListBody struct {
 // grafanaMetrics lists the series for the query builder, each with the
 // payload options it takes. The builder sends its current selection as
 // metric; that is not a filter, or the list would shrink to the series
-// already chosen. A payload member prefix narrows the list.
+// already chosen. A payload member prefix narrows the list. When the
+// current metric is a selector (typed as the drop-down's custom value),
+// the list starts with it, offering group_by besides agg and resolution:
+// the builder shows the payload options of the listed metric equal to its
+// target.
 func (s *Server) grafanaMetrics(w http.ResponseWriter, r *http.Request) {
 	var body grafanaListBody
 	if err := decodeGrafana(w, r, &body); err != nil {
@@ -311,7 +398,19 @@ func (s *Server) grafanaMetrics(w http.ResponseWriter, r *http.Request) {
 		s.writeGrafanaError(w, r, err)
 		return
 	}
-	b := append(make([]byte, 0, 64*(len(ids)+1)), '[')
+	b := append(make([]byte, 0, 64*(len(ids)+2)), '[')
+	if metric, ok := jsonenc.ScalarText(body.Metric); ok && isSelectorTarget(metric) {
+		if _, err := index.Parse("metric", []string{metric}); err == nil {
+			b = append(b, `{"value":`...)
+			b = jsonenc.AppendString(b, metric)
+			b = append(b, `,"payloads":`...)
+			b = append(b, grafanaSelectorPayloadConfig...)
+			b = append(b, '}')
+			if len(ids) > 0 {
+				b = append(b, ',')
+			}
+		}
+	}
 	for i, id := range ids {
 		if i > 0 {
 			b = append(b, ',')
@@ -350,14 +449,16 @@ func (s *Server) grafanaSearch(w http.ResponseWriter, r *http.Request) {
 // grafanaVariable answers a dashboard variable of type Query with series
 // ids. In the plugin's default string mode the query arrives as
 // payload.target; in raw JSON mode payload is the user's own JSON, where
-// target or prefix are honoured.
+// target or prefix are honoured. A query label_values(name) (or, in raw
+// JSON mode, {"label": name}) lists the values of a label instead, for
+// selectors such as cpu{host=~"$host"}.
 func (s *Server) grafanaVariable(w http.ResponseWriter, r *http.Request) {
 	var body grafanaListBody
 	if err := decodeGrafana(w, r, &body); err != nil {
 		s.writeGrafanaError(w, r, err)
 		return
 	}
-	var query string
+	var query, label string
 	if raw := bytes.TrimSpace(body.Payload); len(raw) > 0 && raw[0] == '"' {
 		// The plugin's older variable editor sent the query text itself.
 		_ = json.Unmarshal(raw, &query)
@@ -367,28 +468,64 @@ func (s *Server) grafanaVariable(w http.ResponseWriter, r *http.Request) {
 		if query == "" {
 			query, _ = payloadString(payload, "prefix")
 		}
+		label, _ = payloadString(payload, "label")
 	}
-	ids, err := s.grafanaSeriesList(r, query)
+	if name, ok := labelValuesQuery(query); ok {
+		label = name
+	}
+	var values []string
+	var err error
+	if label != "" {
+		values, err = s.labelValues(r, label)
+	} else {
+		values, err = s.grafanaSeriesList(r, query)
+	}
 	if err != nil {
 		s.writeGrafanaError(w, r, err)
 		return
 	}
-	b := append(make([]byte, 0, 40*(len(ids)+1)), '[')
-	for i, id := range ids {
+	b := append(make([]byte, 0, 40*(len(values)+1)), '[')
+	for i, v := range values {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, `{"__text":`...)
-		b = jsonenc.AppendString(b, id)
+		b = jsonenc.AppendString(b, v)
 		b = append(b, `,"__value":`...)
-		b = jsonenc.AppendString(b, id)
+		b = jsonenc.AppendString(b, v)
 		b = append(b, '}')
 	}
 	writeGrafana(w, http.StatusOK, append(b, ']', '\n'))
 }
 
-// grafanaPayloadOptions answers the builder's selects.
-func grafanaPayloadOptions(w http.ResponseWriter, r *http.Request) {
+// labelValuesQuery reads a variable's query label_values(name), as
+// Grafana's Prometheus datasource writes it.
+func labelValuesQuery(query string) (string, bool) {
+	q := strings.TrimSpace(query)
+	if !strings.HasPrefix(q, "label_values(") || !strings.HasSuffix(q, ")") {
+		return "", false
+	}
+	return strings.TrimSpace(q[len("label_values(") : len(q)-1]), true
+}
+
+// labelValues lists the values of a label from the label index: the
+// series ids for the pseudo-label series, none for a name that is no
+// label's.
+func (s *Server) labelValues(r *http.Request, name string) ([]string, error) {
+	switch {
+	case s.deps.Labels == nil || name == "":
+		return nil, nil
+	case name == tiers.SeriesLabel:
+		return s.grafanaSeriesList(r, "")
+	case params.LabelName(name) != nil:
+		return nil, nil
+	}
+	return s.deps.Labels.LabelValues(r.Context(), name, nil)
+}
+
+// grafanaPayloadOptions answers the builder's selects: the aggregates,
+// common windows, and for group_by the label names.
+func (s *Server) grafanaPayloadOptions(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Name json.RawMessage `json:"name"`
 	}
@@ -402,6 +539,18 @@ func grafanaPayloadOptions(w http.ResponseWriter, r *http.Request) {
 		opts = grafanaAggs
 	case "resolution":
 		opts = grafanaResolutions
+	case "group_by":
+		if s.deps.Labels == nil {
+			break
+		}
+		names, err := s.deps.Labels.LabelNames(r.Context(), nil)
+		if err != nil {
+			s.writeGrafanaError(w, r, err)
+			return
+		}
+		for _, n := range names {
+			opts = append(opts, grafanaOption{n, n})
+		}
 	}
 	b, _ := json.Marshal(opts)
 	writeGrafana(w, http.StatusOK, append(b, '\n'))

@@ -1,9 +1,10 @@
 package grafana
 
 // POST /grafana/query: the panels' reads. Grafana posts its whole
-// DataQueryRequest; only range, maxDataPoints, intervalMs and the targets
-// matter here, and every other member (panelId as a number or a string,
-// scopedVars, filters, adhocFilters, requestId, …) is ignored.
+// DataQueryRequest; only range, maxDataPoints, intervalMs, the targets and
+// the ad hoc filters (filters, or adhocFilters from older plugins) matter
+// here, and every other member (panelId as a number or a string,
+// scopedVars, requestId, …) is ignored.
 
 import (
 	"bytes"
@@ -15,14 +16,16 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/tsgate/tsgate/jsonenc"
 	"github.com/tsgate/tsgate/membudget"
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/problem"
 	"github.com/tsgate/tsgate/query"
-	"github.com/tsgate/tsgate/router"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -62,15 +65,27 @@ type grafanaQueryBody struct {
 	Targets       []grafanaTarget            `json:"targets"`
 	ScopedVars    map[string]json.RawMessage `json:"scopedVars"`
 	DataQueryKind json.RawMessage            `json:"dataQueryKind"`
+	// Filters are the dashboard's ad hoc filters as the plugin sends them
+	// since v0.6.4; AdhocFilters as older versions and the simple-json
+	// plugin do. They are read only when a selector target needs them.
+	Filters      json.RawMessage `json:"filters"`
+	AdhocFilters json.RawMessage `json:"adhocFilters"`
 }
 
-// grafanaJob is one element of the answer: the read of one series for one
-// target, or an element known without reading (out set from the start).
+// grafanaJob is one part of the answer: the read of one series for one
+// target, the read of a selector target (sel set: one element per series
+// or group it answers), or an element known without reading (out set
+// from the start).
 type grafanaJob struct {
 	refID, series string
 	table         bool
 	req           query.Request
-	out           []byte
+	sel           *grafanaSelection
+	// out is the part's elements, comma-separated (none for a selector
+	// that matched nothing); err a failure that fails the whole request,
+	// found while reading.
+	out []byte
+	err error
 }
 
 func (s *Server) grafanaQuery(w http.ResponseWriter, r *http.Request) {
@@ -89,11 +104,16 @@ func (s *Server) grafanaQuery(w http.ResponseWriter, r *http.Request) {
 	// budget, the server's default SLO, in wall-clock time from the
 	// request's arrival (whatever the clock that decides which data is
 	// current says); the answer's points shared among them (each read's
-	// meta says when it was cut); its memory reserved.
+	// meta says when it was cut); its memory reserved. Each selector
+	// target is one read of many series of its own, beside them.
 	var reads []int
 	var reqs []query.Request
+	var wg sync.WaitGroup
 	for i, j := range jobs {
-		if j.out == nil {
+		switch {
+		case j.sel != nil:
+			wg.Go(func() { j.out, j.err = s.grafanaSelect(r, j, arrival) })
+		case j.out == nil:
 			reads = append(reads, i)
 			reqs = append(reqs, j.req)
 		}
@@ -107,27 +127,43 @@ func (s *Server) grafanaQuery(w http.ResponseWriter, r *http.Request) {
 		j.out, err = s.grafanaAnswer(r, j, res)
 		return err
 	})
+	wg.Wait()
+	for _, j := range jobs {
+		if err == nil {
+			err = j.err
+		}
+	}
 	if err != nil {
-		// The answer could not be held within the memory budget.
+		// A selector target's bad parameters, or an answer that could not
+		// be held within the memory budget.
 		s.writeGrafanaError(w, r, err)
 		return
 	}
 	// The elements are written one after the other rather than copied
 	// into one buffer, which would hold the answer twice.
-	size := 3 + max(0, len(jobs)-1)
+	size, parts := 3, 0
 	for _, j := range jobs {
-		size += len(j.out)
+		if len(j.out) > 0 {
+			size += len(j.out)
+			parts++
+		}
 	}
+	size += max(0, parts-1)
 	h := w.Header()
 	h.Set("Content-Type", grafanaContentType)
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Length", strconv.Itoa(size))
 	w.WriteHeader(http.StatusOK)
 	_, _ = io.WriteString(w, "[")
-	for i, j := range jobs {
-		if i > 0 {
+	first := true
+	for _, j := range jobs {
+		if len(j.out) == 0 {
+			continue
+		}
+		if !first {
 			_, _ = io.WriteString(w, ",")
 		}
+		first = false
 		_, _ = w.Write(j.out)
 		j.out = nil
 	}
@@ -163,6 +199,7 @@ func (s *Server) grafanaJobs(body *grafanaQueryBody, now time.Time) ([]*grafanaJ
 		WholeFirstWindow: true,
 	}
 	annotations := body.ScopedVars["__annotation"] != nil || jsonString(body.DataQueryKind) == "annotations"
+	filters := sync.OnceValues(func() ([]*labels.Matcher, error) { return grafanaFilters(body.Filters, body.AdhocFilters) })
 	var jobs []*grafanaJob
 	series := 0
 	for _, t := range body.Targets {
@@ -171,14 +208,23 @@ func (s *Server) grafanaJobs(body *grafanaQueryBody, now time.Time) ([]*grafanaJ
 		}
 		text, ok := jsonenc.ScalarText(t.Target)
 		if !ok {
-			return nil, grafanaBad(grafanaWhere(t.RefID, "") + "target must be a string: a series id")
+			return nil, grafanaBad(grafanaWhere(t.RefID, "") + "target must be a string: a series id or a selector")
 		}
 		text = strings.TrimSpace(text)
+		match, matchErr := payloadList(grafanaPayload(t.Payload), "match")
 		switch {
-		case text == "":
+		case text == "" && match == nil && matchErr == nil:
 			// A placeholder; the plugin drops targets without one itself.
 		case annotations || t.RefID == "Anno":
 			jobs = append(jobs, &grafanaJob{refID: t.RefID, out: grafanaAnnotationFrame(t.RefID)})
+		case matchErr != nil:
+			return nil, grafanaBad(grafanaWhere(t.RefID, "") + matchErr.Error())
+		case match != nil || isSelectorTarget(text):
+			j, err := s.grafanaSelectorJob(t, text, match, base, filters)
+			if err != nil {
+				return nil, err
+			}
+			jobs = append(jobs, j)
 		default:
 			tj, err := s.grafanaTargetJobs(t, text, base)
 			if err != nil {
@@ -201,40 +247,70 @@ func (s *Server) grafanaTargetJobs(t grafanaTarget, text string, base query.Requ
 	if err != nil {
 		return nil, err
 	}
-	agg, resolution, err := grafanaOptions(t.Payload)
+	if grouped, _, err := payloadGroupBy(grafanaPayload(t.Payload)); err != nil || grouped {
+		return nil, errors.New("payload.group_by groups the series of a selector (in the target, or in payload.match), not series named by id")
+	}
+	req, err := grafanaRequest(t.Payload, base)
 	if err != nil {
 		return nil, err
-	}
-	req := base
-	req.Aggs = []query.Agg{agg}
-	if resolution != "" && resolution != "auto" {
-		res, err := router.ParseResolution(resolution)
-		if err != nil {
-			return nil, errors.New("payload.resolution: " + err.Error())
-		}
-		req.Resolution, req.MaxPoints, req.MinWindow = res, 0, 0
 	}
 	table := jsonString(t.Type) == "table"
 	jobs := make([]*grafanaJob, 0, len(ids))
 	for _, id := range ids {
 		req.Series = id
-		if err := s.deps.Engine.Check(req); err != nil {
-			errs := params.List(err)
-			if errs == nil {
-				return nil, err
-			}
-			param := errs[0].Param
-			switch param {
-			case "resolution", "agg":
-				param = "payload." + param
-			case "series":
-				param = "target"
-			}
-			return nil, errors.New(param + ": " + errs[0].Message)
+		if err := s.check(req); err != nil {
+			return nil, err
 		}
 		jobs = append(jobs, &grafanaJob{refID: t.RefID, series: id, table: table, req: req})
 	}
 	return jobs, nil
+}
+
+// grafanaRequest is base read with a target's payload: its agg, and its
+// resolution where it is not auto (then Grafana's hints do not apply).
+func grafanaRequest(payload json.RawMessage, base query.Request) (query.Request, error) {
+	agg, resolution, err := grafanaOptions(payload)
+	if err != nil {
+		return query.Request{}, err
+	}
+	req := base
+	req.Aggs = []query.Agg{agg}
+	if resolution != "" && resolution != "auto" {
+		res, err := query.ParseResolution(resolution)
+		if err != nil {
+			return query.Request{}, errors.New("payload.resolution: " + err.Error())
+		}
+		req.Resolution, req.MaxPoints, req.MinWindow = res, 0, 0
+	}
+	return req, nil
+}
+
+// check validates req as the engine will, naming a bad parameter as the
+// target's: payload.agg, payload.resolution, target (the series id).
+func (s *Server) check(req query.Request) error {
+	err := s.deps.Engine.Check(req)
+	if err == nil {
+		return nil
+	}
+	errs := params.List(err)
+	if errs == nil {
+		return err
+	}
+	return errors.New(grafanaParam(errs[0].Param) + ": " + errs[0].Message)
+}
+
+// grafanaParam names a parameter of the engine's request as the part of
+// Grafana's envelope it comes from.
+func grafanaParam(param string) string {
+	switch param {
+	case "resolution", "agg", "group_by":
+		return "payload." + param
+	case "series":
+		return "target"
+	case "from", "to":
+		return "range." + param
+	}
+	return param
 }
 
 // grafanaWhere starts an error message with the target it is about.
@@ -516,6 +592,10 @@ type grafanaCustom struct {
 	Partial       bool     `json:"partial"`
 	PartialReason string   `json:"partialReason,omitempty"`
 	Covered       [2]int64 `json:"covered"`
+	// Series is the id of a selector target's series, SeriesCount how
+	// many series a group of a selector target folds.
+	Series      string `json:"series,omitempty"`
+	SeriesCount int    `json:"seriesCount,omitempty"`
 }
 
 func grafanaMetaOf(res *query.Head, tr query.Trailer) grafanaMeta {

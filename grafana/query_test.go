@@ -33,7 +33,10 @@ type grafanaElement struct {
 		Type string `json:"type"`
 	} `json:"columns"`
 	Rows [][]*float64 `json:"rows"`
-	Meta *struct {
+	// Title and Tags name a selector target's element.
+	Title string            `json:"title"`
+	Tags  map[string]string `json:"tags"`
+	Meta  *struct {
 		Notices []struct {
 			Severity string `json:"severity"`
 			Text     string `json:"text"`
@@ -45,6 +48,8 @@ type grafanaElement struct {
 			Partial       bool    `json:"partial"`
 			PartialReason string  `json:"partialReason"`
 			Covered       []int64 `json:"covered"`
+			Series        string  `json:"series"`
+			SeriesCount   int     `json:"seriesCount"`
 		} `json:"custom"`
 	} `json:"meta"`
 }
@@ -560,6 +565,12 @@ func (blockedPages) Close() error { return nil }
 // a page limit of 200, reading through br.
 func newBudgetServer(t *testing.T, br *blockingReader) *testServer {
 	t.Helper()
+	return newBudgetServerWith(t, br, func(*gateway.Config) {})
+}
+
+// newBudgetServerWith is newBudgetServer with more configuration.
+func newBudgetServerWith(t *testing.T, br *blockingReader, configure func(*gateway.Config)) *testServer {
+	t.Helper()
 	store, err := embedded.OpenInMemory(embedded.Options{Now: querytest.Start})
 	if err != nil {
 		t.Fatal(err)
@@ -569,6 +580,7 @@ func newBudgetServer(t *testing.T, br *blockingReader) *testServer {
 		Wrap: func(r tiers.PartitionReader) tiers.PartitionReader { br.PartitionReader = r; return br },
 		Configure: func(c *gateway.Config) {
 			c.Query.DefaultSLO, c.Query.DefaultLimit, c.Query.MaxLimit = 300*time.Millisecond, 200, 200
+			configure(c)
 		},
 	})
 	return &testServer{Server: apitest.Serve(t, env), t: t}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/query"
-	"github.com/tsgate/tsgate/router"
 )
 
 // readFields are the read parameters of /points, /plan and the queries of
@@ -62,7 +61,7 @@ func (f readFields) request(series string, name func(string) string) (query.Requ
 		}
 		req.To = t
 	}
-	res, err := router.ParseResolution(f.Resolution)
+	res, err := query.ParseResolution(f.Resolution)
 	if err != nil {
 		bad("resolution", "%s", err)
 	}

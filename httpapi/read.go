@@ -13,7 +13,6 @@ import (
 	"github.com/tsgate/tsgate/membudget"
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/query"
-	"github.com/tsgate/tsgate/router"
 )
 
 // readRequest parses a read's query parameters into a typed request and
@@ -314,7 +313,7 @@ func appendWarnings(b []byte, warnings []string) []byte {
 }
 
 // appendSegments writes the segments member and its comma.
-func appendSegments(b []byte, segs []router.Segment) []byte {
+func appendSegments(b []byte, segs []query.Segment) []byte {
 	b = jsonenc.AppendKey(b, "segments")
 	b = append(b, '[')
 	for i, seg := range segs {

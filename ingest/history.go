@@ -217,6 +217,10 @@ func (im *Importer) level(t, now int64) (tiers.Level, bool) {
 	}
 	levels := im.pyramid.Levels()
 	coarsest := levels[len(levels)-1]
+	if coarsest == tiers.LevelRaw {
+		// The raw tier alone: a point is kept as it is, or not at all.
+		return tiers.LevelRaw, keeps(tiers.LevelRaw, t)
+	}
 	if !keeps(coarsest, tiers.AlignDown(t, im.pyramid.Tier(coarsest).Step)) {
 		return 0, false
 	}

@@ -683,7 +683,7 @@ func TestKafkaPoisonRecords(t *testing.T) {
 	}{
 		{&kgo.Record{Value: []byte(`{"points":[{"series":"kafka.poison.c","t":` + strconv.FormatInt(from, 10) + `,"v":1},`)}, "invalid", "ends before the JSON is complete", "body"},
 		{&kgo.Record{Value: []byte(`{"series":"kafka.poison.c","t":` + strconv.FormatInt(old, 10) + `,"v":1}`)}, "invalid", "older than the raw tier's retention", "points[0].t"},
-		{&kgo.Record{Value: []byte("\x0a\x02\x0a\x00"), Headers: []kgo.RecordHeader{{Key: "content-type", Value: []byte("application/x-protobuf")}}}, "media", "remote-write records (content-type application/x-protobuf) are not supported by this build", ""},
+		{&kgo.Record{Value: []byte("\x0a\x02\x0a\x00"), Headers: []kgo.RecordHeader{{Key: "content-type", Value: []byte("application/x-protobuf")}}}, "invalid", "not snappy-compressed", "body"},
 	}
 	recs := records(topic, good1, 100)
 	for _, p := range poison {

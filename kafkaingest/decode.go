@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tsgate/tsgate/ingest"
+	"github.com/tsgate/tsgate/params"
 )
 
 // decoder reads the points of one record's value at the clock now (Unix
@@ -27,20 +28,31 @@ const (
 	mediaRemoteWrite = "application/x-protobuf"
 )
 
-// decoders are the record formats, by media type: the /v1/points forms,
-// decoded by the decoders of the HTTP writes. A media type mapped to nil
-// is known but has no decoder in this build: its records go to the
-// dead-letter topic saying so (see unsupported). Label lines and
-// Prometheus remote write plug in here once package ingest decodes them.
+// decoders are the record formats, by media type: the /v1/points forms
+// (labels given by series_labels or label lines), and Prometheus
+// remote-write bodies, decoded by the decoders of the HTTP writes. A
+// media type mapped to nil is known but has no decoder: its records go
+// to the dead-letter topic saying so (see unsupported).
 var decoders = map[string]decoder{
 	mediaJSON:        ingest.DecodeJSON,
 	mediaNDJSON:      ingest.DecodeNDJSON,
-	mediaRemoteWrite: nil,
+	mediaRemoteWrite: decodeRemoteWrite,
 }
 
 // unsupported says why a known media type without a decoder is refused.
-var unsupported = map[string]string{
-	mediaRemoteWrite: "Prometheus remote-write records (content-type application/x-protobuf) are not supported by this build",
+var unsupported = map[string]string{}
+
+// decodeRemoteWrite reads a remote-write body as the HTTP route does;
+// staleness markers and non-finite values are left out, as there.
+func decodeRemoteWrite(r io.Reader, _ int64) (ingest.Batch, error) {
+	rw, err := ingest.DecodeRemoteWrite(r)
+	if err != nil {
+		return ingest.Batch{}, err
+	}
+	if len(rw.Points) == 0 {
+		return ingest.Batch{}, &ingest.ValidationError{Errors: []params.Error{{Param: "body", Message: "no sample that can be stored"}}}
+	}
+	return rw.Batch, nil
 }
 
 // headerContentType is the record header that names its media type.

@@ -2,7 +2,11 @@ package kafkaingest
 
 import (
 	"errors"
+	"strconv"
 	"testing"
+
+	"github.com/klauspost/compress/snappy"
+	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/tsgate/tsgate/ingest"
 )
@@ -26,7 +30,8 @@ func TestDecodeRecordByContentType(t *testing.T) {
 		{"ndjson sniffed", `{"series":"a","t":1,"v":1}`, nil, 1, ""},
 		{"json by header, ndjson body", `{"series":"a","t":1,"v":1}`, []string{"content-type", "application/json"}, 0, "invalid"},
 		{"empty", ``, nil, 0, "invalid"},
-		{"remote write", "\x0a\x00", []string{"content-type", "application/x-protobuf"}, 0, "media"},
+		{"remote write, not snappy", "\x0a\x00", []string{"content-type", "application/x-protobuf"}, 0, "invalid"},
+		{"remote write", remoteWriteBody(2, 3), []string{"content-type", "application/x-protobuf"}, 6, ""},
 		{"unknown", "a", []string{"content-type", "text/plain"}, 0, "media"},
 		{"malformed header", "a", []string{"content-type", "application/json; ="}, 0, "media"},
 	} {
@@ -60,4 +65,18 @@ func TestDecodeRecordRelativeTimes(t *testing.T) {
 	if err != nil || len(pts) != 1 || pts[0].T != t0-1000 {
 		t.Fatalf("%+v, %v; want t=%d", pts, err, t0-1000)
 	}
+}
+
+// remoteWriteBody is a snappy remote-write body of n series of k samples.
+func remoteWriteBody(n, k int) string {
+	var req prompb.WriteRequest
+	for i := range n {
+		ts := prompb.TimeSeries{Labels: []prompb.Label{{Name: "__name__", Value: "up"}, {Name: "instance", Value: strconv.Itoa(i)}}}
+		for j := range k {
+			ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: int64(1768487842000 + j*1000), Value: float64(j)})
+		}
+		req.Timeseries = append(req.Timeseries, ts)
+	}
+	b, _ := req.Marshal()
+	return string(snappy.Encode(nil, b))
 }

@@ -3,6 +3,7 @@ package layering
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -51,7 +52,7 @@ var layers = [][]string{
 // support are test suites, test helpers and tools: they may import any
 // package but commands, and no production package may import them.
 var support = []string{
-	"testkit/storetest", "testkit/querytest", "testkit/apitest", "testkit/promtest",
+	"testkit/storetest", "testkit/querytest", "testkit/apitest", "testkit/promtest", "testkit/promoracle",
 	"integration", "integration/cluster", "layering", "scripts/cassandra/cql",
 }
 
@@ -71,6 +72,16 @@ var pure = []string{"failure", "quantile", "cursor", "index", "tiers", "merge", 
 
 // ioPackages are the standard library's doors to the outside.
 var ioPackages = []string{"os", "os/exec", "os/signal", "net", "net/http", "io/fs", "io/ioutil", "syscall", "path/filepath", "database/sql"}
+
+// frontEnds translate their formats to and from the engine's types
+// (query.Request, query.ManyRequest, their answers) and render errors by
+// kind; engineInternals are what the engine does with a request, which
+// no front end may reach around it for: planning, the fan-out, the
+// scan, the caches, the stores.
+var (
+	frontEnds       = []string{"httpapi", "grafana", "promapi", "kafkaingest"}
+	engineInternals = []string{"router", "partial", "scan", "cache", "tiers/cassandra", "tiers/embedded"}
+)
 
 // restricted are outside imports only some packages may use.
 var restricted = map[string][]string{
@@ -112,6 +123,8 @@ func Check(g Graph) []string {
 					out = append(out, fmt.Sprintf("%s imports the test support package %s", pkg, dep))
 				case slices.Contains(adapters, pkg) && !slices.Contains(adapterImports, dep):
 					out = append(out, fmt.Sprintf("the store adapter %s imports %s; adapters import only tiers, merge and their driver", pkg, dep))
+				case slices.Contains(frontEnds, pkg) && slices.Contains(engineInternals, dep):
+					out = append(out, fmt.Sprintf("the front end %s imports %s; front ends speak to the engine (query, index), never to its internals", pkg, dep))
 				case layered && !slices.Contains(support, dep):
 					if r, ok := rank[dep]; ok && r >= rank[pkg] {
 						out = append(out, fmt.Sprintf("%s (layer %d) imports %s (layer %d); imports go inwards only", pkg, rank[pkg], dep, r))
@@ -197,6 +210,9 @@ func TestCheckCatchesBackEdges(t *testing.T) {
 		{"gateway", module + "/cmd/gateway", "nothing imports a command"},
 		{"integration", module + "/cmd/gateway", "nothing imports a command"},
 		{"query", module + "/testkit/querytest", "test support package"},
+		{"httpapi", module + "/router", "front ends speak to the engine"},
+		{"promapi", module + "/partial", "front ends speak to the engine"},
+		{"grafana", module + "/tiers/embedded", "front ends speak to the engine"},
 		{"router", "os", "must do no I/O"},
 		{"query", "net/http", "must do no I/O"},
 		{"rollup", "github.com/apache/cassandra-gocql-driver/v2", "only"},
@@ -213,6 +229,29 @@ func TestCheckCatchesBackEdges(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("an import of %s by %s was not reported (%q)", c.to, c.from, c.want)
+		}
+	}
+}
+
+// TestArchitectureNamesEveryPackage keeps docs/architecture.md and the
+// layering together: every package of a layer is named in the document
+// (as `name` or in its layer diagram), so that neither can drift.
+func TestArchitectureNamesEveryPackage(t *testing.T) {
+	doc, err := os.ReadFile("../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	for _, layer := range layers {
+		for _, pkg := range layer {
+			if !strings.Contains(text, pkg) {
+				t.Errorf("docs/architecture.md does not name the package %s", pkg)
+			}
+		}
+	}
+	for _, pkg := range support {
+		if !strings.Contains(text, pkg) {
+			t.Errorf("docs/architecture.md does not name the test support %s", pkg)
 		}
 	}
 }

@@ -315,7 +315,7 @@ func (r *Run) Range(span tiers.Span) (lo, hi int) {
 // read partition by partition.
 type BucketRead struct {
 	Run  *Run
-	Load func(ctx context.Context, stats *Stats) (*Run, error)
+	Load func(ctx context.Context) (*Run, error)
 	// Rest are the reads of the group the run does not cover (a late
 	// partition that may still change), merged on top of it.
 	Rest []tiers.ReadRequest

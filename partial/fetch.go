@@ -313,7 +313,7 @@ func (s *Stream) startLauncher(head *pendingGroup) bool {
 					return nil
 				}
 				s.eg.Go(func() error {
-					run, err := br.Load(gctx, stats)
+					run, err := br.Load(gctx)
 					s.releaseReads(loadReads)
 					gf.load <- loadResult{run, err}
 					return nil

@@ -495,7 +495,7 @@ func (b runBuckets) Bucket(g Group) BucketRead {
 		case 1:
 			br := b.cached(g)
 			run := br.Run
-			br.Run, br.Load = nil, func(context.Context, *Stats) (*Run, error) { return run, nil }
+			br.Run, br.Load = nil, func(context.Context) (*Run, error) { return run, nil }
 			return br
 		case 2:
 			return BucketRead{}

@@ -31,7 +31,6 @@ import (
 	"github.com/tsgate/tsgate/index"
 	"github.com/tsgate/tsgate/params"
 	"github.com/tsgate/tsgate/query"
-	"github.com/tsgate/tsgate/router"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -255,7 +254,7 @@ func (q *querier) Select(ctx context.Context, _ bool, hints *storage.SelectHints
 	for i, s := range series {
 		g.Go(func() error {
 			req := query.Request{Series: s.id, From: params.At(span.From), To: params.At(span.To),
-				Resolution: router.Resolution{Kind: router.RawPoints}, Limit: q.q.a.deps.MaxLimit, SLO: slo, Start: start}
+				Resolution: query.Raw, Limit: q.q.a.deps.MaxLimit, SLO: slo, Start: start}
 			var pts []chunks.Sample
 			for it, err := range q.q.a.deps.Many.All(gctx, req, nil) {
 				switch {

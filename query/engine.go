@@ -11,12 +11,15 @@
 package query
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"time"
 
+	"github.com/tsgate/tsgate/cache"
 	"github.com/tsgate/tsgate/cursor"
 	"github.com/tsgate/tsgate/failure"
 	"github.com/tsgate/tsgate/jsonenc"
@@ -137,6 +140,10 @@ type Deps struct {
 	// rolled up, which reads finer tiers, never wrong data.
 	Watermarks WatermarkSource
 	Signer     *cursor.Signer
+	// Results, when not nil, caches complete windows of answers: a repeat
+	// or a slide of a windowed read takes from it the windows it holds
+	// and reads only the rest.
+	Results *cache.Windows
 	// Now is the clock that decides what data is current and resolves
 	// relative times; time.Now when nil. Budgets run on the wall clock
 	// whatever it says.
@@ -315,14 +322,21 @@ func (e *engine) Query(ctx context.Context, req Request) (Result, error) {
 		cancel()
 		return nil, err
 	}
+	// Percentiles read the rollup rows' sketches; reads without them
+	// never touch the extras.
+	r.extras = p.Extras || NeedsExtras(p.Aggs)
+	if e.Results != nil && plan.Step > 0 && !req.Desc {
+		r.useResults(info, plan, e.watermarks(ctx))
+		if r.page.Empty() {
+			return r, nil // every window of the page is cached
+		}
+	}
 	segs := e.scan.Segments(info, plan.Segments, r.page, req.Desc)
 	if err := e.checkPartitions(ctx, info, &p, plan, segs, r.page, now); err != nil {
 		cancel()
 		return nil, err
 	}
-	if r.extras = p.Extras || NeedsExtras(p.Aggs); r.extras {
-		// Percentiles read the rollup rows' sketches; reads without them
-		// never touch the extras.
+	if r.extras {
 		for i := range segs {
 			segs[i].Extras = true
 		}
@@ -353,6 +367,61 @@ func (e *engine) Query(ctx context.Context, req Request) (Result, error) {
 			func(row tiers.Row) int64 { return row.T }, fold)
 	}
 	return r, nil
+}
+
+// useResults takes the windows the results cache holds from the start of
+// the page on, moving the page's start past them, and sets up the filling
+// of the cache with the windows the page reads whose rows are all final:
+// in the plan's segment of its own tier (finer tiers stitch the recent
+// part), ending by that tier's watermark. Late corrections and imports
+// give the series a new generation, which the key holds.
+func (r *result) useResults(info tiers.SeriesInfo, plan router.Plan, wm tiers.Watermarks) {
+	if plan.Tier == tiers.LevelRaw || int(plan.Tier) >= len(wm) {
+		return
+	}
+	key := cache.WindowKey{Series: info.ID, Generation: info.Generation, Level: plan.Tier, Step: plan.Step, Extras: r.extras}
+	results := r.e.Results
+	if span, rows, ok := results.Get(key, r.page.From); ok {
+		to := min(span.To, r.page.To)
+		r.cached = rows[:searchItems(rows, to)]
+		r.page.From = to
+		r.last = to
+	}
+	var final tiers.Span
+	for _, seg := range plan.Segments {
+		if seg.Tier == plan.Tier {
+			final = seg.Span
+			break
+		}
+	}
+	final = tiers.Span{From: tiers.AlignUp(final.From, plan.Step), To: tiers.AlignDown(min(final.To, wm[plan.Tier]), plan.Step)}
+	if fill := final.Intersect(r.page); !fill.Empty() {
+		r.fill = &resultsFill{key: key, span: fill}
+	}
+}
+
+// resultsFill gathers the windows a page reads for the results cache.
+type resultsFill struct {
+	key  cache.WindowKey
+	span tiers.Span // the windows whose rows are all final
+	rows []tiers.Row
+}
+
+// record keeps the window starting at t if it is one to cache.
+func (f *resultsFill) record(t int64, row tiers.Row) {
+	if t >= f.span.From && t < f.span.To {
+		row.T = t
+		// Cached rows are shared and kept: their extras in a form of
+		// their own, the sketch encoded.
+		row.X = row.X.Detach(row)
+		f.rows = append(f.rows, row)
+	}
+}
+
+// searchItems is the index of the first row at or after t.
+func searchItems(rows []tiers.Row, t int64) int {
+	i, _ := slices.BinarySearchFunc(rows, t, func(r tiers.Row, t int64) int { return cmp.Compare(r.T, t) })
+	return i
 }
 
 // rowsAreWindows tells whether every row the plan reads is a window of its
@@ -500,6 +569,11 @@ type result struct {
 	// extras: the page reads the rollup rows' extras (percentiles, or
 	// Request.Extras).
 	extras bool
+	// cached are the windows the results cache gave, delivered before
+	// the stream's (ci of them so far); fill gathers those to give it.
+	cached []tiers.Row
+	ci     int
+	fill   *resultsFill
 }
 
 // windowComplete reports whether the stream has delivered every row of the
@@ -563,9 +637,22 @@ func (r *result) pull() (Item, bool) {
 		r.hasPeek = false
 		return r.peek, true
 	}
+	if r.ci < len(r.cached) {
+		it := r.itemOf(r.cached[r.ci])
+		r.ci++
+		return it, true
+	}
 	if r.stream == nil {
 		return Item{}, false
 	}
+	it, ok := r.pullStream()
+	if ok && r.fill != nil {
+		r.fill.record(it.T, it.Row)
+	}
+	return it, ok
+}
+
+func (r *result) pullStream() (Item, bool) {
 	if r.windows != nil {
 		if !r.windows.Next() {
 			// The input stopped early. The window it was filling is whole
@@ -649,7 +736,7 @@ var aggFields = [...]int{Min: partial.FieldMin, Max: partial.FieldMax, Sum: part
 
 // NextBatch moves past up to limit items at once; see Result.
 func (r *result) NextBatch(limit int) (Batch, bool) {
-	if r.finished || r.hasPeek || r.windows != nil || r.stream == nil {
+	if r.finished || r.hasPeek || r.windows != nil || r.stream == nil || r.ci < len(r.cached) {
 		return Batch{}, false
 	}
 	if r.head.Plan.Step > 0 && NeedsExtras(r.head.Aggs) {
@@ -660,6 +747,12 @@ func (r *result) NextBatch(limit int) (Batch, bool) {
 	s, ok := r.stream.NextRun(min(limit, r.limit-r.n))
 	if !ok {
 		return Batch{}, false
+	}
+	if r.fill != nil {
+		for i := range s.Len() {
+			row := s.Row(i)
+			r.fill.record(row.T, row)
+		}
 	}
 	if r.head.Plan.Step > 0 && r.fields == nil {
 		r.fields = make([]int, len(r.head.Aggs))
@@ -725,6 +818,15 @@ func (r *result) finish(limited bool) {
 		}
 		t.Partial = true
 		t.Reason = partial.Reason(stopErr)
+	}
+	if r.e.Results != nil {
+		r.e.Results.Served(r.ci)
+		if f := r.fill; f != nil && min(pos, f.span.To) > f.span.From {
+			// Every window before pos was delivered: those of the fill's
+			// span are complete.
+			done := tiers.Span{From: f.span.From, To: min(pos, f.span.To)}
+			r.e.Results.Put(f.key, done, f.rows[:searchItems(f.rows, done.To)])
+		}
 	}
 	if pos != end {
 		t.NextCursor = r.e.Signer.Encode(cursor.Cursor{

@@ -25,7 +25,6 @@ import (
 	"github.com/tsgate/tsgate/index"
 	"github.com/tsgate/tsgate/membudget"
 	"github.com/tsgate/tsgate/params"
-	"github.com/tsgate/tsgate/router"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -450,9 +449,6 @@ type TierPartitions struct {
 	Name       string
 	Partitions int
 }
-
-// Plan is the engine's plan of a read, as explanations show it.
-type Plan = router.Plan
 
 // Explain plans a many-series read without reading any point: the series
 // the selectors match, and every partition their reads would open.

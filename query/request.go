@@ -54,6 +54,25 @@ type Request struct {
 	Start time.Time
 }
 
+// The types of the router that requests and answers carry, under the
+// engine's names: front ends read and build them without planning
+// anything themselves.
+type (
+	// Resolution is what a request asks of the answer's windows.
+	Resolution = router.Resolution
+	// Plan is the engine's plan of a read: tier, window, segments.
+	Plan = router.Plan
+	// Segment is the part of a plan one tier serves.
+	Segment = router.Segment
+)
+
+// Raw asks for raw points.
+var Raw = Resolution{Kind: router.RawPoints}
+
+// ParseResolution reads the resolution parameter: auto, raw, or a window
+// of at least a second.
+func ParseResolution(s string) (Resolution, error) { return router.ParseResolution(s) }
+
 // Limits are the defaults and bounds a request is normalised against.
 type Limits struct {
 	DefaultSLO, MaxSLO     time.Duration

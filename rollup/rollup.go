@@ -16,6 +16,7 @@
 package rollup
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -48,6 +49,10 @@ type Store interface {
 	tiers.PartitionWriter
 	tiers.RollupLog
 	LookupSeries(ctx context.Context, id string) (tiers.SeriesInfo, error)
+	// MarkRewritten gives series new generations: the worker calls it
+	// for series whose rows it corrected below the watermarks, where
+	// caches may hold them as final.
+	MarkRewritten(ctx context.Context, ids []string) error
 }
 
 // Config tunes the worker.
@@ -251,18 +256,25 @@ func (w *Worker) runSlots(ctx context.Context, all bool) (rep Report, more bool,
 
 	var rowsRead atomic.Int64
 	counts := make([]atomic.Int64, len(w.pyramid))
+	earliest := map[string][]int64{} // series -> per level, the end of the earliest window rewritten
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(w.cfg.Parallelism)
 	for series, windows := range dirty {
 		g.Go(func() error {
-			n, err := w.recompute(gctx, series, windows, 1, &rowsRead)
+			n, ends, err := w.recompute(gctx, series, windows, 1, &rowsRead)
 			for l := range n {
 				counts[l].Add(n[l])
 			}
+			mu.Lock()
+			earliest[series] = ends
+			mu.Unlock()
 			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
+		return rep, false, err
+	}
+	if err := w.markCorrections(ctx, earliest); err != nil {
 		return rep, false, err
 	}
 	for _, l := range w.pyramid.Rollups() {
@@ -304,7 +316,9 @@ func (w *Worker) RollUpFrom(ctx context.Context, series string, level tiers.Leve
 		return out, nil
 	}
 	var rowsRead atomic.Int64
-	n, err := w.recompute(ctx, series, slices.Clone(windows), level+1, &rowsRead)
+	// The caller marks the series rewritten: an import rewrites rows
+	// below the watermarks by design.
+	n, _, err := w.recompute(ctx, series, slices.Clone(windows), level+1, &rowsRead)
 	for _, l := range w.pyramid.Levels()[level+1:] {
 		if n[l] > 0 {
 			out[w.pyramid.Tier(l).Name] = n[l]
@@ -316,16 +330,24 @@ func (w *Worker) RollUpFrom(ctx context.Context, series string, level tiers.Leve
 // recompute rebuilds, from tier first on, the rows of one series' windows
 // that contain the given dirty instants (windows of the finest rollup tier
 // for the log's entries) and of the windows of every coarser tier that
-// contain them.
-func (w *Worker) recompute(ctx context.Context, series string, windows []int64, first tiers.Level, rowsRead *atomic.Int64) ([]int64, error) {
-	counts := make([]int64, len(w.pyramid))
+// contain them. It returns the rows written per level and, per level, the
+// end of the earliest window written (tiers.MaxTime where none was).
+func (w *Worker) recompute(ctx context.Context, series string, windows []int64, first tiers.Level, rowsRead *atomic.Int64) (counts, earliest []int64, err error) {
+	counts = make([]int64, len(w.pyramid))
+	earliest = make([]int64, len(w.pyramid))
+	for l := range earliest {
+		earliest[l] = tiers.MaxTime
+	}
 	info, err := w.store.LookupSeries(ctx, series)
 	if errors.Is(err, tiers.ErrNotFound) {
-		return counts, nil // the registry entry is written first; nothing to do without it
+		return counts, earliest, nil // the registry entry is written first; nothing to do without it
 	}
 	if err != nil {
-		return counts, fmt.Errorf("series %s: %w", series, err)
+		return counts, earliest, fmt.Errorf("series %s: %w", series, err)
 	}
+	// No watermark reaches past this while the run lasts: windows ending
+	// later cannot be held as final by any reader.
+	complete := w.now().UnixMilli() - w.cfg.Lateness.Milliseconds()
 	dirty := windows
 	for _, l := range w.pyramid.Levels()[first:] {
 		t := w.pyramid.Tier(l)
@@ -339,19 +361,106 @@ func (w *Worker) recompute(ctx context.Context, series string, windows []int64, 
 		for _, run := range runs(dirty, t.Step) {
 			rows, err := w.aggregate(ctx, info, src, run, t.Step, &stats)
 			if err != nil {
-				return counts, fmt.Errorf("series %s: recompute %s windows: %w", series, t.Name, err)
+				return counts, earliest, fmt.Errorf("series %s: recompute %s windows: %w", series, t.Name, err)
 			}
 			if len(rows) == 0 {
 				continue
 			}
+			if rows[0].T+t.Step <= complete {
+				// Rows a cache may hold as final: note where they change.
+				end, err := w.firstChange(ctx, info, l, rows, complete, &stats)
+				if err != nil {
+					return counts, earliest, fmt.Errorf("series %s: read %s rows: %w", series, t.Name, err)
+				}
+				earliest[l] = min(earliest[l], end)
+			}
 			if err := w.write(ctx, series, t, rows); err != nil {
-				return counts, fmt.Errorf("series %s: write %s rows: %w", series, t.Name, err)
+				return counts, earliest, fmt.Errorf("series %s: write %s rows: %w", series, t.Name, err)
 			}
 			counts[l] += int64(len(rows))
 		}
 		rowsRead.Add(stats.RowsRead.Load())
 	}
-	return counts, nil
+	return counts, earliest, nil
+}
+
+// firstChange compares the rows about to be written to tier l that end by
+// complete with those stored, and returns the end of the first window
+// whose row changes (tiers.MaxTime when none does): its aggregates or its
+// extras as stored (tiers.SameRow; a row stored before rollups kept extras
+// changes when it gains them). Most windows that old are rewritten
+// unchanged — slots a forced run took are taken again by the next regular
+// run — and only a change must reach the caches.
+func (w *Worker) firstChange(ctx context.Context, info tiers.SeriesInfo, l tiers.Level, rows []tiers.Row, complete int64, stats *partial.Stats) (int64, error) {
+	step := w.pyramid.Tier(l).Step
+	n, _ := slices.BinarySearchFunc(rows, complete, func(r tiers.Row, c int64) int { return cmp.Compare(r.T+step, c+1) })
+	rows = rows[:n]
+	if len(rows) == 0 {
+		return tiers.MaxTime, nil
+	}
+	stream, err := w.scan.ReadTier(ctx, info, l, tiers.Span{From: rows[0].T, To: rows[len(rows)-1].T + step}, true, stats)
+	if err != nil {
+		return 0, err
+	}
+	defer stream.Close()
+	i := 0
+	for stream.Next() {
+		old := stream.At()
+		for i < len(rows) && rows[i].T < old.T {
+			return rows[i].T + step, nil // a window that had no row
+		}
+		if i < len(rows) && rows[i].T == old.T {
+			if !tiers.SameRow(rows[i], old) {
+				return rows[i].T + step, nil
+			}
+			i++
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return 0, err
+	}
+	if i < len(rows) {
+		return rows[i].T + step, nil
+	}
+	return tiers.MaxTime, nil
+}
+
+// markCorrections gives a new generation to every series of which the run
+// rewrote a window that ends at or before its tier's watermark: readers
+// take such windows as final and cache them (keyed by the generation), so
+// a rewrite there — late points, which arrive after the windows were
+// complete for on-time ones — must change the key. The watermarks are read
+// after the rows were written: a reader that cached a window before the
+// write saw a watermark no later than these, and one that reads after it
+// gets the new rows.
+func (w *Worker) markCorrections(ctx context.Context, earliest map[string][]int64) error {
+	if len(earliest) == 0 {
+		return nil
+	}
+	wm, err := w.readWatermarks(ctx)
+	if err != nil {
+		return fmt.Errorf("read rollup checkpoints: %w", err)
+	}
+	var ids []string
+	for series, ends := range earliest {
+		for _, l := range w.pyramid.Rollups() {
+			if int(l) < len(ends) && ends[l] <= wm[l] {
+				ids = append(ids, series)
+				break
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	slices.Sort(ids)
+	if err := w.store.MarkRewritten(ctx, ids); err != nil {
+		return fmt.Errorf("mark %d series with corrected rollups: %w", len(ids), err)
+	}
+	if w.metrics != nil {
+		w.metrics.corrected.Add(float64(len(ids)))
+	}
+	return nil
 }
 
 // runs merges sorted window starts into contiguous spans of whole windows.
@@ -410,6 +519,31 @@ func (w *Worker) write(ctx context.Context, series string, t *tiers.Tier, rows [
 	return w.store.Write(ctx, writes)
 }
 
+// readWatermarks computes the watermarks from the checkpoints in the store.
+func (w *Worker) readWatermarks(ctx context.Context) (tiers.Watermarks, error) {
+	wm := tiers.NoWatermarks(w.pyramid)
+	cp, ok, err := w.store.Checkpoint(ctx, CheckpointName)
+	if err != nil {
+		return nil, err
+	}
+	forced, forcedOK, err := w.store.Checkpoint(ctx, ForcedName)
+	if err != nil {
+		return nil, err
+	}
+	if forcedOK && (!ok || forced > cp) {
+		cp, ok = forced, true
+	}
+	if ok {
+		// Points of a window that ends before cp - lateness were all written
+		// before cp, so the log slots before cp hold every change to it.
+		complete := cp - w.cfg.Lateness.Milliseconds()
+		for _, l := range w.pyramid.Rollups() {
+			wm[l] = tiers.AlignDown(complete, w.pyramid.Tier(l).Step)
+		}
+	}
+	return wm, nil
+}
+
 func (w *Worker) invalidateWatermarks() {
 	w.wmMu.Lock()
 	w.wmChecked = false
@@ -427,29 +561,12 @@ func (w *Worker) Watermarks(ctx context.Context) tiers.Watermarks {
 	if w.wmChecked && w.now().Sub(w.wmAt) < 5*time.Second {
 		return w.wmCached
 	}
-	none := tiers.NoWatermarks(w.pyramid)
-	cp, ok, err := w.store.Checkpoint(ctx, CheckpointName)
+	wm, err := w.readWatermarks(ctx)
 	if err != nil {
-		return none // not cached: try again next time
-	}
-	forced, forcedOK, err := w.store.Checkpoint(ctx, ForcedName)
-	if err != nil {
-		return none
-	}
-	if forcedOK && (!ok || forced > cp) {
-		cp, ok = forced, true
-	}
-	wm := none
-	if ok {
-		// Points of a window that ends before cp - lateness were all written
-		// before cp, so the log slots before cp hold every change to it.
-		complete := cp - w.cfg.Lateness.Milliseconds()
-		for _, l := range w.pyramid.Rollups() {
-			wm[l] = tiers.AlignDown(complete, w.pyramid.Tier(l).Step)
-		}
+		return tiers.NoWatermarks(w.pyramid) // not cached: try again next time
 	}
 	w.wmCached, w.wmAt, w.wmChecked = wm, w.now(), true
-	if w.metrics != nil && ok {
+	if w.metrics != nil && wm[len(wm)-1] != tiers.MinTime {
 		for _, l := range w.pyramid.Rollups() {
 			w.metrics.lag.WithLabelValues(w.pyramid[l].Name).Set(float64(w.now().UnixMilli()-wm[l]) / 1000)
 		}

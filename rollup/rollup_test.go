@@ -54,7 +54,8 @@ func write(t *testing.T, env *querytest.Env, pts ...ingest.Point) {
 }
 
 // A point that arrives a day late corrects its minute, hour and day rows
-// at the next run, and a second run changes nothing.
+// at the next run, giving the series a new generation (caches hold those
+// rows as final), and a second run changes nothing.
 func TestLatePointCorrectsEveryTier(t *testing.T) {
 	env := newEnv(t)
 	ctx := context.Background()
@@ -88,6 +89,25 @@ func TestLatePointCorrectsEveryTier(t *testing.T) {
 		}
 	}
 	check(4, 6, 10, 2)
+	generation := func() int64 {
+		t.Helper()
+		info, err := env.Store.LookupSeries(ctx, "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.Generation
+	}
+	// Points on time change windows no cache takes as final yet: the
+	// series keeps its generation.
+	gen := generation()
+	env.Clock.Advance(time.Minute)
+	write(t, env, ingest.Point{Series: "s", T: env.Clock.Now().UnixMilli() - tiers.Second, V: 1})
+	if _, err := env.Rollups.RunOnce(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if g := generation(); g != gen {
+		t.Fatalf("an on-time point changed the series' generation from %d to %d", gen, g)
+	}
 	// A day later (the clock moves), a late point for the same minute.
 	env.Clock.Advance(time.Hour)
 	res, err := env.Writer.Write(ctx, []ingest.Point{{Series: "s", T: minute + 30, V: -2}, {Series: "s", T: minute + 10, V: 5}})
@@ -98,10 +118,19 @@ func TestLatePointCorrectsEveryTier(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(-2, 6, 9, 3)
+	// The corrected windows were complete, and cacheable: the series has
+	// a new generation, which caches key on.
+	if g := generation(); g == gen {
+		t.Fatalf("the late correction left the series' generation at %d", g)
+	}
+	gen = generation()
 	if _, err := env.Rollups.RunOnce(ctx, true); err != nil {
 		t.Fatal(err)
 	}
 	check(-2, 6, 9, 3)
+	if g := generation(); g != gen {
+		t.Fatalf("a run with nothing to do changed the generation from %d to %d", gen, g)
+	}
 }
 
 // A regular run leaves slots alone until no on-time point can still land in

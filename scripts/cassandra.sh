@@ -95,6 +95,8 @@ die() { log "$*"; exit 1; }
 
 # shellcheck source=lib/install.sh
 . "$ROOT/scripts/lib/install.sh"
+# shellcheck source=lib/process.sh
+. "$ROOT/scripts/lib/process.sh"
 # shellcheck source=lib/jvm.sh
 . "$ROOT/scripts/lib/jvm.sh"
 

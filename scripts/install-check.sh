@@ -41,6 +41,7 @@ TOOLS=(
   "shellcheck:command -v shellcheck"
   "JDK 17:for j in /usr/lib/jvm/*/bin/java; do [ -x \$j ] && \$j -version 2>&1 | grep -q 'version \"17' && exit 0; done; exit 1"
   "maven:command -v mvn"
+  "prometheus:command -v prometheus && command -v promtool"
 )
 
 # build_base makes the minimal root once: debootstrap's minbase with sudo

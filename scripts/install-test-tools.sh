@@ -7,7 +7,8 @@
 # browser of its own), curl (the runnable API examples, the client tests),
 # Python with venv (the Python client) and shellcheck (make shellcheck);
 # JDK 17 and Maven for the Cassandra and Kafka test nodes (scripts/cassandra.sh
-# tools, scripts/kafka.sh tools);
+# tools, scripts/kafka.sh tools); Prometheus, the server the PromQL answers
+# are compared with (scripts/prometheus.sh tools);
 # then the npm projects api/lint and api/clients/typescript (npm ci, from
 # their committed package-lock.json) and the Python client generator in a
 # venv under api/clients/python/.venv (git-ignored). npm runs no install
@@ -33,6 +34,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt_install "${missing[@]}"
 fi
 scripts/cassandra.sh tools >/dev/null
+scripts/prometheus.sh tools >/dev/null
 
 # An npm project is installed again when its lock file changed since.
 for dir in api/lint api/clients/typescript; do

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"slices"
 
 	"github.com/tsgate/tsgate/quantile"
 )
@@ -170,6 +171,21 @@ func (x *Extras) Compact(r Row) *Extras {
 	} else {
 		c.Sketch = x.Live.AppendBinary(nil)
 	}
+	return &c
+}
+
+// Detach returns x as Compact does, with a sketch encoding of its own
+// rather than a slice of what a read decoded: for windows a cache keeps
+// after the read is done. x itself is left as it is.
+func (x *Extras) Detach(r Row) *Extras {
+	if x == nil {
+		return nil
+	}
+	if x.Live != nil {
+		return x.Compact(r)
+	}
+	c := *x
+	c.Sketch = slices.Clone(x.Sketch)
 	return &c
 }
 
@@ -368,4 +384,22 @@ func (r Row) ExtrasBytes() int64 {
 		return 0
 	}
 	return 96 + int64(len(r.X.Sketch))
+}
+
+// SameRow reports whether a and b are the same row as a store keeps it:
+// the same time and aggregates, and extras with the same encoding
+// (AppendExtras), so that a row recomputed with a live sketch equals the
+// row stored from the same values. Comparing rows with == would compare
+// their extras' pointers.
+func SameRow(a, b Row) bool {
+	if a.T != b.T || a.Min != b.Min || a.Max != b.Max || a.Sum != b.Sum || a.Count != b.Count {
+		return false
+	}
+	if a.X == nil || b.X == nil {
+		return a.X == nil && b.X == nil
+	}
+	var buf [2 * 256]byte
+	ea := AppendExtras(buf[:0:256], a)
+	eb := AppendExtras(buf[256:256], b)
+	return string(ea) == string(eb)
 }

@@ -152,3 +152,48 @@ func TestFoldLeavesItsInputsAlone(t *testing.T) {
 		t.Fatalf("the input changed: %g, %+v", after, a.X.Counter)
 	}
 }
+
+// TestSameRow: a window folded from points equals its stored form (its
+// extras encoded and decoded) whatever pointers they hold, and differs
+// from it once a value changes, even when the aggregates stay, or when
+// the stored row knows no extras.
+func TestSameRow(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	fold := func(vs []float64) Row {
+		var w Row
+		for i, v := range vs {
+			w.AddExtras(PointRow(int64(i)*1000, v))
+		}
+		return w
+	}
+	for range 50 {
+		vs := make([]float64, 1+r.IntN(300))
+		for i := range vs {
+			vs[i] = math.Exp(r.NormFloat64() * 3)
+		}
+		live := fold(vs)
+		stored := live
+		x, err := DecodeExtras(stored, AppendExtras(nil, fold(vs)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored.X = x
+		if !SameRow(live, stored) || !SameRow(stored, stored) {
+			t.Fatalf("%d values: a row and its stored form differ", len(vs))
+		}
+		vs[r.IntN(len(vs))] *= 3
+		if changed := fold(vs); SameRow(changed, stored) {
+			t.Fatalf("%d values: a changed value went unnoticed", len(vs))
+		}
+		// The same min, max, sum and count, other values between.
+		a, b := fold([]float64{1, 5, 5, 9}), fold([]float64{1, 4, 6, 9})
+		if SameRow(a, b) {
+			t.Fatal("rows whose sketches differ are the same")
+		}
+		unknown := stored
+		unknown.X = &Extras{}
+		if SameRow(live, unknown) || SameRow(live, Row{T: live.T, Min: live.Min, Max: live.Max, Sum: live.Sum, Count: live.Count}) {
+			t.Fatal("a row without its extras equals one with them")
+		}
+	}
+}

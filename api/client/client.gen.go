@@ -135,6 +135,7 @@ func (e GrafanaMetaNoticesSeverity) Valid() bool {
 // Defines values for GrafanaPayloadConfigName.
 const (
 	GrafanaPayloadConfigNameAgg        GrafanaPayloadConfigName = "agg"
+	GrafanaPayloadConfigNameGroupBy    GrafanaPayloadConfigName = "group_by"
 	GrafanaPayloadConfigNameResolution GrafanaPayloadConfigName = "resolution"
 )
 
@@ -142,6 +143,8 @@ const (
 func (e GrafanaPayloadConfigName) Valid() bool {
 	switch e {
 	case GrafanaPayloadConfigNameAgg:
+		return true
+	case GrafanaPayloadConfigNameGroupBy:
 		return true
 	case GrafanaPayloadConfigNameResolution:
 		return true
@@ -152,12 +155,15 @@ func (e GrafanaPayloadConfigName) Valid() bool {
 
 // Defines values for GrafanaPayloadConfigType.
 const (
-	GrafanaPayloadConfigTypeSelect GrafanaPayloadConfigType = "select"
+	GrafanaPayloadConfigTypeMultiSelect GrafanaPayloadConfigType = "multi-select"
+	GrafanaPayloadConfigTypeSelect      GrafanaPayloadConfigType = "select"
 )
 
 // Valid indicates whether the value is a known member of the GrafanaPayloadConfigType enum.
 func (e GrafanaPayloadConfigType) Valid() bool {
 	switch e {
+	case GrafanaPayloadConfigTypeMultiSelect:
+		return true
 	case GrafanaPayloadConfigTypeSelect:
 		return true
 	default:
@@ -195,6 +201,21 @@ const (
 func (e GrafanaTableType) Valid() bool {
 	switch e {
 	case GrafanaTableTypeTable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GrafanaTagKeyType.
+const (
+	GrafanaTagKeyTypeString GrafanaTagKeyType = "string"
+)
+
+// Valid indicates whether the value is a known member of the GrafanaTagKeyType enum.
+func (e GrafanaTagKeyType) Valid() bool {
+	switch e {
+	case GrafanaTagKeyTypeString:
 		return true
 	default:
 		return false
@@ -525,6 +546,17 @@ type BlockedSeries struct {
 // Column `t`, then `v` for raw points or the requested aggregates.
 type Column string
 
+// GrafanaAdHocFilter One ad hoc filter: a label (`key`) compared with `value` by
+// `operator`, one of `=`, `!=`, `=~`, `!~`, or Grafana's one-of `=|` and
+// `!=|` with `values`. Other operators (`<`, `>`) are refused with a 400.
+type GrafanaAdHocFilter struct {
+	Key                  *string                `json:"key,omitempty"`
+	Operator             *string                `json:"operator,omitempty"`
+	Value                *string                `json:"value,omitempty"`
+	Values               *[]string              `json:"values,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // GrafanaElement The answer for one series, a time series or a table.
 type GrafanaElement struct {
 	union json.RawMessage
@@ -564,7 +596,18 @@ type GrafanaMeta struct {
 		Covered       Span                            `json:"covered"`
 		Partial       bool                            `json:"partial"`
 		PartialReason *GrafanaMetaCustomPartialReason `json:"partialReason,omitempty"`
-		StepMs        int64                           `json:"stepMs"`
+
+		// Series 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
+		// and `..`: URLs drop those as path segments, so such a series could
+		// be written but not read at `/v1/series/{id}`.
+		//
+		//
+		// Example: sensor-1
+		Series *SeriesID `json:"series,omitempty"`
+
+		// SeriesCount How many series the element's group folds (a selector target with `group_by`).
+		SeriesCount *int  `json:"seriesCount,omitempty"`
+		StepMs      int64 `json:"stepMs"`
 
 		// Tier A tier of the aggregation pyramid, by name: `raw`, `minute`,
 		// `hour` and `day` with the default pyramid. An operator may
@@ -589,24 +632,68 @@ type GrafanaMetaCustomPartialReason string
 // GrafanaMetaNoticesSeverity defines model for GrafanaMeta.Notices.Severity.
 type GrafanaMetaNoticesSeverity string
 
-// GrafanaMetric A series as a metric of the query builder.
+// GrafanaMetric A series as a metric of the query builder, or the selector the builder holds.
 type GrafanaMetric struct {
 	// Payloads The payload options the builder offers for it.
 	Payloads []GrafanaPayloadConfig `json:"payloads"`
 
-	// Value 1 to 200 characters of letters, digits and `_ . : -`, other than `.`
-	// and `..`: URLs drop those as path segments, so such a series could
-	// be written but not read at `/v1/series/{id}`.
-	//
-	//
-	// Example: sensor-1
-	Value SeriesID `json:"value"`
+	// Value A series id, or the selector sent as the body's `metric`.
+	Value string `json:"value"`
 }
 
 // GrafanaOption A choice of a builder's select.
 type GrafanaOption struct {
 	Label string `json:"label"`
 	Value string `json:"value"`
+}
+
+// GrafanaPayload A target's options (the plugin's payload); a string holding such an
+// object is read too.
+type GrafanaPayload struct {
+	// Agg One aggregate of each window (`avg` by default).
+	Agg *string `json:"agg,omitempty"`
+
+	// GroupBy For a selector target: a comma list of label names (or a list
+	// of names); one time series per group of equal values of them,
+	// each window aggregating all the group's points. Empty text: one
+	// group of all the series. Needs an aggregated resolution.
+	GroupBy *GrafanaPayload_GroupBy `json:"group_by,omitempty"`
+
+	// Match A PromQL selector, or a list of them (the series any matches):
+	// the target reads every series they match instead of the target's
+	// text.
+	Match *GrafanaPayload_Match `json:"match,omitempty"`
+
+	// Resolution `auto` (the default), `raw`, or a window (`5m`).
+	Resolution           *string                `json:"resolution,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// GrafanaPayloadGroupBy0 defines model for GrafanaPayload.GroupBy.0.
+type GrafanaPayloadGroupBy0 = string
+
+// GrafanaPayloadGroupBy1 defines model for GrafanaPayload.GroupBy.1.
+type GrafanaPayloadGroupBy1 = []string
+
+// GrafanaPayload_GroupBy For a selector target: a comma list of label names (or a list
+// of names); one time series per group of equal values of them,
+// each window aggregating all the group's points. Empty text: one
+// group of all the series. Needs an aggregated resolution.
+type GrafanaPayload_GroupBy struct {
+	union json.RawMessage
+}
+
+// GrafanaPayloadMatch0 defines model for GrafanaPayload.Match.0.
+type GrafanaPayloadMatch0 = string
+
+// GrafanaPayloadMatch1 defines model for GrafanaPayload.Match.1.
+type GrafanaPayloadMatch1 = []string
+
+// GrafanaPayload_Match A PromQL selector, or a list of them (the series any matches):
+// the target reads every series they match instead of the target's
+// text.
+type GrafanaPayload_Match struct {
+	union json.RawMessage
 }
 
 // GrafanaPayloadConfig defines model for GrafanaPayloadConfig.
@@ -622,6 +709,32 @@ type GrafanaPayloadConfigName string
 
 // GrafanaPayloadConfigType defines model for GrafanaPayloadConfig.Type.
 type GrafanaPayloadConfigType string
+
+// GrafanaQueryEnvelope Grafana's query request as the plugin posts it. Every member is
+// optional, and members not listed here are ignored.
+type GrafanaQueryEnvelope struct {
+	// AdhocFilters The ad hoc filters as older plugins send them; used when `filters` is absent.
+	AdhocFilters *[]GrafanaAdHocFilter `json:"adhocFilters,omitempty"`
+
+	// Filters The dashboard's ad hoc filters (the plugin since v0.6.4). They
+	// narrow every selector target, as matchers added to its
+	// selectors; targets that name series by id are read as named.
+	Filters *[]GrafanaAdHocFilter `json:"filters,omitempty"`
+
+	// IntervalMs The narrowest window (with resolution auto).
+	IntervalMs *float32 `json:"intervalMs,omitempty"`
+
+	// MaxDataPoints At most this many windows per series (with resolution auto).
+	MaxDataPoints *float32 `json:"maxDataPoints,omitempty"`
+
+	// Range The read's range: `from` and `to`, RFC 3339 (or Unix milliseconds, or `now-6h`).
+	Range *struct {
+		From *string `json:"from,omitempty"`
+		To   *string `json:"to,omitempty"`
+	} `json:"range,omitempty"`
+	Targets              *[]GrafanaTarget       `json:"targets,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
 
 // GrafanaTable A table target of the older plugin (`name` is the series id), or the
 // frame of an annotation query (fields time, timeEnd, title, text,
@@ -648,6 +761,46 @@ type GrafanaTableColumnsType string
 // GrafanaTableType defines model for GrafanaTable.Type.
 type GrafanaTableType string
 
+// GrafanaTagKey A label name, as an ad hoc filter's key.
+type GrafanaTagKey struct {
+	Text string            `json:"text"`
+	Type GrafanaTagKeyType `json:"type"`
+}
+
+// GrafanaTagKeyType defines model for GrafanaTagKey.Type.
+type GrafanaTagKeyType string
+
+// GrafanaTagValue A label value, as an ad hoc filter's value.
+type GrafanaTagValue struct {
+	Text string `json:"text"`
+}
+
+// GrafanaTagValuesEnvelope The body of `/grafana/tag-values` as Grafana sends it: `key`, the
+// label whose values to list, beside the filters already set and the
+// time range, which are ignored.
+type GrafanaTagValuesEnvelope struct {
+	Key                  *string                `json:"key,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// GrafanaTarget One query of a panel.
+type GrafanaTarget struct {
+	Hide *bool `json:"hide,omitempty"`
+
+	// Payload A target's options (the plugin's payload); a string holding such an
+	// object is read too.
+	Payload *GrafanaPayload `json:"payload,omitempty"`
+	RefID   *string         `json:"refId,omitempty"`
+
+	// Target A series id, Grafana's regex-escaped value of a variable (`s\.42`)
+	// or its multi-value group of ids (`(a|b)`); or a PromQL selector
+	// (any text with a `{`: `cpu{host=~"(a|b)"}`), which reads every
+	// series it matches. With `payload.match`, the target only names
+	// the query.
+	Target               *string                `json:"target,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // GrafanaTimeSeries defines model for GrafanaTimeSeries.
 type GrafanaTimeSeries struct {
 	// Datapoints `[value, t]` pairs, ascending; `value` is `null` for an aggregate that overflows.
@@ -657,8 +810,20 @@ type GrafanaTimeSeries struct {
 	Meta  *GrafanaMeta `json:"meta,omitempty"`
 	RefID string       `json:"refId"`
 
-	// Target The series id.
+	// Tags A selector target's element's labels: the series' labels and
+	// its id as `series`, or the group's values of the `group_by`
+	// labels. Grafana makes them the labels of the frame's value field.
+	Tags *map[string]string `json:"tags,omitempty"`
+
+	// Target The series id; for a selector target, the series' labels
+	// (`cpu{dc="eu",host="a"}`, adding `series="<id>"` where two
+	// series have the same labels; the id when it has none), the
+	// group's values (`{dc="eu"}`), or the target itself for one
+	// group of all series.
 	Target string `json:"target"`
+
+	// Title A selector target's element's name again, which Grafana shows as it is.
+	Title *string `json:"title,omitempty"`
 }
 
 // GrafanaVariableOption A value of a template variable.
@@ -1668,7 +1833,7 @@ type GrafanaPayloadOptionsJSONRequestBody = GrafanaEnvelope
 type GrafanaMetricsJSONRequestBody = GrafanaEnvelope
 
 // GrafanaQueryJSONRequestBody defines body for GrafanaQuery for application/json ContentType.
-type GrafanaQueryJSONRequestBody = GrafanaEnvelope
+type GrafanaQueryJSONRequestBody = GrafanaQueryEnvelope
 
 // GrafanaSearchJSONRequestBody defines body for GrafanaSearch for application/json ContentType.
 type GrafanaSearchJSONRequestBody = GrafanaEnvelope
@@ -1677,7 +1842,7 @@ type GrafanaSearchJSONRequestBody = GrafanaEnvelope
 type GrafanaTagKeysJSONRequestBody = GrafanaEnvelope
 
 // GrafanaTagValuesJSONRequestBody defines body for GrafanaTagValues for application/json ContentType.
-type GrafanaTagValuesJSONRequestBody = GrafanaEnvelope
+type GrafanaTagValuesJSONRequestBody = GrafanaTagValuesEnvelope
 
 // GrafanaVariableJSONRequestBody defines body for GrafanaVariable for application/json ContentType.
 type GrafanaVariableJSONRequestBody = GrafanaEnvelope
@@ -1696,6 +1861,556 @@ type WritePointsJSONRequestBody = WriteRequest
 
 // QueryBatchJSONRequestBody defines body for QueryBatch for application/json ContentType.
 type QueryBatchJSONRequestBody = BatchRequest
+
+// Getter for additional properties for GrafanaAdHocFilter. Returns the specified
+// element and whether it was found
+func (a GrafanaAdHocFilter) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GrafanaAdHocFilter
+func (a *GrafanaAdHocFilter) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GrafanaAdHocFilter to handle AdditionalProperties
+func (a *GrafanaAdHocFilter) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["key"]; found {
+		err = json.Unmarshal(raw, &a.Key)
+		if err != nil {
+			return fmt.Errorf("error reading 'key': %w", err)
+		}
+		delete(object, "key")
+	}
+
+	if raw, found := object["operator"]; found {
+		err = json.Unmarshal(raw, &a.Operator)
+		if err != nil {
+			return fmt.Errorf("error reading 'operator': %w", err)
+		}
+		delete(object, "operator")
+	}
+
+	if raw, found := object["value"]; found {
+		err = json.Unmarshal(raw, &a.Value)
+		if err != nil {
+			return fmt.Errorf("error reading 'value': %w", err)
+		}
+		delete(object, "value")
+	}
+
+	if raw, found := object["values"]; found {
+		err = json.Unmarshal(raw, &a.Values)
+		if err != nil {
+			return fmt.Errorf("error reading 'values': %w", err)
+		}
+		delete(object, "values")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GrafanaAdHocFilter to handle AdditionalProperties
+func (a GrafanaAdHocFilter) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Key != nil {
+		object["key"], err = json.Marshal(a.Key)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'key': %w", err)
+		}
+	}
+
+	if a.Operator != nil {
+		object["operator"], err = json.Marshal(a.Operator)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'operator': %w", err)
+		}
+	}
+
+	if a.Value != nil {
+		object["value"], err = json.Marshal(a.Value)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'value': %w", err)
+		}
+	}
+
+	if a.Values != nil {
+		object["values"], err = json.Marshal(a.Values)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'values': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for GrafanaPayload. Returns the specified
+// element and whether it was found
+func (a GrafanaPayload) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GrafanaPayload
+func (a *GrafanaPayload) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GrafanaPayload to handle AdditionalProperties
+func (a *GrafanaPayload) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["agg"]; found {
+		err = json.Unmarshal(raw, &a.Agg)
+		if err != nil {
+			return fmt.Errorf("error reading 'agg': %w", err)
+		}
+		delete(object, "agg")
+	}
+
+	if raw, found := object["group_by"]; found {
+		err = json.Unmarshal(raw, &a.GroupBy)
+		if err != nil {
+			return fmt.Errorf("error reading 'group_by': %w", err)
+		}
+		delete(object, "group_by")
+	}
+
+	if raw, found := object["match"]; found {
+		err = json.Unmarshal(raw, &a.Match)
+		if err != nil {
+			return fmt.Errorf("error reading 'match': %w", err)
+		}
+		delete(object, "match")
+	}
+
+	if raw, found := object["resolution"]; found {
+		err = json.Unmarshal(raw, &a.Resolution)
+		if err != nil {
+			return fmt.Errorf("error reading 'resolution': %w", err)
+		}
+		delete(object, "resolution")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GrafanaPayload to handle AdditionalProperties
+func (a GrafanaPayload) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Agg != nil {
+		object["agg"], err = json.Marshal(a.Agg)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'agg': %w", err)
+		}
+	}
+
+	if a.GroupBy != nil {
+		object["group_by"], err = json.Marshal(a.GroupBy)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'group_by': %w", err)
+		}
+	}
+
+	if a.Match != nil {
+		object["match"], err = json.Marshal(a.Match)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'match': %w", err)
+		}
+	}
+
+	if a.Resolution != nil {
+		object["resolution"], err = json.Marshal(a.Resolution)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'resolution': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for GrafanaQueryEnvelope. Returns the specified
+// element and whether it was found
+func (a GrafanaQueryEnvelope) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GrafanaQueryEnvelope
+func (a *GrafanaQueryEnvelope) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GrafanaQueryEnvelope to handle AdditionalProperties
+func (a *GrafanaQueryEnvelope) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["adhocFilters"]; found {
+		err = json.Unmarshal(raw, &a.AdhocFilters)
+		if err != nil {
+			return fmt.Errorf("error reading 'adhocFilters': %w", err)
+		}
+		delete(object, "adhocFilters")
+	}
+
+	if raw, found := object["filters"]; found {
+		err = json.Unmarshal(raw, &a.Filters)
+		if err != nil {
+			return fmt.Errorf("error reading 'filters': %w", err)
+		}
+		delete(object, "filters")
+	}
+
+	if raw, found := object["intervalMs"]; found {
+		err = json.Unmarshal(raw, &a.IntervalMs)
+		if err != nil {
+			return fmt.Errorf("error reading 'intervalMs': %w", err)
+		}
+		delete(object, "intervalMs")
+	}
+
+	if raw, found := object["maxDataPoints"]; found {
+		err = json.Unmarshal(raw, &a.MaxDataPoints)
+		if err != nil {
+			return fmt.Errorf("error reading 'maxDataPoints': %w", err)
+		}
+		delete(object, "maxDataPoints")
+	}
+
+	if raw, found := object["range"]; found {
+		err = json.Unmarshal(raw, &a.Range)
+		if err != nil {
+			return fmt.Errorf("error reading 'range': %w", err)
+		}
+		delete(object, "range")
+	}
+
+	if raw, found := object["targets"]; found {
+		err = json.Unmarshal(raw, &a.Targets)
+		if err != nil {
+			return fmt.Errorf("error reading 'targets': %w", err)
+		}
+		delete(object, "targets")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GrafanaQueryEnvelope to handle AdditionalProperties
+func (a GrafanaQueryEnvelope) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.AdhocFilters != nil {
+		object["adhocFilters"], err = json.Marshal(a.AdhocFilters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'adhocFilters': %w", err)
+		}
+	}
+
+	if a.Filters != nil {
+		object["filters"], err = json.Marshal(a.Filters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'filters': %w", err)
+		}
+	}
+
+	if a.IntervalMs != nil {
+		object["intervalMs"], err = json.Marshal(a.IntervalMs)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'intervalMs': %w", err)
+		}
+	}
+
+	if a.MaxDataPoints != nil {
+		object["maxDataPoints"], err = json.Marshal(a.MaxDataPoints)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'maxDataPoints': %w", err)
+		}
+	}
+
+	if a.Range != nil {
+		object["range"], err = json.Marshal(a.Range)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'range': %w", err)
+		}
+	}
+
+	if a.Targets != nil {
+		object["targets"], err = json.Marshal(a.Targets)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'targets': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for GrafanaTagValuesEnvelope. Returns the specified
+// element and whether it was found
+func (a GrafanaTagValuesEnvelope) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GrafanaTagValuesEnvelope
+func (a *GrafanaTagValuesEnvelope) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GrafanaTagValuesEnvelope to handle AdditionalProperties
+func (a *GrafanaTagValuesEnvelope) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["key"]; found {
+		err = json.Unmarshal(raw, &a.Key)
+		if err != nil {
+			return fmt.Errorf("error reading 'key': %w", err)
+		}
+		delete(object, "key")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GrafanaTagValuesEnvelope to handle AdditionalProperties
+func (a GrafanaTagValuesEnvelope) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Key != nil {
+		object["key"], err = json.Marshal(a.Key)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'key': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for GrafanaTarget. Returns the specified
+// element and whether it was found
+func (a GrafanaTarget) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GrafanaTarget
+func (a *GrafanaTarget) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GrafanaTarget to handle AdditionalProperties
+func (a *GrafanaTarget) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["hide"]; found {
+		err = json.Unmarshal(raw, &a.Hide)
+		if err != nil {
+			return fmt.Errorf("error reading 'hide': %w", err)
+		}
+		delete(object, "hide")
+	}
+
+	if raw, found := object["payload"]; found {
+		err = json.Unmarshal(raw, &a.Payload)
+		if err != nil {
+			return fmt.Errorf("error reading 'payload': %w", err)
+		}
+		delete(object, "payload")
+	}
+
+	if raw, found := object["refId"]; found {
+		err = json.Unmarshal(raw, &a.RefID)
+		if err != nil {
+			return fmt.Errorf("error reading 'refId': %w", err)
+		}
+		delete(object, "refId")
+	}
+
+	if raw, found := object["target"]; found {
+		err = json.Unmarshal(raw, &a.Target)
+		if err != nil {
+			return fmt.Errorf("error reading 'target': %w", err)
+		}
+		delete(object, "target")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GrafanaTarget to handle AdditionalProperties
+func (a GrafanaTarget) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Hide != nil {
+		object["hide"], err = json.Marshal(a.Hide)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'hide': %w", err)
+		}
+	}
+
+	if a.Payload != nil {
+		object["payload"], err = json.Marshal(a.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'payload': %w", err)
+		}
+	}
+
+	if a.RefID != nil {
+		object["refId"], err = json.Marshal(a.RefID)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'refId': %w", err)
+		}
+	}
+
+	if a.Target != nil {
+		object["target"], err = json.Marshal(a.Target)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'target': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
 
 // Getter for additional properties for LabelsBody. Returns the specified
 // element and whether it was found
@@ -1827,6 +2542,130 @@ func (t *GrafanaElement) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsGrafanaPayloadGroupBy0 returns the union data inside the GrafanaPayload_GroupBy as a GrafanaPayloadGroupBy0
+func (t GrafanaPayload_GroupBy) AsGrafanaPayloadGroupBy0() (GrafanaPayloadGroupBy0, error) {
+	var body GrafanaPayloadGroupBy0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromGrafanaPayloadGroupBy0 overwrites any union data inside the GrafanaPayload_GroupBy as the provided GrafanaPayloadGroupBy0
+func (t *GrafanaPayload_GroupBy) FromGrafanaPayloadGroupBy0(v GrafanaPayloadGroupBy0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeGrafanaPayloadGroupBy0 performs a merge with any union data inside the GrafanaPayload_GroupBy, using the provided GrafanaPayloadGroupBy0
+func (t *GrafanaPayload_GroupBy) MergeGrafanaPayloadGroupBy0(v GrafanaPayloadGroupBy0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsGrafanaPayloadGroupBy1 returns the union data inside the GrafanaPayload_GroupBy as a GrafanaPayloadGroupBy1
+func (t GrafanaPayload_GroupBy) AsGrafanaPayloadGroupBy1() (GrafanaPayloadGroupBy1, error) {
+	var body GrafanaPayloadGroupBy1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromGrafanaPayloadGroupBy1 overwrites any union data inside the GrafanaPayload_GroupBy as the provided GrafanaPayloadGroupBy1
+func (t *GrafanaPayload_GroupBy) FromGrafanaPayloadGroupBy1(v GrafanaPayloadGroupBy1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeGrafanaPayloadGroupBy1 performs a merge with any union data inside the GrafanaPayload_GroupBy, using the provided GrafanaPayloadGroupBy1
+func (t *GrafanaPayload_GroupBy) MergeGrafanaPayloadGroupBy1(v GrafanaPayloadGroupBy1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t GrafanaPayload_GroupBy) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *GrafanaPayload_GroupBy) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsGrafanaPayloadMatch0 returns the union data inside the GrafanaPayload_Match as a GrafanaPayloadMatch0
+func (t GrafanaPayload_Match) AsGrafanaPayloadMatch0() (GrafanaPayloadMatch0, error) {
+	var body GrafanaPayloadMatch0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromGrafanaPayloadMatch0 overwrites any union data inside the GrafanaPayload_Match as the provided GrafanaPayloadMatch0
+func (t *GrafanaPayload_Match) FromGrafanaPayloadMatch0(v GrafanaPayloadMatch0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeGrafanaPayloadMatch0 performs a merge with any union data inside the GrafanaPayload_Match, using the provided GrafanaPayloadMatch0
+func (t *GrafanaPayload_Match) MergeGrafanaPayloadMatch0(v GrafanaPayloadMatch0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsGrafanaPayloadMatch1 returns the union data inside the GrafanaPayload_Match as a GrafanaPayloadMatch1
+func (t GrafanaPayload_Match) AsGrafanaPayloadMatch1() (GrafanaPayloadMatch1, error) {
+	var body GrafanaPayloadMatch1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromGrafanaPayloadMatch1 overwrites any union data inside the GrafanaPayload_Match as the provided GrafanaPayloadMatch1
+func (t *GrafanaPayload_Match) FromGrafanaPayloadMatch1(v GrafanaPayloadMatch1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeGrafanaPayloadMatch1 performs a merge with any union data inside the GrafanaPayload_Match, using the provided GrafanaPayloadMatch1
+func (t *GrafanaPayload_Match) MergeGrafanaPayloadMatch1(v GrafanaPayloadMatch1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t GrafanaPayload_Match) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *GrafanaPayload_Match) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
 
@@ -1948,7 +2787,7 @@ type ClientInterface interface {
 	//
 	// The choices of the query builder's select named by the body's
 	// `name`: the aggregates for `agg`, common windows for `resolution`,
-	// none for any other name.
+	// the label names for `group_by`, none for any other name.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1959,7 +2798,7 @@ type ClientInterface interface {
 	//
 	// The choices of the query builder's select named by the body's
 	// `name`: the aggregates for `agg`, common windows for `resolution`,
-	// none for any other name.
+	// the label names for `group_by`, none for any other name.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1970,7 +2809,9 @@ type ClientInterface interface {
 	//
 	// Series ids as metrics, each with the payload options `agg` (min, max,
 	// sum, count, avg) and `resolution` (auto, raw or a window).
-	// `payload.prefix` narrows the list.
+	// `payload.prefix` narrows the list. When the body's `metric` (the
+	// builder's current one) is a selector, the list starts with it,
+	// offering `group_by` too.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1981,7 +2822,9 @@ type ClientInterface interface {
 	//
 	// Series ids as metrics, each with the payload options `agg` (min, max,
 	// sum, count, avg) and `resolution` (auto, raw or a window).
-	// `payload.prefix` narrows the list.
+	// `payload.prefix` narrows the list. When the body's `metric` (the
+	// builder's current one) is a selector, the list starts with it,
+	// offering `group_by` too.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1991,12 +2834,22 @@ type ClientInterface interface {
 	// GrafanaQueryWithBody Panel, Explore and annotation queries
 	//
 	// Grafana's whole request envelope; only `range.from`/`range.to` (the
-	// last 6 h when absent), `maxDataPoints`, `intervalMs` and the targets
-	// are used. Hidden and target-less targets are skipped; targets may be
-	// regex-escaped ids (`s\.42`) or multi-value groups (`(a|b)`). Each
-	// series answers as `{"target", "refId", "datapoints": [[value, ms],
-	// ...], "meta"}`, ascending; a partial answer carries a warning notice
-	// in `meta.notices`.
+	// last 6 h when absent), `maxDataPoints`, `intervalMs`, the targets
+	// and the ad hoc filters are used. Hidden and target-less targets are
+	// skipped; targets may be regex-escaped ids (`s\.42`) or multi-value
+	// groups (`(a|b)`), or selectors: a target whose text holds a `{`
+	// (`cpu{host=~"a|b"}`), or one whose payload has `match`, reads every
+	// series the selector matches (at most `--max-series-per-query`),
+	// narrowed by the ad hoc filters. Each series answers as `{"target",
+	// "refId", "datapoints": [[value, ms], ...], "meta"}`, ascending; a
+	// selector's series are named by their labels (`cpu{dc="eu",host="a"}`,
+	// the id for a series without labels), its groups by their values of
+	// the `group_by` labels (`{dc="eu"}`), one group of all by the target,
+	// and carry their labels as `tags`. A partial answer carries a warning
+	// notice in `meta.notices`. A bad selector, `group_by` or filter, a
+	// selector that matches too many series, or `group_by` of raw points
+	// is a 400 naming the query and the member (`query B: payload.match:
+	// ...`).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2006,12 +2859,22 @@ type ClientInterface interface {
 	// GrafanaQuery Panel, Explore and annotation queries
 	//
 	// Grafana's whole request envelope; only `range.from`/`range.to` (the
-	// last 6 h when absent), `maxDataPoints`, `intervalMs` and the targets
-	// are used. Hidden and target-less targets are skipped; targets may be
-	// regex-escaped ids (`s\.42`) or multi-value groups (`(a|b)`). Each
-	// series answers as `{"target", "refId", "datapoints": [[value, ms],
-	// ...], "meta"}`, ascending; a partial answer carries a warning notice
-	// in `meta.notices`.
+	// last 6 h when absent), `maxDataPoints`, `intervalMs`, the targets
+	// and the ad hoc filters are used. Hidden and target-less targets are
+	// skipped; targets may be regex-escaped ids (`s\.42`) or multi-value
+	// groups (`(a|b)`), or selectors: a target whose text holds a `{`
+	// (`cpu{host=~"a|b"}`), or one whose payload has `match`, reads every
+	// series the selector matches (at most `--max-series-per-query`),
+	// narrowed by the ad hoc filters. Each series answers as `{"target",
+	// "refId", "datapoints": [[value, ms], ...], "meta"}`, ascending; a
+	// selector's series are named by their labels (`cpu{dc="eu",host="a"}`,
+	// the id for a series without labels), its groups by their values of
+	// the `group_by` labels (`{dc="eu"}`), one group of all by the target,
+	// and carry their labels as `tags`. A partial answer carries a warning
+	// notice in `meta.notices`. A bad selector, `group_by` or filter, a
+	// selector that matches too many series, or `group_by` of raw points
+	// is a 400 naming the query and the member (`query B: payload.match:
+	// ...`).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2036,58 +2899,76 @@ type ClientInterface interface {
 	// Corresponds with POST /grafana/search (the `GrafanaSearch` operationId).
 	GrafanaSearch(ctx context.Context, body GrafanaSearchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GrafanaTagKeysWithBody Ad hoc filter keys (series have no tags; always empty)
+	// GrafanaTagKeysWithBody Ad hoc filter keys (the label names)
 	//
-	// Series carry no tags, so ad hoc filters have no keys.
+	// The label names of the series, from the label index, as the keys an
+	// ad hoc filter offers. The body (the filters already set, the time
+	// range) does not narrow them. The pseudo-label `series` is not
+	// listed; filters may use it.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /grafana/tag-keys (the `GrafanaTagKeys` operationId).
 	GrafanaTagKeysWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GrafanaTagKeys Ad hoc filter keys (series have no tags; always empty)
+	// GrafanaTagKeys Ad hoc filter keys (the label names)
 	//
-	// Series carry no tags, so ad hoc filters have no keys.
+	// The label names of the series, from the label index, as the keys an
+	// ad hoc filter offers. The body (the filters already set, the time
+	// range) does not narrow them. The pseudo-label `series` is not
+	// listed; filters may use it.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /grafana/tag-keys (the `GrafanaTagKeys` operationId).
 	GrafanaTagKeys(ctx context.Context, body GrafanaTagKeysJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GrafanaTagValuesWithBody Ad hoc filter values (always empty)
+	// GrafanaTagValuesWithBody Ad hoc filter values (the values of a label)
 	//
-	// Series carry no tags, so ad hoc filters have no values.
+	// The values the label named by the body's `key` has on any series,
+	// from the label index, as the values an ad hoc filter offers; for
+	// `series`, the series ids (at most 10 000). No key, or a key that is
+	// no label name, has none. The other filters in the body do not
+	// narrow them.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /grafana/tag-values (the `GrafanaTagValues` operationId).
 	GrafanaTagValuesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GrafanaTagValues Ad hoc filter values (always empty)
+	// GrafanaTagValues Ad hoc filter values (the values of a label)
 	//
-	// Series carry no tags, so ad hoc filters have no values.
+	// The values the label named by the body's `key` has on any series,
+	// from the label index, as the values an ad hoc filter offers; for
+	// `series`, the series ids (at most 10 000). No key, or a key that is
+	// no label name, has none. The other filters in the body do not
+	// narrow them.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /grafana/tag-values (the `GrafanaTagValues` operationId).
 	GrafanaTagValues(ctx context.Context, body GrafanaTagValuesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GrafanaVariableWithBody Values of a template variable (series ids)
+	// GrafanaVariableWithBody Values of a template variable (series ids, or a label's values)
 	//
 	// The series ids a dashboard variable of type Query offers: those
 	// starting with the variable's query (`payload.target`, or
-	// `payload.prefix` in raw JSON mode).
+	// `payload.prefix` in raw JSON mode). The query `label_values(name)`
+	// (or `payload.label` in raw JSON mode) offers the values of a label
+	// instead, for selector targets.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /grafana/variable (the `GrafanaVariable` operationId).
 	GrafanaVariableWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GrafanaVariable Values of a template variable (series ids)
+	// GrafanaVariable Values of a template variable (series ids, or a label's values)
 	//
 	// The series ids a dashboard variable of type Query offers: those
 	// starting with the variable's query (`payload.target`, or
-	// `payload.prefix` in raw JSON mode).
+	// `payload.prefix` in raw JSON mode). The query `label_values(name)`
+	// (or `payload.label` in raw JSON mode) offers the values of a label
+	// instead, for selector targets.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2703,7 +3584,7 @@ func (c *Client) GrafanaAnnotations(ctx context.Context, body GrafanaAnnotations
 //
 // The choices of the query builder's select named by the body's
 // `name`: the aggregates for `agg`, common windows for `resolution`,
-// none for any other name.
+// the label names for `group_by`, none for any other name.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2724,7 +3605,7 @@ func (c *Client) GrafanaPayloadOptionsWithBody(ctx context.Context, contentType 
 //
 // The choices of the query builder's select named by the body's
 // `name`: the aggregates for `agg`, common windows for `resolution`,
-// none for any other name.
+// the label names for `group_by`, none for any other name.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2745,7 +3626,9 @@ func (c *Client) GrafanaPayloadOptions(ctx context.Context, body GrafanaPayloadO
 //
 // Series ids as metrics, each with the payload options `agg` (min, max,
 // sum, count, avg) and `resolution` (auto, raw or a window).
-// `payload.prefix` narrows the list.
+// `payload.prefix` narrows the list. When the body's `metric` (the
+// builder's current one) is a selector, the list starts with it,
+// offering `group_by` too.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2766,7 +3649,9 @@ func (c *Client) GrafanaMetricsWithBody(ctx context.Context, contentType string,
 //
 // Series ids as metrics, each with the payload options `agg` (min, max,
 // sum, count, avg) and `resolution` (auto, raw or a window).
-// `payload.prefix` narrows the list.
+// `payload.prefix` narrows the list. When the body's `metric` (the
+// builder's current one) is a selector, the list starts with it,
+// offering `group_by` too.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2786,12 +3671,22 @@ func (c *Client) GrafanaMetrics(ctx context.Context, body GrafanaMetricsJSONRequ
 // GrafanaQueryWithBody Panel, Explore and annotation queries
 //
 // Grafana's whole request envelope; only `range.from`/`range.to` (the
-// last 6 h when absent), `maxDataPoints`, `intervalMs` and the targets
-// are used. Hidden and target-less targets are skipped; targets may be
-// regex-escaped ids (`s\.42`) or multi-value groups (`(a|b)`). Each
-// series answers as `{"target", "refId", "datapoints": [[value, ms],
-// ...], "meta"}`, ascending; a partial answer carries a warning notice
-// in `meta.notices`.
+// last 6 h when absent), `maxDataPoints`, `intervalMs`, the targets
+// and the ad hoc filters are used. Hidden and target-less targets are
+// skipped; targets may be regex-escaped ids (`s\.42`) or multi-value
+// groups (`(a|b)`), or selectors: a target whose text holds a `{`
+// (`cpu{host=~"a|b"}`), or one whose payload has `match`, reads every
+// series the selector matches (at most `--max-series-per-query`),
+// narrowed by the ad hoc filters. Each series answers as `{"target",
+// "refId", "datapoints": [[value, ms], ...], "meta"}`, ascending; a
+// selector's series are named by their labels (`cpu{dc="eu",host="a"}`,
+// the id for a series without labels), its groups by their values of
+// the `group_by` labels (`{dc="eu"}`), one group of all by the target,
+// and carry their labels as `tags`. A partial answer carries a warning
+// notice in `meta.notices`. A bad selector, `group_by` or filter, a
+// selector that matches too many series, or `group_by` of raw points
+// is a 400 naming the query and the member (`query B: payload.match:
+// ...`).
 //
 // Takes any type of body and a specified content type.
 //
@@ -2811,12 +3706,22 @@ func (c *Client) GrafanaQueryWithBody(ctx context.Context, contentType string, b
 // GrafanaQuery Panel, Explore and annotation queries
 //
 // Grafana's whole request envelope; only `range.from`/`range.to` (the
-// last 6 h when absent), `maxDataPoints`, `intervalMs` and the targets
-// are used. Hidden and target-less targets are skipped; targets may be
-// regex-escaped ids (`s\.42`) or multi-value groups (`(a|b)`). Each
-// series answers as `{"target", "refId", "datapoints": [[value, ms],
-// ...], "meta"}`, ascending; a partial answer carries a warning notice
-// in `meta.notices`.
+// last 6 h when absent), `maxDataPoints`, `intervalMs`, the targets
+// and the ad hoc filters are used. Hidden and target-less targets are
+// skipped; targets may be regex-escaped ids (`s\.42`) or multi-value
+// groups (`(a|b)`), or selectors: a target whose text holds a `{`
+// (`cpu{host=~"a|b"}`), or one whose payload has `match`, reads every
+// series the selector matches (at most `--max-series-per-query`),
+// narrowed by the ad hoc filters. Each series answers as `{"target",
+// "refId", "datapoints": [[value, ms], ...], "meta"}`, ascending; a
+// selector's series are named by their labels (`cpu{dc="eu",host="a"}`,
+// the id for a series without labels), its groups by their values of
+// the `group_by` labels (`{dc="eu"}`), one group of all by the target,
+// and carry their labels as `tags`. A partial answer carries a warning
+// notice in `meta.notices`. A bad selector, `group_by` or filter, a
+// selector that matches too many series, or `group_by` of raw points
+// is a 400 naming the query and the member (`query B: payload.match:
+// ...`).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2871,9 +3776,12 @@ func (c *Client) GrafanaSearch(ctx context.Context, body GrafanaSearchJSONReques
 	return c.Client.Do(req)
 }
 
-// GrafanaTagKeysWithBody Ad hoc filter keys (series have no tags; always empty)
+// GrafanaTagKeysWithBody Ad hoc filter keys (the label names)
 //
-// Series carry no tags, so ad hoc filters have no keys.
+// The label names of the series, from the label index, as the keys an
+// ad hoc filter offers. The body (the filters already set, the time
+// range) does not narrow them. The pseudo-label `series` is not
+// listed; filters may use it.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2890,9 +3798,12 @@ func (c *Client) GrafanaTagKeysWithBody(ctx context.Context, contentType string,
 	return c.Client.Do(req)
 }
 
-// GrafanaTagKeys Ad hoc filter keys (series have no tags; always empty)
+// GrafanaTagKeys Ad hoc filter keys (the label names)
 //
-// Series carry no tags, so ad hoc filters have no keys.
+// The label names of the series, from the label index, as the keys an
+// ad hoc filter offers. The body (the filters already set, the time
+// range) does not narrow them. The pseudo-label `series` is not
+// listed; filters may use it.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2909,9 +3820,13 @@ func (c *Client) GrafanaTagKeys(ctx context.Context, body GrafanaTagKeysJSONRequ
 	return c.Client.Do(req)
 }
 
-// GrafanaTagValuesWithBody Ad hoc filter values (always empty)
+// GrafanaTagValuesWithBody Ad hoc filter values (the values of a label)
 //
-// Series carry no tags, so ad hoc filters have no values.
+// The values the label named by the body's `key` has on any series,
+// from the label index, as the values an ad hoc filter offers; for
+// `series`, the series ids (at most 10 000). No key, or a key that is
+// no label name, has none. The other filters in the body do not
+// narrow them.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2928,9 +3843,13 @@ func (c *Client) GrafanaTagValuesWithBody(ctx context.Context, contentType strin
 	return c.Client.Do(req)
 }
 
-// GrafanaTagValues Ad hoc filter values (always empty)
+// GrafanaTagValues Ad hoc filter values (the values of a label)
 //
-// Series carry no tags, so ad hoc filters have no values.
+// The values the label named by the body's `key` has on any series,
+// from the label index, as the values an ad hoc filter offers; for
+// `series`, the series ids (at most 10 000). No key, or a key that is
+// no label name, has none. The other filters in the body do not
+// narrow them.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2947,11 +3866,13 @@ func (c *Client) GrafanaTagValues(ctx context.Context, body GrafanaTagValuesJSON
 	return c.Client.Do(req)
 }
 
-// GrafanaVariableWithBody Values of a template variable (series ids)
+// GrafanaVariableWithBody Values of a template variable (series ids, or a label's values)
 //
 // The series ids a dashboard variable of type Query offers: those
 // starting with the variable's query (`payload.target`, or
-// `payload.prefix` in raw JSON mode).
+// `payload.prefix` in raw JSON mode). The query `label_values(name)`
+// (or `payload.label` in raw JSON mode) offers the values of a label
+// instead, for selector targets.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2968,11 +3889,13 @@ func (c *Client) GrafanaVariableWithBody(ctx context.Context, contentType string
 	return c.Client.Do(req)
 }
 
-// GrafanaVariable Values of a template variable (series ids)
+// GrafanaVariable Values of a template variable (series ids, or a label's values)
 //
 // The series ids a dashboard variable of type Query offers: those
 // starting with the variable's query (`payload.target`, or
-// `payload.prefix` in raw JSON mode).
+// `payload.prefix` in raw JSON mode). The query `label_values(name)`
+// (or `payload.label` in raw JSON mode) offers the values of a label
+// instead, for selector targets.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5816,7 +6739,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// The choices of the query builder's select named by the body's
 	// `name`: the aggregates for `agg`, common windows for `resolution`,
-	// none for any other name.
+	// the label names for `group_by`, none for any other name.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5827,7 +6750,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// The choices of the query builder's select named by the body's
 	// `name`: the aggregates for `agg`, common windows for `resolution`,
-	// none for any other name.
+	// the label names for `group_by`, none for any other name.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5838,7 +6761,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Series ids as metrics, each with the payload options `agg` (min, max,
 	// sum, count, avg) and `resolution` (auto, raw or a window).
-	// `payload.prefix` narrows the list.
+	// `payload.prefix` narrows the list. When the body's `metric` (the
+	// builder's current one) is a selector, the list starts with it,
+	// offering `group_by` too.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5849,7 +6774,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Series ids as metrics, each with the payload options `agg` (min, max,
 	// sum, count, avg) and `resolution` (auto, raw or a window).
-	// `payload.prefix` narrows the list.
+	// `payload.prefix` narrows the list. When the body's `metric` (the
+	// builder's current one) is a selector, the list starts with it,
+	// offering `group_by` too.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5859,12 +6786,22 @@ type ClientWithResponsesInterface interface {
 	// GrafanaQueryWithBodyWithResponse Panel, Explore and annotation queries
 	//
 	// Grafana's whole request envelope; only `range.from`/`range.to` (the
-	// last 6 h when absent), `maxDataPoints`, `intervalMs` and the targets
-	// are used. Hidden and target-less targets are skipped; targets may be
-	// regex-escaped ids (`s\.42`) or multi-value groups (`(a|b)`). Each
-	// series answers as `{"target", "refId", "datapoints": [[value, ms],
-	// ...], "meta"}`, ascending; a partial answer carries a warning notice
-	// in `meta.notices`.
+	// last 6 h when absent), `maxDataPoints`, `intervalMs`, the targets
+	// and the ad hoc filters are used. Hidden and target-less targets are
+	// skipped; targets may be regex-escaped ids (`s\.42`) or multi-value
+	// groups (`(a|b)`), or selectors: a target whose text holds a `{`
+	// (`cpu{host=~"a|b"}`), or one whose payload has `match`, reads every
+	// series the selector matches (at most `--max-series-per-query`),
+	// narrowed by the ad hoc filters. Each series answers as `{"target",
+	// "refId", "datapoints": [[value, ms], ...], "meta"}`, ascending; a
+	// selector's series are named by their labels (`cpu{dc="eu",host="a"}`,
+	// the id for a series without labels), its groups by their values of
+	// the `group_by` labels (`{dc="eu"}`), one group of all by the target,
+	// and carry their labels as `tags`. A partial answer carries a warning
+	// notice in `meta.notices`. A bad selector, `group_by` or filter, a
+	// selector that matches too many series, or `group_by` of raw points
+	// is a 400 naming the query and the member (`query B: payload.match:
+	// ...`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5874,12 +6811,22 @@ type ClientWithResponsesInterface interface {
 	// GrafanaQueryWithResponse Panel, Explore and annotation queries
 	//
 	// Grafana's whole request envelope; only `range.from`/`range.to` (the
-	// last 6 h when absent), `maxDataPoints`, `intervalMs` and the targets
-	// are used. Hidden and target-less targets are skipped; targets may be
-	// regex-escaped ids (`s\.42`) or multi-value groups (`(a|b)`). Each
-	// series answers as `{"target", "refId", "datapoints": [[value, ms],
-	// ...], "meta"}`, ascending; a partial answer carries a warning notice
-	// in `meta.notices`.
+	// last 6 h when absent), `maxDataPoints`, `intervalMs`, the targets
+	// and the ad hoc filters are used. Hidden and target-less targets are
+	// skipped; targets may be regex-escaped ids (`s\.42`) or multi-value
+	// groups (`(a|b)`), or selectors: a target whose text holds a `{`
+	// (`cpu{host=~"a|b"}`), or one whose payload has `match`, reads every
+	// series the selector matches (at most `--max-series-per-query`),
+	// narrowed by the ad hoc filters. Each series answers as `{"target",
+	// "refId", "datapoints": [[value, ms], ...], "meta"}`, ascending; a
+	// selector's series are named by their labels (`cpu{dc="eu",host="a"}`,
+	// the id for a series without labels), its groups by their values of
+	// the `group_by` labels (`{dc="eu"}`), one group of all by the target,
+	// and carry their labels as `tags`. A partial answer carries a warning
+	// notice in `meta.notices`. A bad selector, `group_by` or filter, a
+	// selector that matches too many series, or `group_by` of raw points
+	// is a 400 naming the query and the member (`query B: payload.match:
+	// ...`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5904,58 +6851,76 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /grafana/search (the `GrafanaSearch` operationId).
 	GrafanaSearchWithResponse(ctx context.Context, body GrafanaSearchJSONRequestBody, reqEditors ...RequestEditorFn) (*GrafanaSearchResponse, error)
 
-	// GrafanaTagKeysWithBodyWithResponse Ad hoc filter keys (series have no tags; always empty)
+	// GrafanaTagKeysWithBodyWithResponse Ad hoc filter keys (the label names)
 	//
-	// Series carry no tags, so ad hoc filters have no keys.
+	// The label names of the series, from the label index, as the keys an
+	// ad hoc filter offers. The body (the filters already set, the time
+	// range) does not narrow them. The pseudo-label `series` is not
+	// listed; filters may use it.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /grafana/tag-keys (the `GrafanaTagKeys` operationId).
 	GrafanaTagKeysWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GrafanaTagKeysResponse, error)
 
-	// GrafanaTagKeysWithResponse Ad hoc filter keys (series have no tags; always empty)
+	// GrafanaTagKeysWithResponse Ad hoc filter keys (the label names)
 	//
-	// Series carry no tags, so ad hoc filters have no keys.
+	// The label names of the series, from the label index, as the keys an
+	// ad hoc filter offers. The body (the filters already set, the time
+	// range) does not narrow them. The pseudo-label `series` is not
+	// listed; filters may use it.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /grafana/tag-keys (the `GrafanaTagKeys` operationId).
 	GrafanaTagKeysWithResponse(ctx context.Context, body GrafanaTagKeysJSONRequestBody, reqEditors ...RequestEditorFn) (*GrafanaTagKeysResponse, error)
 
-	// GrafanaTagValuesWithBodyWithResponse Ad hoc filter values (always empty)
+	// GrafanaTagValuesWithBodyWithResponse Ad hoc filter values (the values of a label)
 	//
-	// Series carry no tags, so ad hoc filters have no values.
+	// The values the label named by the body's `key` has on any series,
+	// from the label index, as the values an ad hoc filter offers; for
+	// `series`, the series ids (at most 10 000). No key, or a key that is
+	// no label name, has none. The other filters in the body do not
+	// narrow them.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /grafana/tag-values (the `GrafanaTagValues` operationId).
 	GrafanaTagValuesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GrafanaTagValuesResponse, error)
 
-	// GrafanaTagValuesWithResponse Ad hoc filter values (always empty)
+	// GrafanaTagValuesWithResponse Ad hoc filter values (the values of a label)
 	//
-	// Series carry no tags, so ad hoc filters have no values.
+	// The values the label named by the body's `key` has on any series,
+	// from the label index, as the values an ad hoc filter offers; for
+	// `series`, the series ids (at most 10 000). No key, or a key that is
+	// no label name, has none. The other filters in the body do not
+	// narrow them.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /grafana/tag-values (the `GrafanaTagValues` operationId).
 	GrafanaTagValuesWithResponse(ctx context.Context, body GrafanaTagValuesJSONRequestBody, reqEditors ...RequestEditorFn) (*GrafanaTagValuesResponse, error)
 
-	// GrafanaVariableWithBodyWithResponse Values of a template variable (series ids)
+	// GrafanaVariableWithBodyWithResponse Values of a template variable (series ids, or a label's values)
 	//
 	// The series ids a dashboard variable of type Query offers: those
 	// starting with the variable's query (`payload.target`, or
-	// `payload.prefix` in raw JSON mode).
+	// `payload.prefix` in raw JSON mode). The query `label_values(name)`
+	// (or `payload.label` in raw JSON mode) offers the values of a label
+	// instead, for selector targets.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /grafana/variable (the `GrafanaVariable` operationId).
 	GrafanaVariableWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GrafanaVariableResponse, error)
 
-	// GrafanaVariableWithResponse Values of a template variable (series ids)
+	// GrafanaVariableWithResponse Values of a template variable (series ids, or a label's values)
 	//
 	// The series ids a dashboard variable of type Query offers: those
 	// starting with the variable's query (`payload.target`, or
-	// `payload.prefix` in raw JSON mode).
+	// `payload.prefix` in raw JSON mode). The query `label_values(name)`
+	// (or `payload.label` in raw JSON mode) offers the values of a label
+	// instead, for selector targets.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7120,7 +8085,7 @@ type GrafanaTagKeysResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *GrafanaEmptyList
+	JSON200 *[]GrafanaTagKey
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
 	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -7136,7 +8101,7 @@ type GrafanaTagKeysResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GrafanaTagKeysResponse) GetJSON200() *GrafanaEmptyList {
+func (r GrafanaTagKeysResponse) GetJSON200() *[]GrafanaTagKey {
 	return r.JSON200
 }
 
@@ -7203,7 +8168,7 @@ type GrafanaTagValuesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *GrafanaEmptyList
+	JSON200 *[]GrafanaTagValue
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
 	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -7219,7 +8184,7 @@ type GrafanaTagValuesResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GrafanaTagValuesResponse) GetJSON200() *GrafanaEmptyList {
+func (r GrafanaTagValuesResponse) GetJSON200() *[]GrafanaTagValue {
 	return r.JSON200
 }
 
@@ -9701,7 +10666,7 @@ func (c *ClientWithResponses) GrafanaAnnotationsWithResponse(ctx context.Context
 //
 // The choices of the query builder's select named by the body's
 // `name`: the aggregates for `agg`, common windows for `resolution`,
-// none for any other name.
+// the label names for `group_by`, none for any other name.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9718,7 +10683,7 @@ func (c *ClientWithResponses) GrafanaPayloadOptionsWithBodyWithResponse(ctx cont
 //
 // The choices of the query builder's select named by the body's
 // `name`: the aggregates for `agg`, common windows for `resolution`,
-// none for any other name.
+// the label names for `group_by`, none for any other name.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9735,7 +10700,9 @@ func (c *ClientWithResponses) GrafanaPayloadOptionsWithResponse(ctx context.Cont
 //
 // Series ids as metrics, each with the payload options `agg` (min, max,
 // sum, count, avg) and `resolution` (auto, raw or a window).
-// `payload.prefix` narrows the list.
+// `payload.prefix` narrows the list. When the body's `metric` (the
+// builder's current one) is a selector, the list starts with it,
+// offering `group_by` too.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9752,7 +10719,9 @@ func (c *ClientWithResponses) GrafanaMetricsWithBodyWithResponse(ctx context.Con
 //
 // Series ids as metrics, each with the payload options `agg` (min, max,
 // sum, count, avg) and `resolution` (auto, raw or a window).
-// `payload.prefix` narrows the list.
+// `payload.prefix` narrows the list. When the body's `metric` (the
+// builder's current one) is a selector, the list starts with it,
+// offering `group_by` too.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9768,12 +10737,22 @@ func (c *ClientWithResponses) GrafanaMetricsWithResponse(ctx context.Context, bo
 // GrafanaQueryWithBodyWithResponse Panel, Explore and annotation queries
 //
 // Grafana's whole request envelope; only `range.from`/`range.to` (the
-// last 6 h when absent), `maxDataPoints`, `intervalMs` and the targets
-// are used. Hidden and target-less targets are skipped; targets may be
-// regex-escaped ids (`s\.42`) or multi-value groups (`(a|b)`). Each
-// series answers as `{"target", "refId", "datapoints": [[value, ms],
-// ...], "meta"}`, ascending; a partial answer carries a warning notice
-// in `meta.notices`.
+// last 6 h when absent), `maxDataPoints`, `intervalMs`, the targets
+// and the ad hoc filters are used. Hidden and target-less targets are
+// skipped; targets may be regex-escaped ids (`s\.42`) or multi-value
+// groups (`(a|b)`), or selectors: a target whose text holds a `{`
+// (`cpu{host=~"a|b"}`), or one whose payload has `match`, reads every
+// series the selector matches (at most `--max-series-per-query`),
+// narrowed by the ad hoc filters. Each series answers as `{"target",
+// "refId", "datapoints": [[value, ms], ...], "meta"}`, ascending; a
+// selector's series are named by their labels (`cpu{dc="eu",host="a"}`,
+// the id for a series without labels), its groups by their values of
+// the `group_by` labels (`{dc="eu"}`), one group of all by the target,
+// and carry their labels as `tags`. A partial answer carries a warning
+// notice in `meta.notices`. A bad selector, `group_by` or filter, a
+// selector that matches too many series, or `group_by` of raw points
+// is a 400 naming the query and the member (`query B: payload.match:
+// ...`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9789,12 +10768,22 @@ func (c *ClientWithResponses) GrafanaQueryWithBodyWithResponse(ctx context.Conte
 // GrafanaQueryWithResponse Panel, Explore and annotation queries
 //
 // Grafana's whole request envelope; only `range.from`/`range.to` (the
-// last 6 h when absent), `maxDataPoints`, `intervalMs` and the targets
-// are used. Hidden and target-less targets are skipped; targets may be
-// regex-escaped ids (`s\.42`) or multi-value groups (`(a|b)`). Each
-// series answers as `{"target", "refId", "datapoints": [[value, ms],
-// ...], "meta"}`, ascending; a partial answer carries a warning notice
-// in `meta.notices`.
+// last 6 h when absent), `maxDataPoints`, `intervalMs`, the targets
+// and the ad hoc filters are used. Hidden and target-less targets are
+// skipped; targets may be regex-escaped ids (`s\.42`) or multi-value
+// groups (`(a|b)`), or selectors: a target whose text holds a `{`
+// (`cpu{host=~"a|b"}`), or one whose payload has `match`, reads every
+// series the selector matches (at most `--max-series-per-query`),
+// narrowed by the ad hoc filters. Each series answers as `{"target",
+// "refId", "datapoints": [[value, ms], ...], "meta"}`, ascending; a
+// selector's series are named by their labels (`cpu{dc="eu",host="a"}`,
+// the id for a series without labels), its groups by their values of
+// the `group_by` labels (`{dc="eu"}`), one group of all by the target,
+// and carry their labels as `tags`. A partial answer carries a warning
+// notice in `meta.notices`. A bad selector, `group_by` or filter, a
+// selector that matches too many series, or `group_by` of raw points
+// is a 400 naming the query and the member (`query B: payload.match:
+// ...`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9837,9 +10826,12 @@ func (c *ClientWithResponses) GrafanaSearchWithResponse(ctx context.Context, bod
 	return ParseGrafanaSearchResponse(rsp)
 }
 
-// GrafanaTagKeysWithBodyWithResponse Ad hoc filter keys (series have no tags; always empty)
+// GrafanaTagKeysWithBodyWithResponse Ad hoc filter keys (the label names)
 //
-// Series carry no tags, so ad hoc filters have no keys.
+// The label names of the series, from the label index, as the keys an
+// ad hoc filter offers. The body (the filters already set, the time
+// range) does not narrow them. The pseudo-label `series` is not
+// listed; filters may use it.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9852,9 +10844,12 @@ func (c *ClientWithResponses) GrafanaTagKeysWithBodyWithResponse(ctx context.Con
 	return ParseGrafanaTagKeysResponse(rsp)
 }
 
-// GrafanaTagKeysWithResponse Ad hoc filter keys (series have no tags; always empty)
+// GrafanaTagKeysWithResponse Ad hoc filter keys (the label names)
 //
-// Series carry no tags, so ad hoc filters have no keys.
+// The label names of the series, from the label index, as the keys an
+// ad hoc filter offers. The body (the filters already set, the time
+// range) does not narrow them. The pseudo-label `series` is not
+// listed; filters may use it.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9867,9 +10862,13 @@ func (c *ClientWithResponses) GrafanaTagKeysWithResponse(ctx context.Context, bo
 	return ParseGrafanaTagKeysResponse(rsp)
 }
 
-// GrafanaTagValuesWithBodyWithResponse Ad hoc filter values (always empty)
+// GrafanaTagValuesWithBodyWithResponse Ad hoc filter values (the values of a label)
 //
-// Series carry no tags, so ad hoc filters have no values.
+// The values the label named by the body's `key` has on any series,
+// from the label index, as the values an ad hoc filter offers; for
+// `series`, the series ids (at most 10 000). No key, or a key that is
+// no label name, has none. The other filters in the body do not
+// narrow them.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9882,9 +10881,13 @@ func (c *ClientWithResponses) GrafanaTagValuesWithBodyWithResponse(ctx context.C
 	return ParseGrafanaTagValuesResponse(rsp)
 }
 
-// GrafanaTagValuesWithResponse Ad hoc filter values (always empty)
+// GrafanaTagValuesWithResponse Ad hoc filter values (the values of a label)
 //
-// Series carry no tags, so ad hoc filters have no values.
+// The values the label named by the body's `key` has on any series,
+// from the label index, as the values an ad hoc filter offers; for
+// `series`, the series ids (at most 10 000). No key, or a key that is
+// no label name, has none. The other filters in the body do not
+// narrow them.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9897,11 +10900,13 @@ func (c *ClientWithResponses) GrafanaTagValuesWithResponse(ctx context.Context, 
 	return ParseGrafanaTagValuesResponse(rsp)
 }
 
-// GrafanaVariableWithBodyWithResponse Values of a template variable (series ids)
+// GrafanaVariableWithBodyWithResponse Values of a template variable (series ids, or a label's values)
 //
 // The series ids a dashboard variable of type Query offers: those
 // starting with the variable's query (`payload.target`, or
-// `payload.prefix` in raw JSON mode).
+// `payload.prefix` in raw JSON mode). The query `label_values(name)`
+// (or `payload.label` in raw JSON mode) offers the values of a label
+// instead, for selector targets.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9914,11 +10919,13 @@ func (c *ClientWithResponses) GrafanaVariableWithBodyWithResponse(ctx context.Co
 	return ParseGrafanaVariableResponse(rsp)
 }
 
-// GrafanaVariableWithResponse Values of a template variable (series ids)
+// GrafanaVariableWithResponse Values of a template variable (series ids, or a label's values)
 //
 // The series ids a dashboard variable of type Query offers: those
 // starting with the variable's query (`payload.target`, or
-// `payload.prefix` in raw JSON mode).
+// `payload.prefix` in raw JSON mode). The query `label_values(name)`
+// (or `payload.label` in raw JSON mode) offers the values of a label
+// instead, for selector targets.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11196,7 +12203,7 @@ func ParseGrafanaTagKeysResponse(rsp *http.Response) (*GrafanaTagKeysResponse, e
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest GrafanaEmptyList
+		var dest []GrafanaTagKey
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -11270,7 +12277,7 @@ func ParseGrafanaTagValuesResponse(rsp *http.Response) (*GrafanaTagValuesRespons
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest GrafanaEmptyList
+		var dest []GrafanaTagValue
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

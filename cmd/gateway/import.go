@@ -692,8 +692,12 @@ func (r *importRun) read(ctx context.Context, i int, start int64, out chan<- bat
 // may end: points k-1 and k lie in different (series, window), or both go
 // to the raw partitions, where every point stands alone. The last point
 // is no cut, since the next line may continue its window; 0 when there is
-// none.
+// none. In a pyramid of the raw tier alone there are no windows: every
+// point stands alone.
 func (r *importRun) cutAt(points []ingest.Point) int {
+	if r.window == 0 {
+		return max(0, len(points)-1)
+	}
 	rawFrom := r.now().UnixMilli() - r.rawKeeps
 	for k := len(points) - 1; k > 0; k-- {
 		a, b := points[k-1], points[k]

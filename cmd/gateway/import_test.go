@@ -88,7 +88,13 @@ func (h history) csv(series ...int) string {
 // exactly the aggregates of its windows.
 func (h history) verify(t *testing.T, store tiers.Store) {
 	t.Helper()
-	env := querytest.NewEnv(t, store, querytest.Options{})
+	h.verifyIn(t, store, tiers.DefaultPyramid())
+}
+
+// verifyIn is verify for a store of pyramid p.
+func (h history) verifyIn(t *testing.T, store tiers.Store, p tiers.Pyramid) {
+	t.Helper()
+	env := querytest.NewEnv(t, store, querytest.Options{Pyramid: p})
 	ctx := context.Background()
 	for _, s := range h.series {
 		span := tiers.Span{From: s.points[0].T, To: s.points[len(s.points)-1].T + 1}

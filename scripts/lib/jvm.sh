@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # Running a JVM test service (Cassandra, Kafka) from the project's scripts:
 # a JDK 17 found or installed, a Maven classpath fetched once into a cache,
-# and the checks on the process and its ports. Source it after
-# scripts/lib/install.sh, with log and die defined.
+# and the Java-specific check on the process. Source it after
+# scripts/lib/install.sh and scripts/lib/process.sh, with log and die
+# defined.
 
 # java_major prints the major version of the java binary $1.
 java_major() {
@@ -69,24 +70,6 @@ fetch_classpath() {
   log "fetched ${#jars[@]} jars in $((SECONDS - t0)) s"
 }
 
-# alive tells whether process $1 exists and is not a zombie (a process that
-# died while this script is still its parent stays a zombie until the script
-# exits).
-alive() {
-  kill -0 "$1" 2>/dev/null || return 1
-  [ "$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d ' ' -f 1)" != Z ]
-}
-
 # runs_class tells whether process $1 runs the Java main class $2: a pid
 # file may name a pid that has been reused since.
-runs_class() {
-  tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -q "$2"
-}
-
-# port_busy tells whether something accepts connections on 127.0.0.1:$1.
-port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-# seconds_since T0 prints the seconds since $EPOCHREALTIME was T0, to 0.1 s.
-seconds_since() {
-  awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'
-}
+runs_class() { cmdline_has "$1" "$2"; }

@@ -110,6 +110,7 @@ func NewEnv(t testing.TB, store tiers.Store, opts Options) *Env {
 	cfg.Pyramid = p
 	cfg.Query.Scan.PageSize = 500 // several driver pages per partition
 	cfg.CacheBytes = 0
+	cfg.ResultsCacheBytes = 0
 	cfg.CursorKey = base64.StdEncoding.EncodeToString([]byte("querytest cursor key, 32 bytes.."))
 	cfg.Rollup.Interval = 0
 	if opts.Configure != nil {
@@ -271,7 +272,9 @@ func Run(t *testing.T, store tiers.Store, p tiers.Pyramid) {
 	t.Run("PagingLawUnderStoreFailures", func(t *testing.T) { pagingLawUnderBudget(t, store, series, truth, env, true) })
 	t.Run("PagesProgressWhenEveryReadIsSlowerThanTheBudget", func(t *testing.T) { pagesProgress(t, store, series, env) })
 	t.Run("CachedBucketsAnswerTheSame", func(t *testing.T) { cachedBuckets(t, store, series, truth, env) })
+	t.Run("CachedResultsAnswerTheSame", func(t *testing.T) { cachedResults(t, store, series, truth, env) })
 	t.Run("ImportsAfterCachedReadsAreSeenByEveryGateway", func(t *testing.T) { importsSeen(t, store, env) })
+	t.Run("CachedRollupsStayCurrent", func(t *testing.T) { cachedRollupsStayCurrent(t, store, env) })
 	t.Run("ManyReadsEqualSingleReads", func(t *testing.T) { env.manyReads(t, series, truth) })
 	t.Run("ReadsByMatchEqualBruteForce", func(t *testing.T) {
 		// The store's rollup checkpoints follow env's clock, which load
@@ -856,6 +859,7 @@ func importsSeen(t *testing.T, store tiers.Store, base *Env) {
 			histTruth[p.T] = p.V
 		}
 	}
+	var reads []int64 // rows_read of each readHours
 	readHours := func(when string) int64 {
 		t.Helper()
 		req := reader.Req(hist, histSpan, router.Resolution{Kind: router.Window, Window: tiers.Hour})
@@ -864,9 +868,11 @@ func importsSeen(t *testing.T, store tiers.Store, base *Env) {
 		if err != nil || p.Trailer.Err != nil || p.Trailer.NextCursor != "" {
 			t.Fatal(err, p.Trailer)
 		}
-		if d := diff(p.Items, histTruth.Windows(histSpan, tiers.Hour)); d != "" {
+		want := histTruth.Windows(histSpan, tiers.Hour)
+		if d := diff(p.Items, want); d != "" {
 			t.Fatalf("%s: %s", when, d)
 		}
+		reads = append(reads, p.Trailer.Stats.RowsRead)
 		return p.Trailer.Stats.CacheHits
 	}
 	// Windows of the first ten hours and the last, so that later imports
@@ -880,6 +886,11 @@ func importsSeen(t *testing.T, store tiers.Store, base *Env) {
 	if readHours("repeated read of history") == 0 {
 		t.Fatal("the hour tier's old bucket was not served from the cache: the test shows nothing")
 	}
+	// One import wrote each window once: a read of them reads each row
+	// once, whether it loads the bucket into the cache or finds it there.
+	if windows := int64(11); reads[0] != windows || reads[1] != windows {
+		t.Fatalf("rows_read of a cold and a warm read: %v, want %d each", reads, windows)
+	}
 	for hour := int64(12); hour < 15; hour++ {
 		importAt([]int64{h0 + hour*tiers.Hour + 7*tiers.Minute, h0 + hour*tiers.Hour + 40*tiers.Minute})
 		base.Clock.Advance(reader.Gateway.Config.SeriesTTL + time.Second)
@@ -891,6 +902,27 @@ func importsSeen(t *testing.T, store tiers.Store, base *Env) {
 // them or so small that most buckets do not fit, answers and pages stay
 // exactly those of the store, cold and warm, and a warm read of final raw
 // buckets is served from memory whatever the paging.
+// cachedResults: with the results cache on, large or so small that most
+// answers do not fit, with and without the cache of final buckets under
+// it, answers and pages stay exactly those of the store however often
+// they are repeated, and repeats take windows from the cache.
+func cachedResults(t *testing.T, store tiers.Store, series string, truth Truth, base *Env) {
+	for _, c := range []struct{ results, buckets int64 }{{64 << 20, 0}, {64 << 20, 64 << 20}, {16 << 10, 0}} {
+		e := NewEnv(t, store, Options{Pyramid: base.Pyramid, Clock: base.Clock, Configure: func(g *gateway.Config) {
+			g.ResultsCacheBytes, g.CacheBytes = c.results, c.buckets
+		}})
+		for range 3 {
+			e.answersEqualBruteForce(t, series, truth)
+			e.pagingLaw(t, series, truth)
+		}
+		_, _, served := e.Gateway.Results.Stats()
+		t.Logf("results cache of %d bytes over a bucket cache of %d: %d windows served, %d bytes held", c.results, c.buckets, served, e.Gateway.Results.Bytes())
+		if c.results > 1<<20 && served == 0 {
+			t.Fatalf("results cache of %d bytes: no repeated read took a window from it", c.results)
+		}
+	}
+}
+
 func cachedBuckets(t *testing.T, store tiers.Store, series string, truth Truth, base *Env) {
 	for _, size := range []int64{64 << 20, 16 << 10} {
 		e := NewEnv(t, store, Options{Pyramid: base.Pyramid, Clock: base.Clock, Configure: func(c *gateway.Config) { c.CacheBytes = size }})

@@ -55,7 +55,11 @@ func Schema(cfg Config, p tiers.Pyramid) []string {
 		if l == tiers.LevelRaw {
 			eb = "    eb smallint,\n"
 		}
-		stmts = append(stmts, fmt.Sprintf(
+		head := ""
+		if l != tiers.LevelRaw {
+			head = comment(rollupComment(t))
+		}
+		stmts = append(stmts, head+fmt.Sprintf(
 			"CREATE TABLE IF NOT EXISTS %s.%s (\n    series text,\n    bucket timestamp,\n%s    t timestamp,\n%s    PRIMARY KEY (%s)\n) WITH CLUSTERING ORDER BY (t ASC)\n  AND %s",
 			ks, t.Table, eb, cols, key, tierOptions(t.BucketWidth, t.BucketWidth, t.Retention)))
 		if l != tiers.LevelRaw {
@@ -182,6 +186,25 @@ labels: %d rows in all.`,
 		nameShards, nameShards, count(sizedSeries), sizedLabels, sizedLabels)
 )
 
+// rollupRowBytes is about what a rollup row takes without its extras: t,
+// min, max, sum and count and the row's overhead (gateway size's default
+// row bytes, 30, and the three more values).
+const rollupRowBytes = 54
+
+// rollupComment says how large a partition of a rollup tier grows: one row
+// per window with points, each row's extras (the window's quantile sketch
+// and counter summary) at most tiers.MaxExtrasLen.
+func rollupComment(t *tiers.Tier) string {
+	rows := int(t.BucketWidth / t.Step)
+	return fmt.Sprintf(`The %s tier: one row per %s window with points, at most %s per
+partition (a %s bucket). A row keeps min, max, sum, count (about %d B) and
+extras, the window's quantile sketch and counter summary: tens to hundreds
+of bytes, at most %s B, so a partition holds at most %s without them and
+%s with every sketch at its bound.`,
+		t.Name, tiers.FormatDuration(t.Step), count(rows), tiers.FormatDuration(t.BucketWidth), rollupRowBytes,
+		count(tiers.MaxExtrasLen), kbOrMB(rows*rollupRowBytes), kbOrMB(rows*(rollupRowBytes+tiers.MaxExtrasLen)))
+}
+
 // comment turns text into CQL comment lines of at most 76 characters that
 // precede a statement; a NUL joins two words on one line.
 func comment(text string) string {
@@ -210,6 +233,14 @@ func count(n int) string {
 // mb writes a byte count in megabytes, one decimal, number and unit joined
 // by a NUL that comment turns into a space that never breaks a line.
 func mb(n int) string { return fmt.Sprintf("%.1f\x00MB", float64(n)/1e6) }
+
+// kbOrMB is mb, or kilobytes below a megabyte.
+func kbOrMB(n int) string {
+	if n < 1e6 {
+		return fmt.Sprintf("%.1f\x00kB", float64(n)/1e3)
+	}
+	return mb(n)
+}
 
 // statementHead is the first line of a statement that is not a comment.
 func statementHead(stmt string) string {

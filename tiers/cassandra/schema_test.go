@@ -118,6 +118,10 @@ func TestSchemaCommentsSayHowTablesAreSplit(t *testing.T) {
 		"label_postings": {"registry shard", "62,500", "16 shards, not 32"},
 		"label_values":   {"FNV-1a of the value mod 16", "62,500 rows"},
 		"label_names":    {"mod 4"},
+		// 1,440 rows of 54 B, or 2,102 B with every sketch at its bound.
+		"rollup_1m": {"1,440 per", "at most 2,048 B", "77.8 kB", "3.0 MB"},
+		"rollup_1h": {"720 per", "38.9 kB", "1.5 MB"},
+		"rollup_1d": {"365 per", "19.7 kB", "767.2 kB"},
 	} {
 		head := "CREATE TABLE IF NOT EXISTS tsgate." + table + " ("
 		var found string

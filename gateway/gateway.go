@@ -312,7 +312,7 @@ func (g *Gateway) Handler() http.Handler {
 	})
 	prom := promapi.New(promapi.Deps{
 		Many: g.Many, Index: g.Index, Registry: registry, Writer: g.Writer, NewSeries: g.NewSeries,
-		MaxLimit: g.Config.Query.MaxLimit, Timeout: g.Config.Query.MaxSLO,
+		MaxLimit: g.Config.Query.MaxLimit, Timeout: g.Config.Query.MaxSLO, Pyramid: g.Config.Pyramid,
 		Now: g.Now, Logger: g.Logger, Metrics: g.PromMetrics,
 	}, g.Config.Prometheus)
 	srv := httpapi.New(httpapi.Deps{

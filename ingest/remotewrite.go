@@ -106,7 +106,10 @@ func DecodeRemoteWrite(r io.Reader) (RemoteWrite, error) {
 		}
 		out.Labels[id] = l.Stored()
 		for _, s := range ts.Samples {
-			if value.IsStaleNaN(s.Value) || math.IsNaN(s.Value) || math.IsInf(s.Value, 0) {
+			// A stale marker is kept: it ends the series for PromQL's
+			// lookback (tiers.IsStale). Other NaNs and infinities have no
+			// place in the pyramid's aggregates.
+			if !value.IsStaleNaN(s.Value) && (math.IsNaN(s.Value) || math.IsInf(s.Value, 0)) {
 				out.Dropped++
 				continue
 			}

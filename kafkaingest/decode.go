@@ -43,7 +43,8 @@ var decoders = map[string]decoder{
 var unsupported = map[string]string{}
 
 // decodeRemoteWrite reads a remote-write body as the HTTP route does;
-// staleness markers and non-finite values are left out, as there.
+// staleness markers are kept and other non-finite values left out, as
+// there.
 func decodeRemoteWrite(r io.Reader, _ int64) (ingest.Batch, error) {
 	rw, err := ingest.DecodeRemoteWrite(r)
 	if err != nil {

@@ -2,6 +2,7 @@ package partial
 
 import (
 	"context"
+	"math"
 	"slices"
 	"sort"
 	"sync"
@@ -388,6 +389,21 @@ func (it *runIter) Next() bool {
 		it.cur = tiers.PointRow(it.run.T[it.i], it.run.V[it.i])
 	}
 	return true
+}
+
+// freshAhead is how many of the next rows, up to limit, come before the
+// first stale marker.
+func (it *runIter) freshAhead(limit int) int {
+	n := min(limit, it.count())
+	if it.run.Rows != nil {
+		return n // rollup rows are never stale markers
+	}
+	for k := range n {
+		if math.Float64bits(it.run.V[it.i+it.step*(k+1)]) == tiers.StaleNaN {
+			return k
+		}
+	}
+	return n
 }
 
 // take moves past up to limit rows at once and returns them as [lo, hi).

@@ -60,6 +60,10 @@ type FetchOptions struct {
 	// page does not open partitions it will drop. The group after those
 	// in flight is always opened once they are done.
 	Rows int
+	// KeepStale delivers the raw tier's stale markers (tiers.IsStale) as
+	// rows; otherwise the stream passes over them, as if never written,
+	// so that rollups, windows and answers never see them.
+	KeepStale bool
 }
 
 // Stats counts the work of a fetch. The counters are updated while the
@@ -490,6 +494,9 @@ func (s *Stream) Next() bool {
 		}
 		if s.it.Next() {
 			s.row = s.it.At()
+			if !s.opts.KeepStale && tiers.IsStale(s.row) {
+				continue
+			}
 			s.groupRows++
 			s.passRow()
 			return true
@@ -527,6 +534,12 @@ func (s *Stream) NextRun(limit int) (RunSlice, bool) {
 	ri, ok := s.it.(*runIter)
 	if !ok {
 		return RunSlice{}, false
+	}
+	if !s.opts.KeepStale {
+		// A stale marker is taken (and passed over) by Next.
+		if limit = ri.freshAhead(limit); limit == 0 {
+			return RunSlice{}, false
+		}
 	}
 	lo, hi := ri.take(limit)
 	if hi == lo {
@@ -580,7 +593,8 @@ func MergePages(pages [][]tiers.Row, desc bool) *Run {
 			if !points {
 				break
 			}
-			points = r == tiers.PointRow(r.T, r.Sum)
+			// A stale marker is a point too, though NaN equals nothing.
+			points = r == tiers.PointRow(r.T, r.Sum) || tiers.IsStale(r) && r.Count == 1
 		}
 	}
 	if points {

@@ -92,6 +92,9 @@ type Deps struct {
 	// MaxLimit is the page size of every read: the largest there is, since
 	// every read goes to its end.
 	MaxLimit int
+	// Pyramid is the tiers the store keeps: a function over a range that
+	// whole rollup windows answer reads them (see windowsFor).
+	Pyramid tiers.Pyramid
 	// Timeout is the longest a query may take (--slo-max).
 	Timeout time.Duration
 	Now     func() time.Time
@@ -217,6 +220,7 @@ type Metrics struct {
 	errors  *prometheus.CounterVec
 	samples prometheus.Counter
 	dropped prometheus.Counter
+	tiered  *prometheus.CounterVec
 }
 
 // NewMetrics registers the metrics on reg.
@@ -229,11 +233,21 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "tsgate_remote_write_samples_total", Help: "Samples taken by Prometheus remote write.",
 		}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tsgate_remote_write_samples_dropped_total", Help: "Remote-write samples left out: staleness markers and values that are not finite numbers.",
+			Name: "tsgate_remote_write_samples_dropped_total", Help: "Remote-write samples left out: NaN and infinite values (stale markers are kept).",
 		}),
+		tiered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tsgate_prometheus_selects_from_rollups_total",
+			Help: "PromQL selectors answered from rollup windows instead of raw points, by the function over them.",
+		}, []string{"function"}),
 	}
-	reg.MustRegister(m.errors, m.samples, m.dropped)
+	reg.MustRegister(m.errors, m.samples, m.dropped, m.tiered)
 	return m
+}
+
+func (m *Metrics) servedFromTiers(fn string) {
+	if m != nil {
+		m.tiered.WithLabelValues(fn).Inc()
+	}
 }
 
 func (m *Metrics) refused(endpoint string, err error) {

@@ -4,6 +4,7 @@ package promapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -57,6 +58,7 @@ func (a *API) queryRange(r *http.Request) (any, []string, error) {
 	defer cancel()
 	qs := r.Form.Get("query")
 	storage := a.queryable()
+	storage.fromTiers = true
 	q, err := a.engine.NewRangeQuery(ctx, storage, nil, qs, time.UnixMilli(start), time.UnixMilli(end), time.Duration(step)*time.Millisecond)
 	if err != nil {
 		return nil, nil, queryError(err)
@@ -75,6 +77,7 @@ func (a *API) instantQuery(r *http.Request) (any, []string, error) {
 	}
 	defer cancel()
 	storage := a.queryable()
+	storage.fromTiers = true
 	q, err := a.engine.NewInstantQuery(ctx, storage, nil, r.Form.Get("query"), time.UnixMilli(at))
 	if err != nil {
 		return nil, nil, queryError(err)
@@ -102,7 +105,9 @@ func (a *API) queryable() *queryable {
 	return &queryable{a: a, maxSeries: a.cfg.MaxSeries}
 }
 
-// exec runs q and returns its value and warnings.
+// exec runs q and returns its value, encoded, and warnings. The value is
+// encoded before the query is closed: Close hands the value's slices back
+// to the engine's pools, for the next query to fill.
 func (a *API) exec(ctx context.Context, q promql.Query, storage *queryable) (any, []string, error) {
 	defer q.Close()
 	res := q.Exec(ctx)
@@ -113,7 +118,7 @@ func (a *API) exec(ctx context.Context, q promql.Query, storage *queryable) (any
 	warnings.Merge(res.Warnings)
 	warnings.Merge(storage.annotations())
 	ws, infos := warnings.AsStrings("", 0, 0)
-	return result{typ: res.Value.Type(), v: res.Value}, append(ws, infos...), nil
+	return json.RawMessage(appendResult(nil, result{typ: res.Value.Type(), v: res.Value})), append(ws, infos...), nil
 }
 
 // queryError is the Prometheus error of a failed query, as Prometheus

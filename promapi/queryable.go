@@ -47,6 +47,10 @@ const readParallelism = 8
 // queryable is the storage of one API request: its budget and bounds.
 type queryable struct {
 	a *API
+	// fromTiers lets a selector under a function that rollup windows
+	// answer read them (windowsFor): PromQL queries, whose engine applies
+	// the function; not remote read, whose client expects samples.
+	fromTiers bool
 	// maxSeries bounds the series one Select may read.
 	maxSeries int
 	mu        sync.Mutex
@@ -251,10 +255,23 @@ func (q *querier) Select(ctx context.Context, _ bool, hints *storage.SelectHints
 		slo = max(time.Millisecond, time.Until(deadline)*4/5)
 	}
 	start := time.Now()
+	var windows windowed
+	if q.q.fromTiers {
+		windows = windowsFor(q.q.a.deps.Pyramid, hints)
+	}
+	if windows.width > 0 {
+		span = tiers.Span{From: alignDown(hints.Start, windows.width), To: alignDown(hints.End, windows.width)}
+		q.q.a.deps.Metrics.servedFromTiers(windows.fn)
+	}
 	for i, s := range series {
 		g.Go(func() error {
 			req := query.Request{Series: s.id, From: params.At(span.From), To: params.At(span.To),
-				Resolution: query.Raw, Limit: q.q.a.deps.MaxLimit, SLO: slo, Start: start}
+				Resolution: query.Raw, Limit: q.q.a.deps.MaxLimit, SLO: slo, Start: start, KeepStale: true}
+			if windows.width > 0 {
+				req.Resolution = query.Windows(windows.width)
+				req.Aggs = []query.Agg{query.Min, query.Max, query.Sum, query.Count}
+				req.KeepStale = false
+			}
 			var pts []chunks.Sample
 			for it, err := range q.q.a.deps.Many.All(gctx, req, nil) {
 				switch {
@@ -273,7 +290,11 @@ func (q *querier) Select(ctx context.Context, _ bool, hints *storage.SelectHints
 				case err != nil:
 					return err
 				}
-				pts = append(pts, sample{t: it.T, f: it.Row.Value()})
+				if windows.width > 0 {
+					pts = append(pts, windows.sample(it))
+				} else {
+					pts = append(pts, sample{t: it.T, f: it.Row.Value()})
+				}
 			}
 			samples[i] = pts
 			return nil

@@ -341,7 +341,7 @@ func (e *engine) Query(ctx context.Context, req Request) (Result, error) {
 			segs[i].Extras = true
 		}
 	}
-	progress := scan.Progress{Soft: soft, Must: r.must()}
+	progress := scan.Progress{Soft: soft, Must: r.must(), KeepStale: req.KeepStale}
 	if plan.Step == 0 {
 		// Raw rows are items one for one: read ahead no further than the
 		// page's limit (and the one item past it that says more remains).

@@ -52,6 +52,10 @@ type Request struct {
 	// Start is when the request arrived, on the wall clock; the budget runs
 	// from it. Zero means when the engine is called.
 	Start time.Time
+	// KeepStale delivers the stale markers of a raw read (see
+	// tiers.IsStale) as points. Only PromQL's storage asks for them: they
+	// end a series for its lookback, and mean nothing to any other reader.
+	KeepStale bool
 }
 
 // The types of the router that requests and answers carry, under the
@@ -68,6 +72,9 @@ type (
 
 // Raw asks for raw points.
 var Raw = Resolution{Kind: router.RawPoints}
+
+// Windows asks for windows of width ms.
+func Windows(width int64) Resolution { return Resolution{Kind: router.Window, Window: width} }
 
 // ParseResolution reads the resolution parameter: auto, raw, or a window
 // of at least a second.

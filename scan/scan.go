@@ -185,6 +185,8 @@ type Progress struct {
 	Must tiers.Span
 	// Rows is how many rows the reader can still take (0: all).
 	Rows int
+	// KeepStale delivers stale markers (partial.FetchOptions.KeepStale).
+	KeepStale bool
 }
 
 // Read streams the rows of the segments over span (the range the segments
@@ -197,6 +199,7 @@ func (s *Scanner) Read(ctx context.Context, series string, segs []Segment, span 
 	opts := partial.FetchOptions{
 		Parallelism: max(s.cfg.Parallelism, maxGroup), Lookahead: s.cfg.Lookahead,
 		Soft: progress.Soft, Must: progress.Must, Buckets: s.buckets, Rows: progress.Rows,
+		KeepStale: progress.KeepStale,
 	}
 	return partial.Fetch(ctx, s.store, span, groups, desc, opts, stats), nil
 }

@@ -3,6 +3,7 @@ package tiers
 import (
 	"context"
 	"errors"
+	"math"
 
 	"github.com/tsgate/tsgate/failure"
 )
@@ -28,6 +29,17 @@ func PointRow(t int64, v float64) Row { return Row{T: t, Min: v, Max: v, Sum: v,
 
 // Value is a raw point's value.
 func (r Row) Value() float64 { return r.Sum }
+
+// IsStale reports whether r is a stale marker: the raw point Prometheus
+// writes (value.StaleNaN) when a series ends — its target went away, or
+// it stopped being exported. The raw tier keeps them so that PromQL's
+// lookback ends where Prometheus' would; every other read passes over
+// them (partial.FetchOptions.KeepStale) and rollups never hold them.
+func IsStale(r Row) bool { return math.Float64bits(r.Sum) == StaleNaN }
+
+// StaleNaN is the bits of Prometheus' stale marker (value.StaleNaN in
+// prometheus/model/value), a NaN no arithmetic produces.
+const StaleNaN uint64 = 0x7ff0000000000002
 
 // Add folds o into r's aggregates (r keeps its T; its X is left alone: see
 // AddExtras).

@@ -38,6 +38,7 @@ import (
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/promql"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/params"
@@ -254,6 +255,8 @@ func Run(t *testing.T, store tiers.Store) {
 	ref := s.Load(t, prefix, r)
 	t.Run("RangeQueriesEqualTheEngineOverTheSamples", func(t *testing.T) { s.rangeQueries(t, prefix, ref) })
 	t.Run("InstantQueriesEqualTheEngineOverTheSamples", func(t *testing.T) { s.instantQueries(t, prefix, ref) })
+	t.Run("ConcurrentQueriesKeepTheirOwnAnswers", func(t *testing.T) { s.concurrentQueries(t, prefix, ref) })
+	t.Run("OverTimeFunctionsReadRollups", func(t *testing.T) { s.overTimeFromRollups(t, prefix, ref) })
 	t.Run("SeriesAndLabels", func(t *testing.T) { s.seriesAndLabels(t, prefix, ref) })
 	t.Run("BadRequests", func(t *testing.T) { s.badRequests(t) })
 	t.Run("PartialReadsWarn", func(t *testing.T) { s.partialReads(t, prefix) })
@@ -286,6 +289,94 @@ func (s *Server) rangeQueries(t *testing.T, prefix string, ref *Reference) {
 			if d := Diff(got, want); d != "" {
 				t.Fatalf("%s over %v..%v step %v: %s", qs, rg.Start, rg.End, rg.Step, d)
 			}
+		}
+	}
+}
+
+// concurrentQueries asks every expression at once, several times over:
+// the engine pools the slices of its answers, and an answer must be
+// encoded before its query hands them back, or a query running beside it
+// fills them with its own points.
+func (s *Server) concurrentQueries(t *testing.T, prefix string, ref *Reference) {
+	now := s.Env.Clock.Now()
+	rg := v1.Range{Start: now.Add(-3 * time.Hour), End: now.Add(-2 * time.Hour), Step: 30 * time.Second}
+	want := make([]model.Value, len(Exprs))
+	for i, e := range Exprs {
+		var err error
+		if want[i], err = ref.Range(expr(e, prefix), rg.Start, rg.End, rg.Step); err != nil {
+			t.Fatalf("%s on the reference: %v", expr(e, prefix), err)
+		}
+	}
+	var g errgroup.Group
+	for i, e := range Exprs {
+		qs := expr(e, prefix)
+		g.Go(func() error {
+			for range 8 {
+				got, _, _, err := s.API.QueryRange(context.Background(), qs, rg)
+				if err != nil {
+					return fmt.Errorf("%s: %w", qs, err)
+				}
+				if d := Diff(got, want[i]); d != "" {
+					return fmt.Errorf("%s, asked beside the others: %s", qs, d)
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// overTimeFromRollups asks functions that rollup windows answer, over
+// ranges and steps the windows tile: the answers equal the engine's over
+// the raw samples, and no raw partition is read.
+func (s *Server) overTimeFromRollups(t *testing.T, prefix string, ref *Reference) {
+	now := s.Env.Clock.Now()
+	end := now.Add(-3 * time.Hour).Truncate(time.Hour)
+	for _, c := range []struct {
+		expr    string
+		rg, win time.Duration
+	}{
+		{`max_over_time(%s_temperature[1h])`, time.Hour, time.Hour},
+		{`min_over_time(%s_temperature[2h])`, time.Hour, time.Hour},
+		{`sum by (job) (sum_over_time(%s_requests_total[30m]))`, 10 * time.Minute, 10 * time.Minute},
+		{`avg_over_time(%s_temperature[1h])`, time.Hour, time.Hour},
+		{`present_over_time(%s_latency_seconds_sum[15m])`, 15 * time.Minute, 15 * time.Minute},
+		{`max_over_time(%s_temperature[1h]) - min_over_time(%s_temperature[1h])`, 20 * time.Minute, 20 * time.Minute},
+	} {
+		qs := expr(c.expr, prefix)
+		rg := v1.Range{Start: end.Add(-16 * time.Hour), End: end, Step: c.rg}
+		s.Tables()
+		got, _, _, err := s.API.QueryRange(context.Background(), qs, rg)
+		if err != nil {
+			t.Fatalf("%s: %v", qs, err)
+		}
+		read := s.Tables()
+		want, err := ref.Range(qs, rg.Start, rg.End, rg.Step)
+		if err != nil {
+			t.Fatalf("%s on the reference: %v", qs, err)
+		}
+		if d := Diff(got, want); d != "" {
+			t.Fatalf("%s step %v: %s", qs, rg.Step, d)
+		}
+		if read[tiers.TableRaw] > 0 || len(read) == 0 {
+			t.Fatalf("%s step %v read %v, want rollup tables alone", qs, rg.Step, read)
+		}
+	}
+	// A step the windows do not tile, or a function they cannot answer:
+	// raw points.
+	for _, qs := range []string{`max_over_time(%s_temperature[1h])`, `count_over_time(%s_temperature[1h])`} {
+		step := 90 * time.Second // no tier step divides it
+		if strings.HasPrefix(qs, "count") {
+			step = time.Hour
+		}
+		s.Tables()
+		if _, _, _, err := s.API.QueryRange(context.Background(), expr(qs, prefix), v1.Range{Start: end.Add(-2 * time.Hour), End: end, Step: step}); err != nil {
+			t.Fatal(err)
+		}
+		if read := s.Tables(); read[tiers.TableRaw] == 0 {
+			t.Fatalf("%s step %v read %v, want raw points", qs, step, read)
 		}
 	}
 }
@@ -461,8 +552,9 @@ func same(a, b float64) bool {
 
 // remoteWriteAndRead: a Prometheus server's remote write creates series
 // with their labels under the id rule, whose samples PromQL reads back
-// exactly; staleness markers are left out; a refused batch writes
-// nothing; remote read returns what was written.
+// exactly; a stale marker ends a series for PromQL's lookback, as in
+// Prometheus, and no other read sees it; a refused batch writes nothing;
+// remote read returns what was written, stale marker included.
 func (s *Server) remoteWriteAndRead(t *testing.T, prefix string) {
 	now := s.Env.Clock.Now().UnixMilli()
 	name := prefix + "_rw_total"
@@ -472,7 +564,7 @@ func (s *Server) remoteWriteAndRead(t *testing.T, prefix string) {
 		for i := range 20 {
 			ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: now - 30*tiers.Minute + int64(i)*15_000 + 7, Value: float64(i * 3)})
 		}
-		ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: now - 20*tiers.Minute, Value: math.Float64frombits(value.StaleNaN)})
+		ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: now - 24*tiers.Minute, Value: math.Float64frombits(value.StaleNaN)})
 		series = append(series, ts)
 	}
 	if st, b := s.post(t, "/prometheus/api/v1/write", &prompb.WriteRequest{Timeseries: series}); st != 204 {
@@ -488,6 +580,46 @@ func (s *Server) remoteWriteAndRead(t *testing.T, prefix string) {
 	got, _, _, err := s.API.Query(context.Background(), fmt.Sprintf(`sum by (job) (max_over_time(%s[1h]))`, name), time.UnixMilli(now))
 	if err != nil || len(got.(model.Vector)) != 1 || got.(model.Vector)[0].Value != 2*57 {
 		t.Fatalf("the written series through PromQL: %v %v", got, err)
+	}
+	// The last sample (25m15s ago) is within the lookback 23 minutes ago,
+	// but the stale marker after it ends the series; a minute earlier it
+	// has not yet.
+	for _, c := range []struct {
+		ago  time.Duration
+		want int
+	}{{23 * time.Minute, 0}, {24*time.Minute + time.Second, 2}} {
+		got, _, _, err := s.API.Query(context.Background(), name, time.UnixMilli(now).Add(-c.ago))
+		if err != nil || len(got.(model.Vector)) != c.want {
+			t.Fatalf("%s %v ago, the stale marker 24m ago: %v %v, want %d series", name, c.ago, got, err, c.want)
+		}
+	}
+	// Native reads and rollups pass over the marker: 20 points, and
+	// minute windows that count 20 points and sum them.
+	if _, err := s.Env.Rollups.RunOnce(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	for _, resolution := range []string{"raw", "1m"} {
+		st, _, b := s.do(t, "GET", fmt.Sprintf("/v1/series/%s/points?from=%d&to=%d&resolution=%s&agg=count,sum", wantID, now-tiers.Hour, now, resolution))
+		var page struct {
+			Points [][]float64 `json:"points"`
+		}
+		if st != 200 || json.Unmarshal(b, &page) != nil {
+			t.Fatalf("native read at %s: %d %s", resolution, st, b)
+		}
+		count, sum := 0.0, 0.0
+		for _, p := range page.Points {
+			if resolution == "raw" {
+				count, sum = count+1, sum+p[1]
+			} else {
+				if p[1] == 0 {
+					t.Fatalf("a minute window without points: %s", b)
+				}
+				count, sum = count+p[1], sum+p[2]
+			}
+		}
+		if count != 20 || sum != 3*190 {
+			t.Fatalf("native read at %s: %v points, sum %v; want 20 and %d: %s", resolution, count, sum, 3*190, b)
+		}
 	}
 	// Refused whole: one sample too old; a native histogram; not snappy.
 	old := []prompb.TimeSeries{{Labels: []prompb.Label{{Name: "__name__", Value: prefix + "_refused"}}, Samples: []prompb.Sample{{Timestamp: now - 60*tiers.Second, Value: 1}, {Timestamp: now - 30*tiers.Day, Value: 1}}}}
@@ -510,7 +642,7 @@ func (s *Server) remoteWriteAndRead(t *testing.T, prefix string) {
 	}
 	raw, err := snappy.Decode(nil, b)
 	var resp prompb.ReadResponse
-	if err != nil || resp.Unmarshal(raw) != nil || len(resp.Results) != 1 || len(resp.Results[0].Timeseries) != 1 || len(resp.Results[0].Timeseries[0].Samples) != 20 {
+	if err != nil || resp.Unmarshal(raw) != nil || len(resp.Results) != 1 || len(resp.Results[0].Timeseries) != 1 || len(resp.Results[0].Timeseries[0].Samples) != 21 || !value.IsStaleNaN(resp.Results[0].Timeseries[0].Samples[20].Value) {
 		t.Fatalf("remote read answered %v %+v", err, resp)
 	}
 }

@@ -222,6 +222,9 @@ func percentilesWithinAccuracy(t *testing.T, store tiers.Store, base *Env) {
 	if len(seen) != len(e.Pyramid) {
 		t.Fatalf("reads were served by the tiers %v; want every tier of %d", seen, len(e.Pyramid))
 	}
+	if _, _, served := e.Gateway.Results.Stats(); served == 0 {
+		t.Fatal("no window was read from the results cache: the second reads did not test it")
+	}
 
 	// Imported history, from the tiers that keep it.
 	histSteps := 0

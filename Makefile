@@ -149,8 +149,8 @@ loadtest: build
 # The label index benchmarks load a million series each (about 3 minutes
 # on the embedded store, 20 against the node).
 bench:
-	$(GO) test -run '^$$' -bench 'EncodePoints|ReadMemory|CompressedPage|DecodeJSON|DecodeNDJSON|Merge|Write|ReadPartition|ParsePoint|LabelIndex' -benchmem \
-	  ./httpapi/ ./ingest/ ./merge/ ./partial/ ./jsonenc/ ./tiers/embedded/
+	$(GO) test -run '^$$' -bench 'EncodePoints|ReadMemory|CompressedPage|DecodeJSON|DecodeNDJSON|Merge|Write|ReadPartition|ParsePoint|LabelIndex|RollupRowBytes' -benchmem \
+	  ./httpapi/ ./ingest/ ./merge/ ./partial/ ./jsonenc/ ./tiers/ ./tiers/embedded/
 	scripts/cassandra.sh run scripts/kafka.sh run $(GO) test -tags integration -run '^$$' -bench . -benchtime 1x -timeout 90m \
 	  ./integration/ $(if $(BENCH_ARGS),-args $(BENCH_ARGS))
 	$(MAKE) bench-peers

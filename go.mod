@@ -3,6 +3,7 @@ module github.com/tsgate/tsgate
 go 1.26.8
 
 require (
+	github.com/DataDog/sketches-go v1.4.8
 	github.com/Shopify/toxiproxy/v2 v2.5.0
 	github.com/apache/cassandra-gocql-driver/v2 v2.1.2
 	github.com/getkin/kin-openapi v0.152.0

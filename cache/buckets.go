@@ -38,6 +38,9 @@ type bucketKey struct {
 	rewritten, seriesGen int64
 	// gen is the series' generation (see Invalidate).
 	gen uint64
+	// extras says the run's rollup rows carry their extras: a run read
+	// without them never answers a read that needs them.
+	extras bool
 }
 
 type bucketEntry struct {
@@ -112,7 +115,7 @@ func (b *Buckets) Bucket(g partial.Group) partial.BucketRead {
 		return partial.BucketRead{}
 	}
 	k := bucketKey{version: bucketKeyVersion, table: first.Table, series: first.Series, start: g.Bucket.Start, end: g.Bucket.End, events: g.Bucket.EventBuckets,
-		rewritten: g.Rewritten, seriesGen: g.Generation, gen: b.generation(first.Series)}
+		rewritten: g.Rewritten, seriesGen: g.Generation, gen: b.generation(first.Series), extras: reads[0].Extras}
 	if late != nil {
 		lr := *late
 		lr.Span = g.Bucket.Span()
@@ -295,6 +298,9 @@ func bucketKeyString(k bucketKey) string {
 	late := int64(0)
 	if k.late {
 		late = 1
+	}
+	if k.extras {
+		late |= 2
 	}
 	for _, n := range []int64{k.start, k.end, int64(k.events), late, k.lateVersion, k.rewritten, k.seriesGen, int64(k.gen)} {
 		for i := range 8 {

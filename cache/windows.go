@@ -19,6 +19,9 @@ type WindowKey struct {
 	Generation int64
 	Level      tiers.Level
 	Step       int64
+	// Extras: the windows carry their extras (tiers.Row.X), for reads
+	// of percentiles; windows cached without them cannot answer those.
+	Extras bool
 }
 
 // Windows is the results cache: complete windows of answers, so that a
@@ -26,7 +29,8 @@ type WindowKey struct {
 // windows it lacks. An entry is one contiguous span of windows and the
 // rows of those that have points (a window of the span without a row has
 // none); the engine fills it with windows whose rows are all final. Rows
-// handed out are shared and never written to. Bounded in bytes, least
+// handed out are shared and never written to, their extras included (the
+// engine caches them compacted: an encoded sketch, not a live one). Bounded in bytes, least
 // recently used first out.
 type Windows struct {
 	maxBytes, maxEntry int64
@@ -96,6 +100,9 @@ func (w *Windows) Put(k WindowKey, span tiers.Span, rows []tiers.Row) {
 		e.rows = append([]tiers.Row(nil), rows...)
 	}
 	e.size = int64(len(e.rows))*rowBytes + int64(len(k.Series)) + 96
+	for _, r := range e.rows {
+		e.size += r.ExtrasBytes()
+	}
 	if e.size > w.maxEntry {
 		return // an entry this large would crowd out every other panel
 	}

@@ -328,10 +328,11 @@ func (s *Server) grafanaTagValues(w http.ResponseWriter, r *http.Request) {
 
 // grafanaAggs and grafanaResolutions are the choices the query builder
 // offers for a target's payload; code mode may set any aggregate of the
-// API and any window of at least 1s.
+// API (any percentile pNN.N) and any window of at least 1s.
 var (
 	grafanaAggs = []grafanaOption{
 		{"avg", "avg (mean, the default)"}, {"min", "min"}, {"max", "max"}, {"sum", "sum"}, {"count", "count"},
+		{"p50", "p50 (median)"}, {"p90", "p90"}, {"p95", "p95"}, {"p99", "p99"}, {"p999", "p99.9"},
 	}
 	grafanaResolutions = []grafanaOption{
 		{"auto", "auto (by the panel's width, the default)"}, {"raw", "raw points"},

@@ -214,7 +214,7 @@ func TestGrafanaMetrics(t *testing.T) {
 func TestGrafanaPayloadOptions(t *testing.T) {
 	s := newTestServer(t)
 	cases := map[string][]string{
-		"metric-payload-options-agg.json":        {"avg", "min", "max", "sum", "count"},
+		"metric-payload-options-agg.json":        {"avg", "min", "max", "sum", "count", "p50", "p90", "p95", "p99", "p999"},
 		"metric-payload-options-resolution.json": {"auto", "raw", "1s", "10s", "1m", "5m", "15m", "1h", "6h", "1d", "7d"},
 		"metric-payload-options-unknown.json":    {},
 	}

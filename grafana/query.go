@@ -397,7 +397,7 @@ func grafanaOptions(raw json.RawMessage) (agg query.Agg, resolution string, err 
 	}
 	aggs, err := query.ParseAggs(text)
 	if err != nil || len(aggs) != 1 {
-		return 0, "", fmt.Errorf("payload.agg must be one of min, max, sum, count, avg (got %q)", text)
+		return 0, "", fmt.Errorf("payload.agg must be one of min, max, sum, count, avg, or a percentile p50, p90, p95, p99, p999 or pNN.N (above 0, below 100, at most three decimals) (got %q)", text)
 	}
 	if resolution, err = payloadString(payload, "resolution"); err != nil {
 		return 0, "", err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/grafana"
+	"github.com/tsgate/tsgate/quantile"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/testkit/apitest"
 	"github.com/tsgate/tsgate/testkit/querytest"
@@ -119,6 +121,20 @@ func (s *testServer) grafanaQuery(body string) []grafanaElement {
 // wantPoints is the brute-force answer: the raw points in span (step 0),
 // or the windows of width step whose start lies in span, each aggregating
 // its whole window, ascending, as [t, value].
+// percentileOf is the quantile of a percentile aggregate (p99, p999,
+// p99.9).
+func percentileOf(agg string) (float64, bool) {
+	if agg == "p999" {
+		return 0.999, true
+	}
+	digits, ok := strings.CutPrefix(agg, "p")
+	if !ok {
+		return 0, false
+	}
+	p, err := strconv.ParseFloat(digits, 64)
+	return p / 100, err == nil
+}
+
 func wantPoints(pts map[int64]float64, span tiers.Span, step int64, agg string) [][2]float64 {
 	read := span
 	if step > 0 {
@@ -140,7 +156,10 @@ func wantPoints(pts map[int64]float64, span tiers.Span, step int64, agg string) 
 		}
 		return out
 	}
-	type acc struct{ min, max, sum, count float64 }
+	type acc struct {
+		min, max, sum, count float64
+		values               []float64
+	}
 	var starts []int64
 	accs := map[int64]*acc{}
 	for _, t := range ts {
@@ -153,10 +172,15 @@ func wantPoints(pts map[int64]float64, span tiers.Span, step int64, agg string) 
 		}
 		v := pts[t]
 		a.min, a.max, a.sum, a.count = min(a.min, v), max(a.max, v), a.sum+v, a.count+1
+		a.values = append(a.values, v)
 	}
 	for _, w := range starts {
 		a := accs[w]
 		v := map[string]float64{"min": a.min, "max": a.max, "sum": a.sum, "count": a.count, "avg": a.sum / a.count}[agg]
+		if q, ok := percentileOf(agg); ok {
+			slices.Sort(a.values)
+			v = a.values[quantile.Rank(q, int64(len(a.values)))]
+		}
 		out = append(out, [2]float64{float64(w), v})
 	}
 	return out
@@ -192,7 +216,12 @@ func checkElement(t *testing.T, e grafanaElement, refID, series string, pts map[
 		t.Fatalf("%s %s: %d points, want %d (step %d, %s)", refID, series, len(got), len(want), step, agg)
 	}
 	for i := range want {
-		if got[i][0] != want[i][0] || math.Abs(got[i][1]-want[i][1]) > 1e-9*max(1, math.Abs(want[i][1])) {
+		tolerance := 1e-9 * max(1, math.Abs(want[i][1]))
+		if _, ok := percentileOf(agg); ok {
+			// A percentile comes from a sketch: within 1 %.
+			tolerance = quantile.RelativeAccuracy * (1 + 1e-9) * math.Abs(want[i][1])
+		}
+		if got[i][0] != want[i][0] || math.Abs(got[i][1]-want[i][1]) > tolerance {
 			t.Fatalf("%s %s: point %d = %v, want %v (step %d, %s)", refID, series, i, got[i], want[i], step, agg)
 		}
 	}
@@ -381,6 +410,9 @@ func TestGrafanaQueryPayloads(t *testing.T) {
 		{map[string]any{"resolution": `1\.5m`}, 90 * tiers.Second, "avg"}, // builder values arrive regex-escaped
 		{map[string]any{"agg": []any{"min"}}, auto, "min"},                // a builder multi-select
 		{map[string]any{"agg": "count", "resolution": "auto"}, auto, "count"},
+		{map[string]any{"agg": "p99", "resolution": "5m"}, 5 * tiers.Minute, "p99"},
+		{map[string]any{"agg": `p99\.9`}, auto, "p99.9"}, // regex-escaped by the builder
+		{map[string]any{"agg": []any{"p50"}, "resolution": "raw"}, 0, "avg"},
 		{`{"agg":"max"}`, auto, "max"}, // saved as text by older versions
 		{"not json", auto, "avg"},      // the plugin sends {} for invalid JSON; older saved queries may hold it
 		{nil, auto, "avg"},
@@ -428,6 +460,8 @@ func TestGrafanaQueryBadRequests(t *testing.T) {
 		{target("s-42|s-43", map[string]any{}), []string{"query B", "(a|b)"}},
 		{target("s-42", map[string]any{"agg": "median"}), []string{"query B", "payload.agg"}},
 		{target("s-42", map[string]any{"agg": "min,max"}), []string{"query B", "payload.agg"}},
+		{target("s-42", map[string]any{"agg": "p100"}), []string{"query B", "payload.agg", "percentile"}},
+		{target("s-42", map[string]any{"agg": "p99.9999"}), []string{"query B", "payload.agg", "percentile"}},
 		{target("s-42", map[string]any{"agg": []any{"min", "max"}}), []string{"query B", "payload.agg"}},
 		{target("s-42", map[string]any{"resolution": "fast"}), []string{"query B", "payload.resolution"}},
 		{target("s-42", map[string]any{"resolution": "500ms"}), []string{"query B", "payload.resolution", "1s"}},

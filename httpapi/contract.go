@@ -273,6 +273,13 @@ func schemaMessage(se *openapi3.SchemaError) string {
 		}
 		return msg
 	case "pattern":
+		// A schema may say in words what its pattern accepts.
+		if accepts, ok := s.Extensions["x-accepts"].(string); ok {
+			if v, ok := se.Value.(string); ok {
+				return fmt.Sprintf("%q: must be %s", v, accepts)
+			}
+			return "must be " + accepts
+		}
 		return "must match " + s.Pattern
 	case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "type", "oneOf", "anyOf", "format":
 		return "must be " + expected(s)
@@ -324,7 +331,9 @@ func expected(s *openapi3.Schema) string {
 		what = "a number"
 	case s.Type.Is("string"):
 		what = "a string"
-		if s.Pattern != "" {
+		if accepts, ok := s.Extensions["x-accepts"].(string); ok {
+			what = accepts
+		} else if s.Pattern != "" {
 			what += " matching " + s.Pattern
 		}
 	case s.Type.Is("boolean"):
@@ -333,6 +342,10 @@ func expected(s *openapi3.Schema) string {
 		what = "a list"
 		if s.Items != nil && s.Items.Value != nil && len(s.Items.Value.Enum) > 0 {
 			what = "a list of " + enumList(s.Items.Value.Enum)
+		} else if s.Items != nil && s.Items.Value != nil {
+			if accepts, ok := s.Items.Value.Extensions["x-accepts"].(string); ok {
+				what = "a list of " + strings.TrimPrefix(accepts, "one of ")
+			}
 		}
 	case s.Type.Is("object"):
 		what = "an object"

@@ -37,7 +37,7 @@ func TestRequestValidation(t *testing.T) {
 		{"batch members", "POST", "/v1/query", "application/json",
 			`{"from":"now-1h","limit":5.5,"queries":[{"series":"v","agg":"median"},{"sieries":"v"}]}`, 400, []want{
 				{"limit", "must be an integer or a string"},
-				{"queries[0].agg", "must be a list of min, max, sum, count, avg or a string matching ^(min|max|sum|count|avg)(,(min|max|sum|count|avg))*$"},
+				{"queries[0].agg", "must be a list of min, max, sum, count, avg, or a percentile p50, p90, p95, p99, p999 or pNN.N (above 0, below 100, at most three decimals) or a comma list of those"},
 				{"queries[1].sieries", "unknown member"},
 			}},
 		{"batch query without series or match", "POST", "/v1/query", "application/json",

@@ -234,8 +234,8 @@ func (im *Importer) level(t, now int64) (tiers.Level, bool) {
 }
 
 // writeWindows aggregates the points into windows of tier l, the last
-// point of a (series, t) winning as in Write, and writes the rows and the
-// series' spans. It returns the window starts per series, ascending.
+// point of a (series, t) winning as in Write, extras included, and writes
+// the rows and the series' spans. It returns the window starts per series, ascending.
 func (im *Importer) writeWindows(ctx context.Context, l tiers.Level, points []Point) (map[string][]int64, error) {
 	t := im.pyramid.Tier(l)
 	// Sort by (series, t), keeping the input order among equal keys, so
@@ -258,13 +258,17 @@ func (im *Importer) writeWindows(ctx context.Context, l tiers.Level, points []Po
 			sp.Last = p.T
 		}
 		start := tiers.AlignDown(p.T, t.Step)
-		row := tiers.PointRow(start, p.V)
+		// The window's extras — sketch and counter — are built from its
+		// points as the rollup worker builds them.
+		point := tiers.PointRow(p.T, p.V)
 		ws := windows[p.Series]
 		if n := len(ws); n > 0 && ws[n-1] == start {
 			w := &writes[len(writes)-1]
-			w.Rows[len(w.Rows)-1].Add(row)
+			w.Rows[len(w.Rows)-1].AddExtras(point)
 			continue
 		}
+		row := tiers.Row{T: start}
+		row.AddExtras(point)
 		windows[p.Series] = append(ws, start)
 		b := layout.BucketOf(start).Start
 		if n := len(writes); n == 0 || writes[n-1].Key.Series != p.Series || writes[n-1].Key.Bucket != b {

@@ -717,7 +717,7 @@ func BenchmarkPyramid(b *testing.B) {
 			b.Fatal(err)
 		}
 		var stats partial.Stats
-		stream, err := scan.New(g.store, g.pyramid, g.Config.Query.Scan, g.clock.Now).ReadTier(ctx, info, 1, read, &stats)
+		stream, err := scan.New(g.store, g.pyramid, g.Config.Query.Scan, g.clock.Now).ReadTier(ctx, info, 1, read, false, &stats)
 		if err != nil {
 			b.Fatal(err)
 		}

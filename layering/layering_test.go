@@ -21,6 +21,9 @@ var layers = [][]string{
 	// What went wrong, in kinds every front end renders (the one error
 	// classification).
 	{"failure"},
+	// The quantile sketch rollup rows keep (DDSketch), under the storage
+	// model that holds it.
+	{"quantile"},
 	// Foundation: the storage model, generic merging, JSON writing,
 	// configuration syntax, the memory budget of answers, and embedded
 	// assets (the contract, the dashboard) with the client generated from
@@ -65,7 +68,7 @@ var adapterImports = []string{"tiers", "merge"}
 // pure packages do no I/O: everything they read or write comes through
 // interfaces, so they are tested with fakes and never touch the network,
 // the disk or the process.
-var pure = []string{"failure", "cursor", "index", "tiers", "merge", "jsonenc", "params", "router", "partial", "scan", "query", "membudget"}
+var pure = []string{"failure", "quantile", "cursor", "index", "tiers", "merge", "jsonenc", "params", "router", "partial", "scan", "query", "membudget"}
 
 // ioPackages are the standard library's doors to the outside.
 var ioPackages = []string{"os", "os/exec", "os/signal", "net", "net/http", "io/fs", "io/ioutil", "syscall", "path/filepath", "database/sql"}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/tsgate/tsgate/jsonenc"
 	"github.com/tsgate/tsgate/tiers"
@@ -292,7 +293,13 @@ func (r *Run) Row(i int) tiers.Row {
 func (r *Run) Bytes() int64 {
 	enc := int64(cap(r.JSON)) + int64(len(r.Ends))*4
 	if r.Rows != nil {
-		return int64(len(r.Rows))*40 + int64(len(r.T))*8 + enc
+		n := int64(len(r.Rows))*int64(unsafe.Sizeof(tiers.Row{})) + int64(len(r.T))*8 + enc
+		if len(r.Rows) > 0 && r.Rows[0].X != nil {
+			for _, row := range r.Rows {
+				n += row.ExtrasBytes()
+			}
+		}
+		return n
 	}
 	return int64(len(r.T))*16 + enc
 }

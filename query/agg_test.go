@@ -20,10 +20,43 @@ func TestParseAggs(t *testing.T) {
 			t.Errorf("ParseAggs(%q) = %v, %v; want %v", c.in, got, err, c.want)
 		}
 	}
-	for _, bad := range []string{"", ",", "avg,", "median", "min,min", "AVG", "avg;min", "avg\x00"} {
+	for _, bad := range []string{"", ",", "avg,", "median", "min,min", "AVG", "avg;min", "avg\x00",
+		"p0", "p100", "p", "p.5", "p5.", "p05", "p99.9999", "p-1", "p1e1", "P99", "p99,p99", "p999,p99.9", "p50,p50.0", "p9999", "p 99", "p+5"} {
 		if got, err := ParseAggs(bad); err == nil {
 			t.Errorf("ParseAggs(%q) = %v, want an error", bad, got)
 		}
+	}
+}
+
+// Percentiles parse in every accepted form, keep the name they were
+// written with, and carry their quantile.
+func TestParsePercentiles(t *testing.T) {
+	for _, c := range []struct {
+		in string
+		q  float64
+	}{
+		{"p50", 0.5}, {"p90", 0.9}, {"p95", 0.95}, {"p99", 0.99}, {"p999", 0.999}, {"p99.9", 0.999},
+		{"p12.5", 0.125}, {"p0.1", 0.001}, {"p99.999", 0.99999}, {"p1", 0.01}, {"p50.0", 0.5}, {"p0.001", 0.00001},
+	} {
+		aggs, err := ParseAggs("min," + c.in)
+		if err != nil || len(aggs) != 2 || !aggs[1].IsPercentile() || aggs[0].IsPercentile() {
+			t.Fatalf("ParseAggs(%q) = %v, %v", c.in, aggs, err)
+		}
+		if got := aggs[1].String(); got != c.in {
+			t.Errorf("%q is named %q", c.in, got)
+		}
+		if got := aggs[1].Quantile(); got != c.q {
+			t.Errorf("%q has quantile %v, want %v", c.in, got, c.q)
+		}
+		if !NeedsExtras(aggs) || NeedsExtras(aggs[:1]) {
+			t.Errorf("NeedsExtras(%v)", aggs)
+		}
+		if err := checkAggs(aggs); err != nil {
+			t.Errorf("checkAggs(%v): %v", aggs, err)
+		}
+	}
+	if err := checkAggs([]Agg{pctFlag}); err == nil {
+		t.Error("checkAggs accepted a percentile of 0")
 	}
 }
 
@@ -31,7 +64,7 @@ func TestParseAggs(t *testing.T) {
 // FormatAggs prints as the same list with the spaces around names
 // removed, and that list parses back to itself.
 func FuzzParseAggs(f *testing.F) {
-	for _, s := range []string{"avg", "min,max", "min,max,sum,count,avg", " sum , count", "min,min", "", ",", "median", "avg,"} {
+	for _, s := range []string{"avg", "min,max", "min,max,sum,count,avg", " sum , count", "min,min", "", ",", "median", "avg,", "p99,p999", "p12.5, p0.1", "p05"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -42,15 +75,11 @@ func FuzzParseAggs(f *testing.F) {
 			}
 			return
 		}
-		if len(aggs) == 0 || len(aggs) > len(aggNames) {
+		if len(aggs) == 0 {
 			t.Fatalf("ParseAggs(%q) = %v", s, aggs)
 		}
-		seen := map[Agg]bool{}
-		for _, a := range aggs {
-			if int(a) >= len(aggNames) || seen[a] {
-				t.Fatalf("ParseAggs(%q) = %v: out of range or repeated", s, aggs)
-			}
-			seen[a] = true
+		if err := checkAggs(aggs); err != nil {
+			t.Fatalf("ParseAggs(%q) = %v: %v", s, aggs, err)
 		}
 		names := strings.Split(s, ",")
 		for i := range names {

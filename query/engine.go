@@ -256,7 +256,8 @@ func (e *engine) plan(ctx context.Context, p *prepared, cur *cursor.Cursor, now 
 }
 
 // Item is one point (raw answers: T and the row's value) or one window
-// (aggregated answers: T is the window start, Row the folded aggregates).
+// (aggregated answers: T is the window start, Row the folded aggregates,
+// with the window's extras when the read asked for them: Row.X).
 type Item struct {
 	T   int64
 	Row tiers.Row
@@ -321,6 +322,9 @@ func (e *engine) Query(ctx context.Context, req Request) (Result, error) {
 		cancel()
 		return nil, err
 	}
+	// Percentiles read the rollup rows' sketches; reads without them
+	// never touch the extras.
+	r.extras = p.Extras || NeedsExtras(p.Aggs)
 	if e.Results != nil && plan.Step > 0 && !req.Desc {
 		r.useResults(info, plan, e.watermarks(ctx))
 		if r.page.Empty() {
@@ -331,6 +335,11 @@ func (e *engine) Query(ctx context.Context, req Request) (Result, error) {
 	if err := e.checkPartitions(ctx, info, &p, plan, segs, r.page, now); err != nil {
 		cancel()
 		return nil, err
+	}
+	if r.extras {
+		for i := range segs {
+			segs[i].Extras = true
+		}
 	}
 	progress := scan.Progress{Soft: soft, Must: r.must(), KeepStale: req.KeepStale}
 	if plan.Step == 0 {
@@ -347,9 +356,15 @@ func (e *engine) Query(ctx context.Context, req Request) (Result, error) {
 		return nil, fmt.Errorf("%w: late index: %w", ErrUnavailable, err)
 	}
 	if plan.Step > 0 && !rowsAreWindows(e.Pyramid, plan) {
+		fold := func(acc *tiers.Row, row tiers.Row) { acc.Add(row) }
+		if r.extras {
+			// Windows from raw points (resolution=90s, the stitched recent
+			// part) get a sketch built from their points, windows of
+			// several rollup rows their rows' sketches merged.
+			fold = func(acc *tiers.Row, row tiers.Row) { acc.AddExtras(row) }
+		}
 		r.windows = merge.NewWindower(merge.Iterator[tiers.Row](r.stream), plan.Step,
-			func(row tiers.Row) int64 { return row.T },
-			func(acc *tiers.Row, row tiers.Row) { acc.Add(row) })
+			func(row tiers.Row) int64 { return row.T }, fold)
 	}
 	return r, nil
 }
@@ -364,7 +379,7 @@ func (r *result) useResults(info tiers.SeriesInfo, plan router.Plan, wm tiers.Wa
 	if plan.Tier == tiers.LevelRaw || int(plan.Tier) >= len(wm) {
 		return
 	}
-	key := cache.WindowKey{Series: info.ID, Generation: info.Generation, Level: plan.Tier, Step: plan.Step}
+	key := cache.WindowKey{Series: info.ID, Generation: info.Generation, Level: plan.Tier, Step: plan.Step, Extras: r.extras}
 	results := r.e.Results
 	if span, rows, ok := results.Get(key, r.page.From); ok {
 		to := min(span.To, r.page.To)
@@ -396,6 +411,9 @@ type resultsFill struct {
 func (f *resultsFill) record(t int64, row tiers.Row) {
 	if t >= f.span.From && t < f.span.To {
 		row.T = t
+		// Cached rows are shared and kept: their extras in a form of
+		// their own, the sketch encoded.
+		row.X = row.X.Detach(row)
 		f.rows = append(f.rows, row)
 	}
 }
@@ -548,6 +566,9 @@ type result struct {
 	// fields are the rollup-row numbers of the page's aggregates, for
 	// batches of windows of one row each.
 	fields []int
+	// extras: the page reads the rollup rows' extras (percentiles, or
+	// Request.Extras).
+	extras bool
 	// cached are the windows the results cache gave, delivered before
 	// the stream's (ci of them so far); fill gathers those to give it.
 	cached []tiers.Row
@@ -716,6 +737,11 @@ var aggFields = [...]int{Min: partial.FieldMin, Max: partial.FieldMax, Sum: part
 // NextBatch moves past up to limit items at once; see Result.
 func (r *result) NextBatch(limit int) (Batch, bool) {
 	if r.finished || r.hasPeek || r.windows != nil || r.stream == nil || r.ci < len(r.cached) {
+		return Batch{}, false
+	}
+	if r.head.Plan.Step > 0 && NeedsExtras(r.head.Aggs) {
+		// Percentiles are computed row by row from the sketches, not
+		// copied from encoded fields.
 		return Batch{}, false
 	}
 	s, ok := r.stream.NextRun(min(limit, r.limit-r.n))

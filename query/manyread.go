@@ -205,13 +205,21 @@ func (m *Many) Read(ctx context.Context, req ManyRequest) (*ManyAnswer, error) {
 			return nil
 		}
 		pages[i].head = res.Head()
+		extra := 0
 		for res.Next() {
-			pages[i].items = append(pages[i].items, res.Item())
+			it := res.Item()
+			if it.Row.X != nil {
+				// A window's live sketch takes a kilobyte, its encoding
+				// tens of bytes: held encoded until the answer is written.
+				it.Row.X = it.Row.X.Compact(it.Row)
+				extra += int(it.Row.ExtrasBytes())
+			}
+			pages[i].items = append(pages[i].items, it)
 		}
 		pages[i].trailer = res.Trailer()
 		mu.Lock()
 		defer mu.Unlock()
-		held += len(pages[i].items) * itemBytes
+		held += len(pages[i].items)*itemBytes + extra
 		return meter.Track(ctx, held)
 	})
 	if err != nil {
@@ -353,8 +361,8 @@ const itemBytes = 64
 
 // groups folds the series' windows into one result per group of equal
 // GroupBy labels (a label a series lacks counts as empty), each window
-// min, max, sum and count over every point of the group's series in it;
-// avg is that sum over that count.
+// min, max, sum and count over every point of the group's series in it,
+// and the merged sketch for percentiles; avg is that sum over that count.
 func groups(series []tiers.SeriesInfo, pageOf func(i int) ([]Item, *Head), by []string, within func(int64) bool, desc bool, plan *Head) []ManyResult {
 	type group struct {
 		labels  tiers.Labels
@@ -364,6 +372,9 @@ func groups(series []tiers.SeriesInfo, pageOf func(i int) ([]Item, *Head), by []
 		windows map[int64]tiers.Row
 	}
 	byKey := map[string]*group{}
+	// Percentiles of a group's window are of all its series' points:
+	// their sketches merge.
+	extras := NeedsExtras(plan.Aggs)
 	for i, info := range series {
 		items, head := pageOf(i)
 		if head == nil {
@@ -391,7 +402,11 @@ func groups(series []tiers.SeriesInfo, pageOf func(i int) ([]Item, *Head), by []
 				break
 			}
 			acc := g.windows[it.T]
-			acc.Add(it.Row)
+			if extras {
+				acc.AddSeries(it.Row)
+			} else {
+				acc.Add(it.Row)
+			}
 			g.windows[it.T] = acc
 		}
 	}

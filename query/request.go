@@ -33,7 +33,12 @@ type Request struct {
 	WholeFirstWindow bool
 	// Aggs are the answer's columns for windows; avg when empty.
 	Aggs []Agg
-	Desc bool
+	// Extras reads the rollup rows' extras (tiers.Extras) even when no
+	// aggregate needs them, so that windows carry them in Item.Row.X: the
+	// counter summary a reset-aware increase needs, the sketch. Percentile
+	// aggregates read them anyway.
+	Extras bool
+	Desc   bool
 	// Limit is the page size; the configured default when 0.
 	Limit int
 	// Cursor is the next_cursor of the previous page.

@@ -7,7 +7,11 @@
 // tier is rebuilt from the window's raw and late points, a row of every
 // coarser tier from the rows of the tier below (minute from raw, hour from
 // minute, day from hour with the default pyramid), re-aggregating min, max,
-// sum and count. A rerun writes the same rows, so several gateway instances
+// sum and count, and the extras (tiers.Extras): the quantile sketch, built
+// from the points and merged from the finer rows', and the counter
+// summary a reset-aware increase needs. A window folded from rows written
+// before rollups kept extras gets extras that know nothing; recomputing
+// it once those rows have theirs fills them in. A rerun writes the same rows, so several gateway instances
 // may run the worker at once.
 package rollup
 
@@ -382,9 +386,11 @@ func (w *Worker) recompute(ctx context.Context, series string, windows []int64, 
 
 // firstChange compares the rows about to be written to tier l that end by
 // complete with those stored, and returns the end of the first window
-// whose row changes (tiers.MaxTime when none does). Most windows that
-// old are rewritten unchanged — slots a forced run took are taken again by
-// the next regular run — and only a change must reach the caches.
+// whose row changes (tiers.MaxTime when none does): its aggregates or its
+// extras as stored (tiers.SameRow; a row stored before rollups kept extras
+// changes when it gains them). Most windows that old are rewritten
+// unchanged — slots a forced run took are taken again by the next regular
+// run — and only a change must reach the caches.
 func (w *Worker) firstChange(ctx context.Context, info tiers.SeriesInfo, l tiers.Level, rows []tiers.Row, complete int64, stats *partial.Stats) (int64, error) {
 	step := w.pyramid.Tier(l).Step
 	n, _ := slices.BinarySearchFunc(rows, complete, func(r tiers.Row, c int64) int { return cmp.Compare(r.T+step, c+1) })
@@ -392,7 +398,7 @@ func (w *Worker) firstChange(ctx context.Context, info tiers.SeriesInfo, l tiers
 	if len(rows) == 0 {
 		return tiers.MaxTime, nil
 	}
-	stream, err := w.scan.ReadTier(ctx, info, l, tiers.Span{From: rows[0].T, To: rows[len(rows)-1].T + step}, stats)
+	stream, err := w.scan.ReadTier(ctx, info, l, tiers.Span{From: rows[0].T, To: rows[len(rows)-1].T + step}, true, stats)
 	if err != nil {
 		return 0, err
 	}
@@ -404,7 +410,7 @@ func (w *Worker) firstChange(ctx context.Context, info tiers.SeriesInfo, l tiers
 			return rows[i].T + step, nil // a window that had no row
 		}
 		if i < len(rows) && rows[i].T == old.T {
-			if rows[i] != old {
+			if !tiers.SameRow(rows[i], old) {
 				return rows[i].T + step, nil
 			}
 			i++
@@ -470,17 +476,19 @@ func runs(starts []int64, step int64) []tiers.Span {
 	return out
 }
 
-// aggregate reads the source tier over span and folds it into windows of
-// step.
+// aggregate reads the source tier over span, its rollup rows with their
+// extras, and folds it into windows of step, extras included: each
+// window's sketch and counter are built from the raw points, or merged
+// from the finer tier's.
 func (w *Worker) aggregate(ctx context.Context, info tiers.SeriesInfo, src tiers.Level, span tiers.Span, step int64, stats *partial.Stats) ([]tiers.Row, error) {
-	stream, err := w.scan.ReadTier(ctx, info, src, span, stats)
+	stream, err := w.scan.ReadTier(ctx, info, src, span, true, stats)
 	if err != nil {
 		return nil, err
 	}
 	defer stream.Close()
 	win := merge.NewWindower(merge.Iterator[tiers.Row](stream), step,
 		func(r tiers.Row) int64 { return r.T },
-		func(acc *tiers.Row, r tiers.Row) { acc.Add(r) })
+		func(acc *tiers.Row, r tiers.Row) { acc.AddExtras(r) })
 	var rows []tiers.Row
 	for win.Next() {
 		wnd := win.At()

@@ -82,6 +82,9 @@ type Segment struct {
 	// Generation is the series' (see tiers.SeriesInfo), which groups carry
 	// for a cache of buckets to key on.
 	Generation int64
+	// Extras reads the rollup rows' extras too (tiers.ReadRequest.Extras):
+	// the reads of aggregates that need them set it, ordinary reads do not.
+	Extras bool
 }
 
 // Segments lays out the parts of page that the plan's segments serve, in
@@ -153,7 +156,7 @@ func (s *Scanner) Groups(ctx context.Context, series string, segs []Segment, des
 				for eb := range b.EventBuckets {
 					g.Reads = append(g.Reads, tiers.ReadRequest{
 						Key:  tiers.PartitionKey{Table: seg.Tier.Table, Series: series, Bucket: b.Start, EventBucket: eb},
-						Span: gs, Desc: desc, PageSize: pageSize,
+						Span: gs, Desc: desc, PageSize: pageSize, Extras: seg.Extras && seg.Tier.Level != tiers.LevelRaw,
 					})
 				}
 				if m, ok := late[b.Start]; ok && seg.Tier.Level == tiers.LevelRaw {
@@ -202,9 +205,13 @@ func (s *Scanner) Read(ctx context.Context, series string, segs []Segment, span 
 }
 
 // ReadTier streams the rows of one tier of a series over span, in
-// ascending order, merging the late partitions in for raw rows. The rollup
-// worker reads with it; the caller closes the stream.
-func (s *Scanner) ReadTier(ctx context.Context, info tiers.SeriesInfo, level tiers.Level, span tiers.Span, stats *partial.Stats) (*partial.Stream, error) {
+// ascending order, merging the late partitions in for raw rows, with the
+// extras of rollup rows when extras is set. The rollup worker reads with
+// it; the caller closes the stream.
+func (s *Scanner) ReadTier(ctx context.Context, info tiers.SeriesInfo, level tiers.Level, span tiers.Span, extras bool, stats *partial.Stats) (*partial.Stream, error) {
 	segs := s.Segments(info, []router.Segment{{Span: span, Tier: level}}, span, false)
+	for i := range segs {
+		segs[i].Extras = extras
+	}
 	return s.Read(ctx, info.ID, segs, span, false, Progress{}, stats)
 }

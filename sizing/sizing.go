@@ -4,7 +4,9 @@
 // large the resulting partitions are. It is pure arithmetic; `gateway size`
 // prints it.
 //
-// The rule: partition bytes = row rate × bucket duration × row bytes. A
+// The rule: partition bytes = row rate × bucket duration × row bytes,
+// where a rollup row's bytes count its extras (the window's quantile
+// sketch and counter summary) at their mean size. A
 // partition should hold about Target bytes (the design aims at 10–100 MB)
 // but never more than MaxRows rows: Cassandra's data-modeling guidance
 // counts a partition's size in cells and advises staying under about
@@ -25,8 +27,15 @@ type Rule struct {
 	// Rate is the points per second of one series.
 	Rate float64
 	// RowBytes is the stored size of one raw row (key, value and
-	// overhead). A rollup row holds three more values: RowBytes + 24.
+	// overhead). A rollup row holds three more values and its extras:
+	// RowBytes + 24 + ExtrasBytes.
 	RowBytes int64
+	// ExtrasBytes is the mean size of a rollup row's extras, the quantile
+	// sketch and counter summary of its window (tiers.AppendExtras), which
+	// depends on the data: tens of bytes for a minute of a 10 s gauge,
+	// hundreds for an hour of heavy-tailed latencies, at most
+	// tiers.MaxExtrasLen (docs/benchmarks.md measures them).
+	ExtrasBytes int64
 	// Target is the partition size to aim at, in bytes.
 	Target int64
 	// MaxRows bounds the rows of one partition whatever their size.
@@ -62,9 +71,12 @@ type Size struct {
 	Tier         string
 	BucketWidth  int64
 	EventBuckets int
-	// Rows and Bytes are those of one partition of a full bucket.
-	Rows  float64
-	Bytes float64
+	// Rows and Bytes are those of one partition of a full bucket;
+	// MaxBytes is Bytes with every rollup row's extras at their bound
+	// (tiers.MaxExtrasLen), Bytes for the raw tier.
+	Rows     float64
+	Bytes    float64
+	MaxBytes float64
 	// RowRate is the rows per second the tier stores for the series.
 	RowRate float64
 }
@@ -86,6 +98,9 @@ func (r Rule) Validate() error {
 	}
 	if r.RowBytes < 1 {
 		errs = append(errs, errors.New("row bytes must be at least 1"))
+	}
+	if r.ExtrasBytes < 0 || r.ExtrasBytes > tiers.MaxExtrasLen {
+		errs = append(errs, fmt.Errorf("extras bytes must be between 0 and %d", tiers.MaxExtrasLen))
 	}
 	if r.Target < r.RowBytes {
 		errs = append(errs, errors.New("the target partition size must be at least one row"))
@@ -118,8 +133,10 @@ func Plan(r Rule, ts []Tier) ([]Size, error) {
 	out := make([]Size, 0, len(ts))
 	for _, t := range ts {
 		rowBytes, rowRate := r.RowBytes, r.Rate
+		maxRowBytes := rowBytes
 		if t.Step > 0 {
-			rowBytes += RollupExtraBytes
+			rowBytes += RollupExtraBytes + r.ExtrasBytes
+			maxRowBytes = r.RowBytes + RollupExtraBytes + tiers.MaxExtrasLen
 			rowRate = min(r.Rate, float64(tiers.Second)/float64(t.Step))
 		}
 		targetRows := min(float64(r.Target/rowBytes), float64(r.MaxRows))
@@ -152,7 +169,8 @@ func Plan(r Rule, ts []Tier) ([]Size, error) {
 			}
 		}
 		rows := rowsIn(width, eb)
-		out = append(out, Size{Tier: t.Name, BucketWidth: width, EventBuckets: eb, Rows: rows, Bytes: rows * float64(rowBytes), RowRate: rowRate})
+		out = append(out, Size{Tier: t.Name, BucketWidth: width, EventBuckets: eb, Rows: rows, Bytes: rows * float64(rowBytes),
+			MaxBytes: rows * float64(maxRowBytes), RowRate: rowRate})
 	}
 	return out, nil
 }

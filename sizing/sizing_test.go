@@ -159,3 +159,27 @@ func TestParse(t *testing.T) {
 		t.Errorf("FormatBytes = %q", got)
 	}
 }
+
+// Rollup rows count their extras at the rule's mean size, and the
+// partition's largest size counts them at their bound; raw rows have none.
+func TestPlanCountsTheExtras(t *testing.T) {
+	r := rule(10, 30, 50_000_000)
+	r.ExtrasBytes = 100
+	got, err := Plan(r, pyramid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range got {
+		row, most := float64(30), float64(30)
+		if s.Tier != "raw" {
+			row, most = 30+RollupExtraBytes+100, 30+RollupExtraBytes+tiers.MaxExtrasLen
+		}
+		if s.Bytes != s.Rows*row || s.MaxBytes != s.Rows*most {
+			t.Errorf("%s: %.0f rows of %.0f B, %.0f at most, want %.0f B and %.0f B a row", s.Tier, s.Rows, s.Bytes, s.MaxBytes, row, most)
+		}
+	}
+	r.ExtrasBytes = tiers.MaxExtrasLen + 1
+	if _, err := Plan(r, pyramid); err == nil {
+		t.Error("extras beyond their bound accepted")
+	}
+}

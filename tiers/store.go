@@ -17,6 +17,11 @@ type Row struct {
 	Min, Max float64
 	Sum      float64
 	Count    int64
+	// X holds the rollup row's extras — its quantile sketch and counter
+	// summary — when the read asked for them (ReadRequest.Extras), or the
+	// window's a fold built (AddExtras); nil for raw points and for every
+	// row of an ordinary read. See Extras.
+	X *Extras
 }
 
 // PointRow returns the row of the raw point (t, v).
@@ -36,7 +41,8 @@ func IsStale(r Row) bool { return math.Float64bits(r.Sum) == StaleNaN }
 // prometheus/model/value), a NaN no arithmetic produces.
 const StaleNaN uint64 = 0x7ff0000000000002
 
-// Add folds o into r's aggregates (r keeps its T).
+// Add folds o into r's aggregates (r keeps its T; its X is left alone: see
+// AddExtras).
 func (r *Row) Add(o Row) {
 	if r.Count == 0 {
 		r.Min, r.Max, r.Sum, r.Count = o.Min, o.Max, o.Sum, o.Count
@@ -60,7 +66,9 @@ type PartitionKey struct {
 
 // PartitionWrite is a set of rows for one partition. Each row expires at
 // T + Retention (never, when Retention is 0); rows already expired at write
-// time are the caller's error.
+// time are the caller's error. A rollup row's extras (Row.X) are stored
+// with it (AppendExtras); a rollup row without them is stored without
+// extras, and reads back with Extras that know nothing.
 type PartitionWrite struct {
 	Key       PartitionKey
 	Retention int64
@@ -79,6 +87,10 @@ type ReadRequest struct {
 	// read under one version are the same for as long as it holds. Stores
 	// ignore it; caches key on it.
 	Version int64
+	// Extras asks for the extras of rollup rows too (Row.X; see Extras):
+	// every rollup row read then carries them. Reads of raw tables ignore
+	// it. Ordinary reads leave it unset and pay nothing for them.
+	Extras bool
 }
 
 // RowPages iterates over the pages of one partition read.

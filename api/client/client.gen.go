@@ -18,66 +18,6 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
-// Defines values for Agg.
-const (
-	AggAvg   Agg = "avg"
-	AggCount Agg = "count"
-	AggMax   Agg = "max"
-	AggMin   Agg = "min"
-	AggSum   Agg = "sum"
-)
-
-// Valid indicates whether the value is a known member of the Agg enum.
-func (e Agg) Valid() bool {
-	switch e {
-	case AggAvg:
-		return true
-	case AggCount:
-		return true
-	case AggMax:
-		return true
-	case AggMin:
-		return true
-	case AggSum:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for Column.
-const (
-	ColumnAvg   Column = "avg"
-	ColumnCount Column = "count"
-	ColumnMax   Column = "max"
-	ColumnMin   Column = "min"
-	ColumnSum   Column = "sum"
-	ColumnT     Column = "t"
-	ColumnV     Column = "v"
-)
-
-// Valid indicates whether the value is a known member of the Column enum.
-func (e Column) Valid() bool {
-	switch e {
-	case ColumnAvg:
-		return true
-	case ColumnCount:
-		return true
-	case ColumnMax:
-		return true
-	case ColumnMin:
-		return true
-	case ColumnSum:
-		return true
-	case ColumnT:
-		return true
-	case ColumnV:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for GrafanaHealthStatus.
 const (
 	GrafanaHealthStatusOk GrafanaHealthStatus = "ok"
@@ -402,8 +342,21 @@ func (e StatusStatus) Valid() bool {
 	}
 }
 
-// Agg An aggregate of a window; `avg` is `sum / count`.
-type Agg string
+// Agg An aggregate of a window: `min`, `max`, `sum`, `count`, `avg`
+// (always `sum / count`), or a percentile of the window's values:
+// `p50`, `p90`, `p95`, `p99`, `p999` (99.9) or `pNN.N`, any
+// percentile above 0 and below 100 with at most three decimals
+// (`p99.9`, `p12.5`, `p0.1`). A percentile is within 1 % of the exact
+// one (the value at rank ⌊q·(n−1)⌋ of the window's n values, in
+// ascending order), from any tier: rollup rows keep a quantile
+// sketch (DDSketch, relative accuracy 1 %), and windows computed
+// from raw points build one from them. It is `null` for a window
+// whose rollup rows were written before rollups kept sketches,
+// until the window is rolled up again. With `group_by`, it is the
+// percentile of all the group's points.
+//
+// Example: p99
+type Agg = string
 
 // AggArray Aggregates, each at most once.
 type AggArray = []Agg
@@ -543,8 +496,8 @@ type BlockedSeries struct {
 	Since int64 `json:"since"`
 }
 
-// Column `t`, then `v` for raw points or the requested aggregates.
-type Column string
+// Column `t`, then `v` for raw points or the requested aggregates, named as the request wrote them (`p99.9`).
+type Column = string
 
 // GrafanaAdHocFilter One ad hoc filter: a label (`key`) compared with `value` by
 // `operator`, one of `=`, `!=`, `=~`, `!~`, or Grafana's one-of `=|` and
@@ -587,7 +540,21 @@ type GrafanaHealthStatus string
 type GrafanaMeta struct {
 	// Custom How the answer was read.
 	Custom *struct {
-		// Agg An aggregate of a window; `avg` is `sum / count`.
+		// Agg An aggregate of a window: `min`, `max`, `sum`, `count`, `avg`
+		// (always `sum / count`), or a percentile of the window's values:
+		// `p50`, `p90`, `p95`, `p99`, `p999` (99.9) or `pNN.N`, any
+		// percentile above 0 and below 100 with at most three decimals
+		// (`p99.9`, `p12.5`, `p0.1`). A percentile is within 1 % of the exact
+		// one (the value at rank ⌊q·(n−1)⌋ of the window's n values, in
+		// ascending order), from any tier: rollup rows keep a quantile
+		// sketch (DDSketch, relative accuracy 1 %), and windows computed
+		// from raw points build one from them. It is `null` for a window
+		// whose rollup rows were written before rollups kept sketches,
+		// until the window is rolled up again. With `group_by`, it is the
+		// percentile of all the group's points.
+		//
+		//
+		// Example: p99
 		Agg *Agg `json:"agg,omitempty"`
 
 		// Covered `[from, to)` in Unix milliseconds.
@@ -650,7 +617,8 @@ type GrafanaOption struct {
 // GrafanaPayload A target's options (the plugin's payload); a string holding such an
 // object is read too.
 type GrafanaPayload struct {
-	// Agg One aggregate of each window (`avg` by default).
+	// Agg One aggregate of each window (`avg` by default): any the
+	// `Agg` schema names, percentiles (`p99`, `p99.9`) included.
 	Agg *string `json:"agg,omitempty"`
 
 	// GroupBy For a selector target: a comma list of label names (or a list
@@ -1259,7 +1227,9 @@ type RollupRunState string
 
 // Row One point `[t, v]` or one window `[t, agg…]`, in the order of
 // `columns`. `t` is Unix milliseconds (a window's start). An aggregate
-// that overflows (a `sum` beyond ±1.8e308) is `null`.
+// that overflows (a `sum` beyond ±1.8e308) is `null`, and so is a
+// percentile of a window whose rollup rows were written before
+// rollups kept sketches (until the window is rolled up again).
 //
 // Example: [1768435200000,20.1,22.4,21.3]
 type Row = []*float64
@@ -1620,7 +1590,9 @@ type PlanMatchParams struct {
 
 	// Agg The aggregates of an aggregated answer, in column order, each at
 	// most once (validated but unused for raw points): repeated
-	// (`agg=min&agg=max`), as a comma list (`agg=min,max`), or both.
+	// (`agg=min&agg=max`), as a comma list (`agg=min,max,p99`), or both.
+	// Percentiles (`p50`, `p99.9`, …) are columns named as written; see
+	// the `Agg` schema.
 	Agg *QueryAgg `form:"agg,omitempty" json:"agg,omitempty"`
 
 	// Order Time order of the answer; `desc` reads newest first.
@@ -1681,7 +1653,9 @@ type ReadMatchParams struct {
 
 	// Agg The aggregates of an aggregated answer, in column order, each at
 	// most once (validated but unused for raw points): repeated
-	// (`agg=min&agg=max`), as a comma list (`agg=min,max`), or both.
+	// (`agg=min&agg=max`), as a comma list (`agg=min,max,p99`), or both.
+	// Percentiles (`p50`, `p99.9`, …) are columns named as written; see
+	// the `Agg` schema.
 	Agg *QueryAgg `form:"agg,omitempty" json:"agg,omitempty"`
 
 	// Order Time order of the answer; `desc` reads newest first.
@@ -1747,7 +1721,9 @@ type ExplainReadParams struct {
 
 	// Agg The aggregates of an aggregated answer, in column order, each at
 	// most once (validated but unused for raw points): repeated
-	// (`agg=min&agg=max`), as a comma list (`agg=min,max`), or both.
+	// (`agg=min&agg=max`), as a comma list (`agg=min,max,p99`), or both.
+	// Percentiles (`p50`, `p99.9`, …) are columns named as written; see
+	// the `Agg` schema.
 	Agg *QueryAgg `form:"agg,omitempty" json:"agg,omitempty"`
 
 	// Order Time order of the answer; `desc` reads newest first.
@@ -1796,7 +1772,9 @@ type ReadPointsParams struct {
 
 	// Agg The aggregates of an aggregated answer, in column order, each at
 	// most once (validated but unused for raw points): repeated
-	// (`agg=min&agg=max`), as a comma list (`agg=min,max`), or both.
+	// (`agg=min&agg=max`), as a comma list (`agg=min,max,p99`), or both.
+	// Percentiles (`p50`, `p99.9`, …) are columns named as written; see
+	// the `Agg` schema.
 	Agg *QueryAgg `form:"agg,omitempty" json:"agg,omitempty"`
 
 	// Order Time order of the answer; `desc` reads newest first.
@@ -2808,7 +2786,9 @@ type ClientInterface interface {
 	// GrafanaMetricsWithBody The series a query editor can pick
 	//
 	// Series ids as metrics, each with the payload options `agg` (min, max,
-	// sum, count, avg) and `resolution` (auto, raw or a window).
+	// sum, count, avg, or a percentile: p50, p90, p95, p99, p999 are
+	// offered, any `pNN.N` is read) and `resolution` (auto, raw or a
+	// window).
 	// `payload.prefix` narrows the list. When the body's `metric` (the
 	// builder's current one) is a selector, the list starts with it,
 	// offering `group_by` too.
@@ -2821,7 +2801,9 @@ type ClientInterface interface {
 	// GrafanaMetrics The series a query editor can pick
 	//
 	// Series ids as metrics, each with the payload options `agg` (min, max,
-	// sum, count, avg) and `resolution` (auto, raw or a window).
+	// sum, count, avg, or a percentile: p50, p90, p95, p99, p999 are
+	// offered, any `pNN.N` is read) and `resolution` (auto, raw or a
+	// window).
 	// `payload.prefix` narrows the list. When the body's `metric` (the
 	// builder's current one) is a selector, the list starts with it,
 	// offering `group_by` too.
@@ -3625,7 +3607,9 @@ func (c *Client) GrafanaPayloadOptions(ctx context.Context, body GrafanaPayloadO
 // GrafanaMetricsWithBody The series a query editor can pick
 //
 // Series ids as metrics, each with the payload options `agg` (min, max,
-// sum, count, avg) and `resolution` (auto, raw or a window).
+// sum, count, avg, or a percentile: p50, p90, p95, p99, p999 are
+// offered, any `pNN.N` is read) and `resolution` (auto, raw or a
+// window).
 // `payload.prefix` narrows the list. When the body's `metric` (the
 // builder's current one) is a selector, the list starts with it,
 // offering `group_by` too.
@@ -3648,7 +3632,9 @@ func (c *Client) GrafanaMetricsWithBody(ctx context.Context, contentType string,
 // GrafanaMetrics The series a query editor can pick
 //
 // Series ids as metrics, each with the payload options `agg` (min, max,
-// sum, count, avg) and `resolution` (auto, raw or a window).
+// sum, count, avg, or a percentile: p50, p90, p95, p99, p999 are
+// offered, any `pNN.N` is read) and `resolution` (auto, raw or a
+// window).
 // `payload.prefix` narrows the list. When the body's `metric` (the
 // builder's current one) is a selector, the list starts with it,
 // offering `group_by` too.
@@ -6760,7 +6746,9 @@ type ClientWithResponsesInterface interface {
 	// GrafanaMetricsWithBodyWithResponse The series a query editor can pick
 	//
 	// Series ids as metrics, each with the payload options `agg` (min, max,
-	// sum, count, avg) and `resolution` (auto, raw or a window).
+	// sum, count, avg, or a percentile: p50, p90, p95, p99, p999 are
+	// offered, any `pNN.N` is read) and `resolution` (auto, raw or a
+	// window).
 	// `payload.prefix` narrows the list. When the body's `metric` (the
 	// builder's current one) is a selector, the list starts with it,
 	// offering `group_by` too.
@@ -6773,7 +6761,9 @@ type ClientWithResponsesInterface interface {
 	// GrafanaMetricsWithResponse The series a query editor can pick
 	//
 	// Series ids as metrics, each with the payload options `agg` (min, max,
-	// sum, count, avg) and `resolution` (auto, raw or a window).
+	// sum, count, avg, or a percentile: p50, p90, p95, p99, p999 are
+	// offered, any `pNN.N` is read) and `resolution` (auto, raw or a
+	// window).
 	// `payload.prefix` narrows the list. When the body's `metric` (the
 	// builder's current one) is a selector, the list starts with it,
 	// offering `group_by` too.
@@ -10699,7 +10689,9 @@ func (c *ClientWithResponses) GrafanaPayloadOptionsWithResponse(ctx context.Cont
 // GrafanaMetricsWithBodyWithResponse The series a query editor can pick
 //
 // Series ids as metrics, each with the payload options `agg` (min, max,
-// sum, count, avg) and `resolution` (auto, raw or a window).
+// sum, count, avg, or a percentile: p50, p90, p95, p99, p999 are
+// offered, any `pNN.N` is read) and `resolution` (auto, raw or a
+// window).
 // `payload.prefix` narrows the list. When the body's `metric` (the
 // builder's current one) is a selector, the list starts with it,
 // offering `group_by` too.
@@ -10718,7 +10710,9 @@ func (c *ClientWithResponses) GrafanaMetricsWithBodyWithResponse(ctx context.Con
 // GrafanaMetricsWithResponse The series a query editor can pick
 //
 // Series ids as metrics, each with the payload options `agg` (min, max,
-// sum, count, avg) and `resolution` (auto, raw or a window).
+// sum, count, avg, or a percentile: p50, p90, p95, p99, p999 are
+// offered, any `pNN.N` is read) and `resolution` (auto, raw or a
+// window).
 // `payload.prefix` narrows the list. When the body's `metric` (the
 // builder's current one) is a selector, the list starts with it,
 // offering `group_by` too.

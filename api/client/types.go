@@ -88,3 +88,30 @@ type BatchItem struct {
 
 // Time is t as a time of a request body: Unix milliseconds, as a string.
 func Time(t time.Time) TimeValue { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+// The aggregates and columns by name. Agg and Column are strings that
+// also take percentiles (`p99`, `p99.9`: see Percentile), so the contract
+// lists them as a pattern rather than an enum and the generator defines no
+// constants; these are the fixed ones.
+const (
+	AggMin   Agg = "min"
+	AggMax   Agg = "max"
+	AggSum   Agg = "sum"
+	AggCount Agg = "count"
+	AggAvg   Agg = "avg"
+
+	ColumnT     Column = "t"
+	ColumnV     Column = "v"
+	ColumnMin   Column = "min"
+	ColumnMax   Column = "max"
+	ColumnSum   Column = "sum"
+	ColumnCount Column = "count"
+	ColumnAvg   Column = "avg"
+)
+
+// Percentile is the aggregate of the p-th percentile of a window's values
+// (0 < p < 100, at most three decimals): Percentile(99) is "p99",
+// Percentile(99.9) "p99.9". Its column has the same name.
+func Percentile(p float64) Agg {
+	return Agg("p" + strconv.FormatFloat(p, 'f', -1, 64))
+}

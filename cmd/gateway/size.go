@@ -16,11 +16,14 @@ func (m Main) size(_ context.Context, args []string) error {
 	c := defaultServeConfig()
 	rule := sizing.DefaultRule()
 	var rate, rowBytes, target string = "", "30", "50MB"
+	extrasBytes := "400"
 	err := m.parseFlags("size", args, func(fs *flag.FlagSet) {
 		c.registerStoreFlags(fs) // --tiers: the pyramid to size
 		fs.StringVar(&rate, "rate", rate, "points per second of one series (10/s, 600/m, 2/h)")
 		fs.StringVar(&rowBytes, "row-bytes", rowBytes, "stored bytes of one raw row")
 		fs.StringVar(&target, "target", target, "partition size to aim at (the design aims at 10-100MB)")
+		fs.StringVar(&extrasBytes, "extras-bytes", extrasBytes,
+			fmt.Sprintf("mean stored bytes of a rollup row's quantile sketch and counter summary (docs/benchmarks.md: 26-106 B for 10 s gauges, 39-729 B for heavy-tailed latencies, minute to day rows; at most %d)", tiers.MaxExtrasLen))
 		fs.Int64Var(&rule.MaxRows, "max-rows", rule.MaxRows, "rows one partition may hold whatever their size (Cassandra guidance: about 100,000)")
 		fs.IntVar(&rule.MaxEventBuckets, "max-event-buckets", rule.MaxEventBuckets, "partitions one raw bucket may be split into")
 	})
@@ -39,6 +42,14 @@ func (m Main) size(_ context.Context, args []string) error {
 	if rule.Target, err = sizing.ParseBytes(target); err != nil {
 		return fmt.Errorf("--target: %w", err)
 	}
+	if strings.TrimSpace(extrasBytes) != "0" {
+		if rule.ExtrasBytes, err = sizing.ParseBytes(extrasBytes); err != nil {
+			return fmt.Errorf("--extras-bytes: %w", err)
+		}
+		if rule.ExtrasBytes > tiers.MaxExtrasLen {
+			return fmt.Errorf("--extras-bytes: a rollup row's extras take at most %d B", tiers.MaxExtrasLen)
+		}
+	}
 	if err := c.Finish(); err != nil {
 		return err
 	}
@@ -50,13 +61,15 @@ func (m Main) size(_ context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(m.Stdout, "partition bytes = rate × bucket duration × row bytes; aim %s, at most %d rows per partition\n\n",
+	fmt.Fprintf(m.Stdout, "partition bytes = rate × bucket duration × row bytes; aim %s, at most %d rows per partition\n",
 		sizing.FormatBytes(float64(rule.Target)), rule.MaxRows)
+	fmt.Fprintf(m.Stdout, "a rollup row: %d B + %d B of min, max, sum + %d B of quantile sketch and counter (at most %d B: the last column)\n\n",
+		rule.RowBytes, sizing.RollupExtraBytes, rule.ExtrasBytes, tiers.MaxExtrasLen)
 	tw := tabwriter.NewWriter(m.Stdout, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "tier\tbucket\tevent buckets\trows/partition\tpartition size")
+	fmt.Fprintln(tw, "tier\tbucket\tevent buckets\trows/partition\tpartition size\tat most")
 	var flags []string
 	for i, s := range plan {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\n", s.Tier, tiers.FormatDuration(s.BucketWidth), s.EventBuckets, s.Rows, sizing.FormatBytes(s.Bytes))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\t%s\n", s.Tier, tiers.FormatDuration(s.BucketWidth), s.EventBuckets, s.Rows, sizing.FormatBytes(s.Bytes), sizing.FormatBytes(s.MaxBytes))
 		if _, ok := tiers.DefaultPyramid().ByName(s.Tier); !ok {
 			continue // a tier without flags of its own: --tiers sets it
 		}

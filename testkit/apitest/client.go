@@ -2,6 +2,7 @@ package apitest
 
 import (
 	"context"
+	"math"
 	"reflect"
 	"slices"
 	"testing"
@@ -80,7 +81,7 @@ func generatedClient(t *testing.T, s *Server) {
 
 	// The hour window holding both points, before and after the rollups
 	// ran: the same sum, count and average whichever tier serves it.
-	agg := client.QueryAgg{client.AggSum, client.AggCount, client.AggAvg}
+	agg := client.QueryAgg{client.AggSum, client.AggCount, client.AggAvg, client.Percentile(99.9)}
 	aggregated := func(when string) {
 		t.Helper()
 		win, err := c.ReadPointsWithResponse(ctx, "c-1", &client.ReadPointsParams{
@@ -90,8 +91,11 @@ func generatedClient(t *testing.T, s *Server) {
 		if err != nil || win.JSON200 == nil {
 			t.Fatalf("aggregated read %s: %v %s", when, err, win.Body)
 		}
-		if a := win.JSON200; a.ResolutionMs != time.Hour.Milliseconds() || len(a.Points) != 1 ||
-			!slices.Equal(a.Points[0], []float64{float64(hour.UnixMilli()), -0.5, 2, -0.25}) {
+		// p99.9 of -2 and 1.5 is the value at rank ⌊0.999·(2−1)⌋ = 0:
+		// -2, within 1 %.
+		if a := win.JSON200; a.ResolutionMs != time.Hour.Milliseconds() || len(a.Points) != 1 || len(a.Points[0]) != 5 ||
+			!slices.Equal(a.Columns, []client.Column{client.ColumnT, client.ColumnSum, client.ColumnCount, client.ColumnAvg, "p99.9"}) ||
+			!slices.Equal(a.Points[0][:4], []float64{float64(hour.UnixMilli()), -0.5, 2, -0.25}) || math.Abs(a.Points[0][4]+2) > 0.02 {
 			t.Fatalf("aggregated answer %s: %s", when, win.Body)
 		}
 	}

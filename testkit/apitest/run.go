@@ -31,6 +31,7 @@ func Run(t *testing.T, newStore func(t *testing.T) tiers.Store) {
 		{"GeneratedClient", generatedClient},
 		{"ImportHistory", importHistory},
 		{"LabelsAndSelectors", labelsAndSelectors},
+		{"Percentiles", percentiles},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {

@@ -276,6 +276,7 @@ func Run(t *testing.T, store tiers.Store, p tiers.Pyramid) {
 	t.Run("ImportsAfterCachedReadsAreSeenByEveryGateway", func(t *testing.T) { importsSeen(t, store, env) })
 	t.Run("CachedRollupsStayCurrent", func(t *testing.T) { cachedRollupsStayCurrent(t, store, env) })
 	t.Run("ManyReadsEqualSingleReads", func(t *testing.T) { env.manyReads(t, series, truth) })
+	t.Run("PercentilesWithinAccuracy", func(t *testing.T) { percentilesWithinAccuracy(t, store, env) })
 	t.Run("ReadsByMatchEqualBruteForce", func(t *testing.T) {
 		// The store's rollup checkpoints follow env's clock, which load
 		// moved on: the same clock, so that new writes are rolled up.

@@ -62,6 +62,7 @@ func Run(t *testing.T, store tiers.Store, p tiers.Pyramid) {
 	s := suite{store: store, prefix: prefix, pyramid: p}
 	t.Run("ReadEqualsBruteForce", s.readEqualsBruteForce)
 	t.Run("Overwrite", s.overwrite)
+	t.Run("ExtrasRoundTrip", s.extrasRoundTrip)
 	t.Run("PartitionsAreIsolated", s.partitionsAreIsolated)
 	t.Run("EventBucketsOnlyInRaw", s.eventBucketsOnlyInRaw)
 	t.Run("WidePartitionPaging", s.widePartitionPaging)

@@ -115,10 +115,15 @@ func (s *Store) Write(ctx context.Context, writes []tiers.PartitionWrite) error 
 			if !ok {
 				continue
 			}
-			args := t.partitionArgs(w.Key, 6)
+			args := t.partitionArgs(w.Key, 7)
 			switch t.kind {
 			case kindRollup:
-				args = append(args, r.T, r.Min, r.Max, r.Sum, r.Count, ttl)
+				// A row without extras leaves the cell unset: no tombstone.
+				var extras any = gocql.UnsetValue
+				if r.X != nil {
+					extras = tiers.AppendExtras(nil, r)
+				}
+				args = append(args, r.T, r.Min, r.Max, r.Sum, r.Count, extras, ttl)
 			default:
 				args = append(args, r.T, r.Value(), ttl)
 			}
@@ -151,6 +156,13 @@ func (s *Store) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPages 
 	if req.Desc {
 		cql = t.selDesc
 	}
+	if req.Extras && t.kind == kindRollup {
+		p.extras = true
+		cql = t.selExtrasAsc
+		if req.Desc {
+			cql = t.selExtrasDesc
+		}
+	}
 	session, err := s.sess()
 	if err != nil {
 		p.fail(err)
@@ -174,6 +186,8 @@ type rowPages struct {
 	kind     kind
 	key      tiers.PartitionKey
 	pageSize int
+	// extras: the rollup rows' extras are read too (the extras column).
+	extras   bool
 	finished bool
 	err      error // sticky: every Next after a failure returns it
 }
@@ -199,16 +213,35 @@ func (p *rowPages) Next() ([]tiers.Row, error) {
 	// and built per row they were two allocations a raw point.
 	var r tiers.Row
 	var v float64
+	var enc []byte
+	var xs []tiers.Extras // the page's extras, one block
 	dest := []any{&r.T, &v}
-	if p.kind == kindRollup {
+	switch {
+	case p.extras:
+		dest = []any{&r.T, &r.Min, &r.Max, &r.Sum, &r.Count, &enc}
+		xs = make([]tiers.Extras, 0, cap(rows))
+	case p.kind == kindRollup:
 		dest = []any{&r.T, &r.Min, &r.Max, &r.Sum, &r.Count}
 	}
 	for len(rows) < p.pageSize {
+		enc = nil
 		if !p.iter.Scan(dest...) {
 			break
 		}
 		if p.kind != kindRollup {
 			r.Min, r.Max, r.Sum, r.Count = v, v, v, 1
+		}
+		if p.extras {
+			// The driver gives each row's blob a slice of its own.
+			xs = append(xs, tiers.Extras{})
+			x := &xs[len(xs)-1]
+			if err := tiers.DecodeExtrasInto(x, r, enc); err != nil {
+				p.iter.Close()
+				p.iter, p.finished = nil, true
+				p.fail(err)
+				return nil, p.err
+			}
+			r.X = x
 		}
 		rows = append(rows, r)
 	}

@@ -13,7 +13,16 @@
 //	points_raw   ((series text, bucket timestamp, eb smallint), t timestamp) → v double
 //	points_late  ((series, bucket), t) → v
 //	rollup_1m, rollup_1h, rollup_1d
-//	             ((series, bucket), t) → min double, max double, sum double, count bigint
+//	             ((series, bucket), t) → min double, max double, sum double, count bigint,
+//	                                     extras blob
+//
+// extras is what a rollup row keeps besides its aggregates, in the
+// encoding tiers.AppendExtras defines for both stores: the counter
+// summary a reset-aware increase needs and the window's quantile sketch
+// (DDSketch's binary encoding), tens of bytes for a minute row and at
+// most 2 KiB. Only reads that ask for extras select the column. Rows
+// written before the column existed have none (null), and read as rows
+// whose extras know nothing until their window is rolled up again.
 //
 // One table per tier of the pyramid (tiers.Table is the table name), plus
 // the late table, which holds raw points that arrived after the lateness

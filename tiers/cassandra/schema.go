@@ -49,15 +49,26 @@ func Schema(cfg Config, p tiers.Pyramid) []string {
 		case tiers.LevelRaw:
 			cols, key = "    v double,\n", "(series, bucket, eb), t"
 		default:
-			cols, key = "    min double,\n    max double,\n    sum double,\n    count bigint,\n", "(series, bucket), t"
+			cols, key = "    min double,\n    max double,\n    sum double,\n    count bigint,\n    extras blob,\n", "(series, bucket), t"
 		}
 		eb := ""
 		if l == tiers.LevelRaw {
 			eb = "    eb smallint,\n"
 		}
-		stmts = append(stmts, fmt.Sprintf(
+		head := ""
+		if l != tiers.LevelRaw {
+			head = comment(rollupComment(t))
+		}
+		stmts = append(stmts, head+fmt.Sprintf(
 			"CREATE TABLE IF NOT EXISTS %s.%s (\n    series text,\n    bucket timestamp,\n%s    t timestamp,\n%s    PRIMARY KEY (%s)\n) WITH CLUSTERING ORDER BY (t ASC)\n  AND %s",
 			ks, t.Table, eb, cols, key, tierOptions(t.BucketWidth, t.BucketWidth, t.Retention)))
+		if l != tiers.LevelRaw {
+			// Keyspaces created before rollup rows kept extras (the
+			// quantile sketch and counter summary) gain the column; rows
+			// written before have none until their window is rolled up
+			// again.
+			stmts = append(stmts, fmt.Sprintf("ALTER TABLE %s.%s ADD IF NOT EXISTS extras blob", ks, t.Table))
+		}
 		if l == tiers.LevelRaw {
 			// Late points arrive out of order by definition; a one-day
 			// window keeps them from being spread over the raw tier's many
@@ -175,6 +186,25 @@ labels: %d rows in all.`,
 		nameShards, nameShards, count(sizedSeries), sizedLabels, sizedLabels)
 )
 
+// rollupRowBytes is about what a rollup row takes without its extras: t,
+// min, max, sum and count and the row's overhead (gateway size's default
+// row bytes, 30, and the three more values).
+const rollupRowBytes = 54
+
+// rollupComment says how large a partition of a rollup tier grows: one row
+// per window with points, each row's extras (the window's quantile sketch
+// and counter summary) at most tiers.MaxExtrasLen.
+func rollupComment(t *tiers.Tier) string {
+	rows := int(t.BucketWidth / t.Step)
+	return fmt.Sprintf(`The %s tier: one row per %s window with points, at most %s per
+partition (a %s bucket). A row keeps min, max, sum, count (about %d B) and
+extras, the window's quantile sketch and counter summary: tens to hundreds
+of bytes, at most %s B, so a partition holds at most %s without them and
+%s with every sketch at its bound.`,
+		t.Name, tiers.FormatDuration(t.Step), count(rows), tiers.FormatDuration(t.BucketWidth), rollupRowBytes,
+		count(tiers.MaxExtrasLen), kbOrMB(rows*rollupRowBytes), kbOrMB(rows*(rollupRowBytes+tiers.MaxExtrasLen)))
+}
+
 // comment turns text into CQL comment lines of at most 76 characters that
 // precede a statement; a NUL joins two words on one line.
 func comment(text string) string {
@@ -203,6 +233,14 @@ func count(n int) string {
 // mb writes a byte count in megabytes, one decimal, number and unit joined
 // by a NUL that comment turns into a space that never breaks a line.
 func mb(n int) string { return fmt.Sprintf("%.1f\x00MB", float64(n)/1e6) }
+
+// kbOrMB is mb, or kilobytes below a megabyte.
+func kbOrMB(n int) string {
+	if n < 1e6 {
+		return fmt.Sprintf("%.1f\x00kB", float64(n)/1e3)
+	}
+	return mb(n)
+}
 
 // statementHead is the first line of a statement that is not a comment.
 func statementHead(stmt string) string {

@@ -33,11 +33,12 @@ func tableStatement(t *testing.T, stmts []string, ks, table string) string {
 func TestSchemaOfTheDefaultPyramid(t *testing.T) {
 	cfg := DefaultConfig()
 	stmts := Schema(cfg, tiers.DefaultPyramid())
-	if len(stmts) != 21 {
-		t.Fatalf("%d statements, want a keyspace, 15 tables, the late index's version and rewritten columns and the registry's generation, labels and pending labels:\n%s", len(stmts), strings.Join(stmts, "\n\n"))
+	if len(stmts) != 24 {
+		t.Fatalf("%d statements, want a keyspace, 15 tables, the late index's version and rewritten columns, the registry's generation, labels and pending labels, and the rollup tables' extras:\n%s", len(stmts), strings.Join(stmts, "\n\n"))
 	}
 	for _, col := range []string{"late_buckets ADD IF NOT EXISTS version bigint", "late_buckets ADD IF NOT EXISTS rewritten bigint", "series ADD IF NOT EXISTS generation bigint",
-		"series ADD IF NOT EXISTS labels frozen<map<text, text>>", "series ADD IF NOT EXISTS labels_pending blob"} {
+		"series ADD IF NOT EXISTS labels frozen<map<text, text>>", "series ADD IF NOT EXISTS labels_pending blob",
+		"rollup_1m ADD IF NOT EXISTS extras blob", "rollup_1h ADD IF NOT EXISTS extras blob", "rollup_1d ADD IF NOT EXISTS extras blob"} {
 		if want := "ALTER TABLE tsgate." + col; !slices.Contains(stmts, want) {
 			t.Errorf("no statement adds a column to a table created without it (%q)", want)
 		}
@@ -62,9 +63,9 @@ func TestSchemaOfTheDefaultPyramid(t *testing.T) {
 	}{
 		{"points_raw", "PRIMARY KEY ((series, bucket, eb), t)", "eb smallint,|v double,", "HOURS", 1, 7 * d, 4 * h},
 		{"points_late", "PRIMARY KEY ((series, bucket), t)", "v double,", "DAYS", 1, 7 * d, 4 * h},
-		{"rollup_1m", "PRIMARY KEY ((series, bucket), t)", "min double,|max double,|sum double,|count bigint,", "DAYS", 1, 30 * d, d},
-		{"rollup_1h", "PRIMARY KEY ((series, bucket), t)", "min double,|count bigint,", "DAYS", 30, 365 * d, 7 * d},
-		{"rollup_1d", "PRIMARY KEY ((series, bucket), t)", "min double,|count bigint,", "DAYS", 365, 0, 7 * d},
+		{"rollup_1m", "PRIMARY KEY ((series, bucket), t)", "min double,|max double,|sum double,|count bigint,|extras blob,", "DAYS", 1, 30 * d, d},
+		{"rollup_1h", "PRIMARY KEY ((series, bucket), t)", "min double,|count bigint,|extras blob,", "DAYS", 30, 365 * d, 7 * d},
+		{"rollup_1d", "PRIMARY KEY ((series, bucket), t)", "min double,|count bigint,|extras blob,", "DAYS", 365, 0, 7 * d},
 	}
 	for _, tt := range tierTables {
 		s := tableStatement(t, stmts, "tsgate", tt.table)
@@ -117,6 +118,10 @@ func TestSchemaCommentsSayHowTablesAreSplit(t *testing.T) {
 		"label_postings": {"registry shard", "62,500", "16 shards, not 32"},
 		"label_values":   {"FNV-1a of the value mod 16", "62,500 rows"},
 		"label_names":    {"mod 4"},
+		// 1,440 rows of 54 B, or 2,102 B with every sketch at its bound.
+		"rollup_1m": {"1,440 per", "at most 2,048 B", "77.8 kB", "3.0 MB"},
+		"rollup_1h": {"720 per", "38.9 kB", "1.5 MB"},
+		"rollup_1d": {"365 per", "19.7 kB", "767.2 kB"},
 	} {
 		head := "CREATE TABLE IF NOT EXISTS tsgate." + table + " ("
 		var found string

@@ -62,6 +62,8 @@ type tableStmts struct {
 	insert  string
 	selAsc  string
 	selDesc string
+	// The reads of rollup rows with their extras.
+	selExtrasAsc, selExtrasDesc string
 }
 
 // stmts are the statements of the other tables.
@@ -90,7 +92,7 @@ func newTableStmts(ks string, name tiers.Table, k kind) *tableStmts {
 	case kindLate:
 		cols, vals, where = "series, bucket, t, v", "?, ?, ?, ?", "series = ? AND bucket = ?"
 	case kindRollup:
-		cols, vals, where = "series, bucket, t, min, max, sum, count", "?, ?, ?, ?, ?, ?, ?", "series = ? AND bucket = ?"
+		cols, vals, where = "series, bucket, t, min, max, sum, count, extras", "?, ?, ?, ?, ?, ?, ?, ?", "series = ? AND bucket = ?"
 	}
 	sel := "t, v"
 	if k == kindRollup {
@@ -99,8 +101,16 @@ func newTableStmts(ks string, name tiers.Table, k kind) *tableStmts {
 	t.insert = fmt.Sprintf("INSERT INTO %s.%s (%s) VALUES (%s) USING TTL ?", ks, name, cols, vals)
 	// One partition per query, never IN over partitions: every partition is
 	// then routed to its own replicas and paged on its own.
-	sel = fmt.Sprintf("SELECT %s FROM %s.%s WHERE %s AND t >= ? AND t < ? ORDER BY t ", sel, ks, name, where)
+	selectFrom := func(cols string) string {
+		return fmt.Sprintf("SELECT %s FROM %s.%s WHERE %s AND t >= ? AND t < ? ORDER BY t ", cols, ks, name, where)
+	}
+	sel = selectFrom(sel)
 	t.selAsc, t.selDesc = sel+"ASC", sel+"DESC"
+	if k == kindRollup {
+		// Only reads that ask for extras select them.
+		sel = selectFrom("t, min, max, sum, count, extras")
+		t.selExtrasAsc, t.selExtrasDesc = sel+"ASC", sel+"DESC"
+	}
 	return t
 }
 
@@ -413,8 +423,13 @@ func (s *Store) checkSchema(ctx context.Context, session *gocql.Session, p tiers
 		slices.Sort(missing)
 		return schemaError{fmt.Errorf("cassandra: keyspace %s lacks the tables %s: %s", ks, strings.Join(missing, ", "), hint)}
 	}
-	for _, c := range []struct{ table, column string }{{tableLateBuckets, "version"}, {tableLateBuckets, "rewritten"}, {tableSeries, "generation"},
-		{tableSeries, "labels"}, {tableSeries, "labels_pending"}} {
+	columns := []struct{ table, column string }{{tableLateBuckets, "version"}, {tableLateBuckets, "rewritten"}, {tableSeries, "generation"},
+		{tableSeries, "labels"}, {tableSeries, "labels_pending"}}
+	for _, l := range p.Rollups() {
+		// Rollup rows keep their extras (sketch and counter) there.
+		columns = append(columns, struct{ table, column string }{string(p.Tier(l).Table), "extras"})
+	}
+	for _, c := range columns {
 		var col string
 		err = session.Query("SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ? AND column_name = ?",
 			ks, c.table, c.column).ScanContext(ctx, &col)

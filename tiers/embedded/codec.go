@@ -266,22 +266,26 @@ func rowValueLen(c tableCode) int {
 }
 
 // putRow encodes r with its expiry into v, which has rowValueLen(kind)
-// bytes. Raw tables keep only the value, like their Cassandra counterparts,
-// so a raw row always reads back as a point.
-func putRow(v []byte, c tableCode, r tiers.Row, exp int64) {
+// bytes, followed by the rollup row's extras (tiers.AppendExtras) when it
+// has them: a value of exactly rollValueLen bytes is a rollup row without
+// extras, as every row written before format 2 is. Raw tables keep only
+// the value, like their Cassandra counterparts, so a raw row always reads
+// back as a point.
+func putRow(v []byte, c tableCode, r tiers.Row, exp int64) []byte {
 	putInt64(v, exp)
 	if c.raw {
 		putFloat(v[8:], r.Value())
-		return
+		return v
 	}
 	putFloat(v[8:], r.Min)
 	putFloat(v[16:], r.Max)
 	putFloat(v[24:], r.Sum)
 	putInt64(v[32:], r.Count)
+	return tiers.AppendExtras(v, r)
 }
 
 // getRow decodes the row at t from v; ok is false for a value of the wrong
-// size.
+// size. The extras of a rollup row are left undecoded (see getExtras).
 func getRow(v []byte, raw bool, t int64) (tiers.Row, bool) {
 	if raw {
 		if len(v) != rawValueLen {
@@ -289,7 +293,7 @@ func getRow(v []byte, raw bool, t int64) (tiers.Row, bool) {
 		}
 		return tiers.PointRow(t, getFloat(v[8:])), true
 	}
-	if len(v) != rollValueLen {
+	if len(v) < rollValueLen {
 		return tiers.Row{}, false
 	}
 	return tiers.Row{
@@ -300,6 +304,10 @@ func getRow(v []byte, raw bool, t int64) (tiers.Row, bool) {
 		Count: getInt64(v[32:]),
 	}, true
 }
+
+// extrasOf returns the encoded extras of a rollup row's value: empty for
+// a row written without them.
+func extrasOf(v []byte) []byte { return v[rollValueLen:] }
 
 // Keys of the other record kinds.
 

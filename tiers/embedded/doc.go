@@ -56,7 +56,13 @@
 // Values are fixed-width little-endian. Rows, late marks and dirty windows
 // start with their expiry in Unix milliseconds (0 = never); a raw row then
 // holds its value as a float64, a rollup row min, max and sum as float64 and
-// count as int64. The registry value is first and last as int64; the oldest
+// count as int64, then its extras (tiers.AppendExtras: the counter summary
+// and the quantile sketch, tens of bytes for a minute row, never more than
+// 2 KiB). A rollup row of exactly 40 bytes has no extras: every row of a
+// format 1 store, the format before rollup rows kept them, which Open
+// reads as it is and stamps with format 2. Extras sit in the row's value
+// so that they cost no key of their own on disk; reads that do not ask
+// for them skip them without decoding. The registry value is first and last as int64; the oldest
 // slot and checkpoints are one int64. A labels record is the pairs in name
 // order, each name and value preceded by its length as a uvarint.
 //

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"slices"
@@ -405,5 +406,103 @@ func TestOpensAStoreWrittenBeforeLabels(t *testing.T) {
 	}
 	if got, err := s.LabelNames(ctx); err != nil || !slices.Equal(got, []string{"__name__", "host"}) {
 		t.Fatalf("LabelNames after reopen: %v, %v", got, err)
+	}
+}
+
+// TestOpensAStoreWrittenBeforeExtras opens a store written by the build
+// before rollup rows kept extras (testdata/before-extras: a series with
+// raw points and a row in each rollup tier, format 1): it opens and is
+// stamped with format 2; its rows read as before; read with extras, its
+// rollup rows carry extras that know nothing, and a rewrite of a row
+// gives it extras.
+func TestOpensAStoreWrittenBeforeExtras(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("testdata/before-extras")); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir, Options{Now: storetest.Start, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := tiers.AlignDown(storetest.Start().UnixMilli(), tiers.Day)
+	raw := readAll(t, s, tiers.ReadRequest{Key: tiers.PartitionKey{Table: tiers.TableRaw, Series: "old.r", Bucket: tiers.AlignDown(base, tiers.Hour)},
+		Span: tiers.Span{From: base, To: base + tiers.Hour}, PageSize: 10, Extras: true})
+	if want := []tiers.Row{tiers.PointRow(base, 1), tiers.PointRow(base+10_000, 3), tiers.PointRow(base+70_000, 2)}; !slices.Equal(raw, want) {
+		t.Fatalf("raw rows %v, want %v", raw, want)
+	}
+	minute := tiers.ReadRequest{Key: tiers.PartitionKey{Table: "rollup_1m", Series: "old.r", Bucket: base}, Span: tiers.Span{From: base, To: base + tiers.Day}, PageSize: 10}
+	want := []tiers.Row{{T: base, Min: 1, Max: 3, Sum: 4, Count: 2}, {T: base + tiers.Minute, Min: 2, Max: 2, Sum: 2, Count: 1}}
+	if rows := readAll(t, s, minute); !slices.Equal(rows, want) {
+		t.Fatalf("minute rows %v, want %v", rows, want)
+	}
+	minute.Extras = true
+	for i, r := range readAll(t, s, minute) {
+		if r.X == nil || r.X.HasSketch() || r.X.HasCounter {
+			t.Fatalf("row %d read with extras: %+v", i, r.X)
+		}
+		if _, ok := r.Quantile(0.5); ok {
+			t.Fatalf("row %d has a quantile", i)
+		}
+		r.X = nil
+		if r != want[i] {
+			t.Fatalf("row %d: %v", i, r)
+		}
+	}
+	for _, tc := range []struct {
+		table  tiers.Table
+		bucket int64
+	}{{"rollup_1h", tiers.AlignDown(base, 30*tiers.Day)}, {"rollup_1d", tiers.AlignDown(base, 365*tiers.Day)}} {
+		rows := readAll(t, s, tiers.ReadRequest{Key: tiers.PartitionKey{Table: tc.table, Series: "old.r", Bucket: tc.bucket}, Span: tiers.Span{From: base, To: base + tiers.Hour}, PageSize: 10, Extras: true})
+		if len(rows) != 1 || rows[0].X == nil || rows[0].X.HasSketch() || rows[0].Sum != 6 {
+			t.Fatalf("%s: %+v", tc.table, rows)
+		}
+	}
+
+	// The next rollup of the window writes it with extras.
+	var fresh tiers.Row
+	fresh.T = base
+	for _, p := range raw[:2] {
+		fresh.AddExtras(p)
+	}
+	if err := s.Write(ctx, []tiers.PartitionWrite{{Key: minute.Key, Retention: 30 * tiers.Day, Rows: []tiers.Row{fresh}}}); err != nil {
+		t.Fatal(err)
+	}
+	closeStore(t, s)
+	if s, err = Open(dir, Options{Now: storetest.Start, SweepInterval: -1}); err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore(t, s)
+	rows := readAll(t, s, minute)
+	if q, ok := rows[0].Quantile(1); !ok || math.Abs(q-3) > 0.03 || !rows[0].X.HasCounter || rows[0].X.Counter.Inc != 2 {
+		t.Fatalf("rewritten row: %+v %+v, q1 %g", rows[0], rows[0].X, q)
+	}
+	if rows[1].X.HasSketch() {
+		t.Fatalf("the row not rewritten has extras: %+v", rows[1].X)
+	}
+	v, closer, err := s.db.Get(formatKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	if getInt64(v) != formatVersion {
+		t.Fatalf("format stamp %d after opening a format 1 store", getInt64(v))
+	}
+}
+
+// TestRefusesAnotherFormat: a store stamped with a format this build does
+// not know is refused with the versions it reads.
+func TestRefusesAnotherFormat(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{Now: storetest.Start, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Set(formatKey, int64Value(3), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	closeStore(t, s)
+	if _, err := Open(dir, Options{Now: storetest.Start, SweepInterval: -1}); err == nil || !strings.Contains(err.Error(), "reads formats 1 and 2") {
+		t.Fatalf("Open: %v", err)
 	}
 }

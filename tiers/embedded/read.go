@@ -67,6 +67,10 @@ type rowPages struct {
 	prefixLen    int
 	lower, upper []byte
 
+	// xs and arena hold the extras of the rows handed out (see extras).
+	xs    []tiers.Extras
+	arena []byte
+
 	iter *pebble.Iterator
 	// valid says whether iter is positioned on a row not yet returned.
 	valid bool
@@ -166,6 +170,13 @@ func (p *rowPages) fill() ([]tiers.Row, error) {
 			if page == nil {
 				page = make([]tiers.Row, 0, min(size, maxInitialPage))
 			}
+			if p.req.Extras && !p.raw {
+				x, err := p.extras(r, extrasOf(v))
+				if err != nil {
+					return nil, fmt.Errorf("embedded: row %x in %s/%s: %w", key, p.req.Key.Table, p.req.Key.Series, err)
+				}
+				r.X = x
+			}
 			page = append(page, r)
 		}
 		if p.req.Desc {
@@ -180,6 +191,27 @@ func (p *rowPages) fill() ([]tiers.Row, error) {
 		}
 	}
 	return page, nil
+}
+
+// extras decodes a rollup row's extras from enc, which the iterator owns:
+// the sketch is copied into an arena the page's rows share, and the
+// Extras come from a block of them, so that a page of rows with extras
+// costs a few allocations rather than two a row.
+func (p *rowPages) extras(r tiers.Row, enc []byte) (*tiers.Extras, error) {
+	if len(p.xs) == 0 {
+		p.xs = make([]tiers.Extras, min(p.req.PageSize, maxInitialPage))
+	}
+	if len(enc) > cap(p.arena)-len(p.arena) {
+		p.arena = make([]byte, 0, max(len(enc), 16<<10))
+	}
+	start := len(p.arena)
+	p.arena = append(p.arena, enc...)
+	x := &p.xs[0]
+	if err := tiers.DecodeExtrasInto(x, r, p.arena[start:len(p.arena):len(p.arena)]); err != nil {
+		return nil, err
+	}
+	p.xs = p.xs[1:]
+	return x, nil
 }
 
 // finish ends the read with err and releases the iterator.

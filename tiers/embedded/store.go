@@ -27,8 +27,15 @@ var ErrClosed = errors.New("embedded: store is closed")
 var ErrInUse = errors.New("directory locked")
 
 // formatVersion is the version of the key and value encoding described in
-// the package doc; Open refuses a store written in another one.
-const formatVersion = 1
+// the package doc; Open refuses a store written in another one, except
+// format 1, the format before rollup rows kept extras, which it reads as
+// is (its rollup rows have no extras) and stamps with 2. The stamp keeps
+// a build that reads only format 1 from misreading rows with extras.
+const formatVersion = 2
+
+// formatBeforeExtras is the format of stores written before rollup rows
+// kept extras.
+const formatBeforeExtras = 1
 
 // Options configures a store. The zero value is usable.
 type Options struct {
@@ -179,11 +186,18 @@ func (s *Store) checkFormat() error {
 	if err != nil {
 		return fmt.Errorf("embedded: read format version: %w", err)
 	}
-	defer closer.Close()
-	if len(v) != int64ValLen || getInt64(v) != formatVersion {
-		return fmt.Errorf("embedded: store has format %x, this build reads format %d", v, formatVersion)
+	version := int64(-1)
+	if len(v) == int64ValLen {
+		version = getInt64(v)
 	}
-	return nil
+	_ = closer.Close()
+	switch version {
+	case formatVersion:
+		return nil
+	case formatBeforeExtras:
+		return s.db.Set(formatKey, int64Value(formatVersion), pebble.Sync)
+	}
+	return fmt.Errorf("embedded: store has format %x, this build reads formats %d and %d", v, formatBeforeExtras, formatVersion)
 }
 
 // nowMs is the store clock in Unix milliseconds.

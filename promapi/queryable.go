@@ -263,16 +263,22 @@ func (q *querier) Select(ctx context.Context, _ bool, hints *storage.SelectHints
 		span = tiers.Span{From: alignDown(hints.Start, windows.width), To: alignDown(hints.End, windows.width)}
 		q.q.a.deps.Metrics.servedFromTiers(windows.fn)
 	}
+	rawSpan := tiers.Span{From: max(mint, tiers.MinTime), To: min(maxt+1, tiers.MaxTime)}
 	for i, s := range series {
 		g.Go(func() error {
-			req := query.Request{Series: s.id, From: params.At(span.From), To: params.At(span.To),
+			w := windows
+		read:
+			req := query.Request{Series: s.id, From: params.At(rawSpan.From), To: params.At(rawSpan.To),
 				Resolution: query.Raw, Limit: q.q.a.deps.MaxLimit, SLO: slo, Start: start, KeepStale: true}
-			if windows.width > 0 {
-				req.Resolution = query.Windows(windows.width)
+			if w.width > 0 {
+				req.From, req.To = params.At(span.From), params.At(span.To)
+				req.Resolution = query.Windows(w.width)
 				req.Aggs = []query.Agg{query.Min, query.Max, query.Sum, query.Count}
 				req.KeepStale = false
+				req.Extras = w.counter
 			}
 			var pts []chunks.Sample
+			var run counterRun
 			for it, err := range q.q.a.deps.Many.All(gctx, req, nil) {
 				switch {
 				case errors.Is(err, query.ErrSeriesNotFound):
@@ -290,9 +296,18 @@ func (q *querier) Select(ctx context.Context, _ bool, hints *storage.SelectHints
 				case err != nil:
 					return err
 				}
-				if windows.width > 0 {
-					pts = append(pts, windows.sample(it))
-				} else {
+				switch {
+				case w.counter:
+					var ok bool
+					if pts, ok = run.add(pts, it); !ok {
+						// A window rolled up before rollups kept
+						// counters: this series is read from raw points.
+						w = windowed{}
+						goto read
+					}
+				case w.width > 0:
+					pts = append(pts, w.sample(it))
+				default:
 					pts = append(pts, sample{t: it.T, f: it.Row.Value()})
 				}
 			}

@@ -8,6 +8,19 @@ package promapi
 // complete the engine folds raw points into the same windows, so the
 // answer does not depend on how far the rollups have come.
 //
+// rate and increase of a counter read the counter summary rollups keep
+// (tiers.Counter: first and last sample, reset-aware increase): each window
+// becomes two samples, at its first and last point's own times, of a
+// counter that never resets and rises by exactly the increase Prometheus
+// would count between them, with as many samples between them as the
+// window has points (evenly spaced, rising evenly). Over a range the
+// windows tile, the engine then sees the range's first and last samples
+// where the raw points have them, as many samples, and the same increase:
+// its extrapolation to the range's ends, which it bases on the mean
+// interval between samples, is the same. Only the limit it puts on the
+// extrapolation before the first sample — not below zero, judged from that
+// sample's value — may differ after a reset.
+//
 // Windows are [start, start+width) and a range is (T-range, T]: the two
 // sets of points differ only by a point exactly at T-range or at T. On
 // data scraped at offsets off the whole second (as Prometheus' are) they
@@ -15,6 +28,7 @@ package promapi
 
 import (
 	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/chunks"
 
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/tiers"
@@ -32,12 +46,57 @@ var overWindows = map[string]func(r tiers.Row) float64{
 	"avg_over_time": func(r tiers.Row) float64 { return r.Sum / float64(r.Count) },
 }
 
+// overCounters are the functions of a counter's increase.
+var overCounters = map[string]bool{"rate": true, "increase": true}
+
+// minCounterWindow is the narrowest window a counter's increase is read
+// from. The samples a window gives (see counterRun) are as many as its
+// points, so the gain is in reading rows instead of points; below an hour
+// it is too small to trade exactness for (the answer may differ slightly,
+// see above), and dashboards of hours and days are where it counts.
+const minCounterWindow = tiers.Hour
+
 // windowed is how a selector is read: windows of width (0: raw points),
-// each a sample of value.
+// each a sample of value, or two of a counter's when counter is set.
 type windowed struct {
-	fn    string
-	width int64
-	value func(tiers.Row) float64
+	fn      string
+	width   int64
+	value   func(tiers.Row) float64
+	counter bool
+}
+
+// counterRun joins the counter summaries of a series' windows, in time
+// order, into the samples of a counter without resets.
+type counterRun struct {
+	started bool
+	first   float64       // the series' first value read
+	acc     tiers.Counter // the windows so far, joined
+}
+
+// add appends the samples of window k's counter: false when its window
+// has none (a row rolled up before rollups kept counters).
+func (c *counterRun) add(pts []chunks.Sample, it query.Item) ([]chunks.Sample, bool) {
+	x := it.Row.X
+	if x == nil || !x.HasCounter {
+		return pts, false
+	}
+	k := x.Counter
+	if !c.started {
+		c.started, c.first, c.acc = true, k.First, tiers.Counter{FirstT: k.FirstT, LastT: k.FirstT, First: k.First, Last: k.First}
+	}
+	joined := c.acc.Then(k)
+	from := c.first + joined.Inc - k.Inc
+	pts = append(pts, sample{t: k.FirstT, f: from})
+	if k.LastT > k.FirstT {
+		// The points between, evenly: at most one a millisecond.
+		n := min(it.Row.Count-1, k.LastT-k.FirstT)
+		for j := int64(1); j < n; j++ {
+			pts = append(pts, sample{t: k.FirstT + (k.LastT-k.FirstT)*j/n, f: from + k.Inc*float64(j)/float64(n)})
+		}
+		pts = append(pts, sample{t: k.LastT, f: c.first + joined.Inc})
+	}
+	c.acc = joined
+	return pts, true
 }
 
 // sample is the window item's sample, at the window's last instant.
@@ -57,16 +116,20 @@ func windowsFor(p tiers.Pyramid, h *storage.SelectHints) windowed {
 		return windowed{}
 	}
 	value, ok := overWindows[h.Func]
-	if !ok {
+	counter := overCounters[h.Func]
+	if !ok && !counter {
 		return windowed{}
 	}
 	width := gcd(h.Range, gcd(h.Step, h.End))
 	if width <= 0 || h.Func == "avg_over_time" && width != h.Range {
 		return windowed{}
 	}
+	if counter && width < minCounterWindow {
+		return windowed{}
+	}
 	for _, t := range p {
 		if t.Step > 0 && width%t.Step == 0 {
-			return windowed{fn: h.Func, width: width, value: value}
+			return windowed{fn: h.Func, width: width, value: value, counter: counter}
 		}
 	}
 	return windowed{}

@@ -364,12 +364,46 @@ func (s *Server) overTimeFromRollups(t *testing.T, prefix string, ref *Reference
 			t.Fatalf("%s step %v read %v, want rollup tables alone", qs, rg.Step, read)
 		}
 	}
+	// Counters with resets: rate and increase from the rollups' counter
+	// summaries, within 1 % of the engine's over the raw samples (only the
+	// extrapolation at a range's ends may differ).
+	for _, c := range []struct {
+		expr string
+		step time.Duration
+	}{
+		{`rate(%s_requests_total[1h])`, time.Hour},
+		{`increase(%s_requests_total[2h])`, time.Hour},
+		{`sum by (job) (rate(%s_requests_total[2h]))`, time.Hour},
+		{`rate(%s_latency_seconds_bucket[2h])`, 2 * time.Hour},
+	} {
+		qs := expr(c.expr, prefix)
+		rg := v1.Range{Start: end.Add(-16 * time.Hour), End: end, Step: c.step}
+		s.Tables()
+		got, _, _, err := s.API.QueryRange(context.Background(), qs, rg)
+		if err != nil {
+			t.Fatalf("%s: %v", qs, err)
+		}
+		read := s.Tables()
+		want, err := ref.Range(qs, rg.Start, rg.End, rg.Step)
+		if err != nil {
+			t.Fatalf("%s on the reference: %v", qs, err)
+		}
+		if d := DiffWithin(got, want, 0.01); d != "" {
+			t.Fatalf("%s step %v: %s", qs, rg.Step, d)
+		}
+		if read[tiers.TableRaw] > 0 || len(read) == 0 {
+			t.Fatalf("%s step %v read %v, want rollup tables alone", qs, rg.Step, read)
+		}
+	}
 	// A step the windows do not tile, or a function they cannot answer:
 	// raw points.
-	for _, qs := range []string{`max_over_time(%s_temperature[1h])`, `count_over_time(%s_temperature[1h])`} {
+	for _, qs := range []string{`max_over_time(%s_temperature[1h])`, `count_over_time(%s_temperature[1h])`, `rate(%s_requests_total[30m])`} {
 		step := 90 * time.Second // no tier step divides it
-		if strings.HasPrefix(qs, "count") {
+		switch {
+		case strings.HasPrefix(qs, "count"):
 			step = time.Hour
+		case strings.HasPrefix(qs, "rate"):
+			step = 10 * time.Minute // a counter's windows must be an hour at least
 		}
 		s.Tables()
 		if _, _, _, err := s.API.QueryRange(context.Background(), expr(qs, prefix), v1.Range{Start: end.Add(-2 * time.Hour), End: end, Step: step}); err != nil {
@@ -526,6 +560,32 @@ func Diff(got, want model.Value) string {
 		w := want.(*model.Scalar)
 		if g.Timestamp != w.Timestamp || !same(float64(g.Value), float64(w.Value)) {
 			return fmt.Sprintf("%v, want %v", g, w)
+		}
+	}
+	return ""
+}
+
+// DiffWithin is Diff for matrices whose values may differ by rel,
+// relative to the larger magnitude (absolute near zero).
+func DiffWithin(got, want model.Value, rel float64) string {
+	g, ok1 := got.(model.Matrix)
+	w, ok2 := want.(model.Matrix)
+	if !ok1 || !ok2 {
+		return fmt.Sprintf("want two matrices, got %s and %s", got.Type(), want.Type())
+	}
+	if gm, wm := metrics(g), metrics(w); !slices.Equal(gm, wm) {
+		return fmt.Sprintf("series %v, want %v", gm, wm)
+	}
+	for i := range w {
+		if len(g[i].Values) != len(w[i].Values) {
+			return fmt.Sprintf("%s: %d points, want %d", w[i].Metric, len(g[i].Values), len(w[i].Values))
+		}
+		for k, wp := range w[i].Values {
+			gp := g[i].Values[k]
+			a, b := float64(gp.Value), float64(wp.Value)
+			if gp.Timestamp != wp.Timestamp || math.Abs(a-b) > rel*max(math.Abs(a), math.Abs(b), 1e-9) {
+				return fmt.Sprintf("%s: %v @ %v, want %v @ %v", w[i].Metric, gp.Value, gp.Timestamp, wp.Value, wp.Timestamp)
+			}
 		}
 	}
 	return ""

@@ -46,7 +46,7 @@ var layers = [][]string{
 	// Assembly.
 	{"gateway"},
 	// Commands.
-	{"cmd/gateway", "cmd/preview", "cmd/loadtest"},
+	{"cmd/gateway", "cmd/preview", "cmd/loadtest", "cmd/benchpeers"},
 }
 
 // support are test suites, test helpers and tools: they may import any

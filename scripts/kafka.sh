@@ -161,33 +161,9 @@ cmd_start() {
 }
 
 # fail_start prints the end of the log, stops the half-started node and exits.
-fail_start() {
-  log "$1; last lines of $LOG:"
-  tail -n 60 "$LOG" >&2 || true
-  cmd_stop >&2 || true
-  exit 1
-}
+fail_start() { fail_service_start "$1" 60; }
 
-cmd_stop() {
-  local pid waited=0
-  if ! pid="$(running_pid)"; then
-    rm -f "$PIDFILE" "$PORTFILE"
-    echo "Kafka is not running"
-    return 0
-  fi
-  kill -TERM "$pid" 2>/dev/null || true
-  while alive "$pid" && [ "$waited" -lt $((STOP_TIMEOUT * 5)) ]; do
-    sleep 0.2
-    waited=$((waited + 1))
-  done
-  if alive "$pid"; then
-    log "Kafka (pid $pid) still running after $STOP_TIMEOUT s, sending SIGKILL"
-    kill -KILL "$pid" 2>/dev/null || true
-    while alive "$pid"; do sleep 0.2; done
-  fi
-  rm -f "$PIDFILE" "$PORTFILE"
-  echo "Kafka stopped (pid $pid)"
-}
+cmd_stop() { stop_service Kafka; }
 
 cmd_status() {
   local pid port

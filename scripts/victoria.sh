@@ -146,33 +146,9 @@ cmd_start() {
 }
 
 # fail_start prints the end of the log, stops the half-started server and exits.
-fail_start() {
-  log "$1; last lines of $LOG:"
-  tail -n 40 "$LOG" >&2 || true
-  cmd_stop >&2 || true
-  exit 1
-}
+fail_start() { fail_service_start "$1" 40; }
 
-cmd_stop() {
-  local pid waited=0
-  if ! pid="$(running_pid)"; then
-    rm -f "$PIDFILE" "$PORTFILE"
-    echo "VictoriaMetrics is not running"
-    return 0
-  fi
-  kill -TERM "$pid" 2>/dev/null || true
-  while alive "$pid" && [ "$waited" -lt $((STOP_TIMEOUT * 5)) ]; do
-    sleep 0.2
-    waited=$((waited + 1))
-  done
-  if alive "$pid"; then
-    log "VictoriaMetrics (pid $pid) still running after $STOP_TIMEOUT s, sending SIGKILL"
-    kill -KILL "$pid" 2>/dev/null || true
-    while alive "$pid"; do sleep 0.2; done
-  fi
-  rm -f "$PIDFILE" "$PORTFILE"
-  echo "VictoriaMetrics stopped (pid $pid)"
-}
+cmd_stop() { stop_service VictoriaMetrics; }
 
 cmd_status() {
   local pid port

@@ -34,3 +34,36 @@ http_ok() {
     [[ $line == "HTTP/1."[01]" 200"* ]]
   ) 2>/dev/null
 }
+
+# stop_service stops the service named $1 (for messages) whose pid the
+# calling script's running_pid prints: SIGTERM, then SIGKILL after
+# $STOP_TIMEOUT s; its $PIDFILE and $PORTFILE are removed.
+stop_service() {
+  local name="$1" pid waited=0
+  if ! pid="$(running_pid)"; then
+    rm -f "$PIDFILE" "$PORTFILE"
+    echo "$name is not running"
+    return 0
+  fi
+  kill -TERM "$pid" 2>/dev/null || true
+  while alive "$pid" && [ "$waited" -lt $((STOP_TIMEOUT * 5)) ]; do
+    sleep 0.2
+    waited=$((waited + 1))
+  done
+  if alive "$pid"; then
+    log "$name (pid $pid) still running after $STOP_TIMEOUT s, sending SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+    while alive "$pid"; do sleep 0.2; done
+  fi
+  rm -f "$PIDFILE" "$PORTFILE"
+  echo "$name stopped (pid $pid)"
+}
+
+# fail_service_start prints message $1 and the last $2 lines of $LOG,
+# stops the half-started service (the calling script's cmd_stop) and exits.
+fail_service_start() {
+  log "$1; last lines of $LOG:"
+  tail -n "$2" "$LOG" >&2 || true
+  cmd_stop >&2 || true
+  exit 1
+}

@@ -28,6 +28,8 @@
 //	0x05 series 0x00 bucket eb t          rollup_1d row (eb always 0)
 //	0x06 table 0x00 series 0x00 bucket eb t   row of another rollup table,
 //	                                      such as rollup_10s (eb always 0)
+//	0x07 series 0x00 bucket eb first      sealed chunk of a points_raw
+//	                                      partition, by its first point
 //	0x10 series 0x00                      registry: first, last (merged)
 //	0x11 series 0x00 since                layout entry: width, event buckets
 //	0x12 series 0x00 bucket               late mark
@@ -56,7 +58,9 @@
 // Values are fixed-width little-endian. Rows, late marks and dirty windows
 // start with their expiry in Unix milliseconds (0 = never); a raw row then
 // holds its value as a float64, a rollup row min, max and sum as float64 and
-// count as int64. The registry value is first and last as int64; the oldest
+// count as int64. A sealed chunk holds its expiry (its last point plus the
+// retention it was sealed with), that retention as an int64 and the XOR
+// chunk's bytes. The registry value is first and last as int64; the oldest
 // slot and checkpoints are one int64. A labels record is the pairs in name
 // order, each name and value preceded by its length as a uvarint.
 //
@@ -68,6 +72,17 @@
 // clock; writes drop records already expired. A background sweeper deletes
 // expired records to reclaim their space, with range deletions for runs of
 // expired keys such as whole partitions past their retention.
+//
+// # Sealed partitions
+//
+// SealPartition (tiers.Sealer) rewrites a points_raw partition as chunks:
+// under the lock that writes of expiring records hold shared, it reads the
+// partition's chunks and rows, and commits one batch that range-deletes
+// the old chunks, sets the new ones and range-deletes the rows, so a read
+// sees the partition before or after, and no write lands between the read
+// and the deletion. A partition read decodes the chunks that overlap its
+// span, drops their points older than the retention, and merges the rows
+// written since over them.
 //
 // # Writes without reads
 //

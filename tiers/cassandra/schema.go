@@ -59,6 +59,8 @@ func Schema(cfg Config, p tiers.Pyramid) []string {
 			"CREATE TABLE IF NOT EXISTS %s.%s (\n    series text,\n    bucket timestamp,\n%s    t timestamp,\n%s    PRIMARY KEY (%s)\n) WITH CLUSTERING ORDER BY (t ASC)\n  AND %s",
 			ks, t.Table, eb, cols, key, tierOptions(t.BucketWidth, t.BucketWidth, t.Retention)))
 		if l == tiers.LevelRaw {
+			// Sealed raw partitions: their points as compressed chunks.
+			stmts = append(stmts, chunkSchema(ks, raw))
 			// Late points arrive out of order by definition; a one-day
 			// window keeps them from being spread over the raw tier's many
 			// small windows. Partitions are the raw tier's buckets, so they

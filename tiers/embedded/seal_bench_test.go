@@ -14,6 +14,7 @@ import (
 var (
 	sealSeries = flag.Int("bench.seal-series", 20, "series of BenchmarkSealedBytesPerPoint")
 	sealDays   = flag.Int("bench.seal-days", 90, "days of 10 s points per series of BenchmarkSealedBytesPerPoint")
+	sealEBs    = flag.Int("bench.seal-event-buckets", 4, "event buckets per hourly raw bucket of BenchmarkSealedBytesPerPoint")
 )
 
 // gauge is a realistic gauge: a daily cycle, a slow random walk and noise
@@ -58,8 +59,9 @@ func compactAll(b *testing.B, s *Store) {
 }
 
 // BenchmarkSealedBytesPerPoint writes -bench.seal-series series of
-// -bench.seal-days days of 10 s gauges (raw retention 100 days, the
-// default raw layout: hourly buckets of 4 event buckets), measures the
+// -bench.seal-days days of 10 s gauges (raw retention 100 days, hourly
+// buckets of -bench.seal-event-buckets event buckets, 4 by default as in
+// the default raw layout), measures the
 // store's directory after a flush and a full compaction, seals every
 // partition, and measures it again. It reports bytes on disk per point in
 // both forms and the sealing rate of one goroutine. Run it once:
@@ -76,13 +78,13 @@ func BenchmarkSealedBytesPerPoint(b *testing.B) {
 			b.Fatal(err)
 		}
 		ctx := context.Background()
-		layout := tiers.DefaultPyramid().Raw().DefaultLayout()
+		layout := tiers.Layout{{Width: tiers.Hour, EventBuckets: *sealEBs}}
 		var points int64
 		for i := range *sealSeries {
 			g := newGauge(i)
 			id := "node_gauge{instance=\"host-" + string(rune('a'+i%26)) + "\",n=\"" + string(rune('0'+i/26)) + "\"}"
 			for bucket := start; bucket < end; bucket += tiers.Hour {
-				writes := make([]tiers.PartitionWrite, 4)
+				writes := make([]tiers.PartitionWrite, *sealEBs)
 				for eb := range writes {
 					writes[eb] = tiers.PartitionWrite{Key: tiers.PartitionKey{Table: tiers.TableRaw, Series: id, Bucket: bucket, EventBucket: eb}, Retention: retention}
 				}
@@ -103,7 +105,7 @@ func BenchmarkSealedBytesPerPoint(b *testing.B) {
 		for i := range *sealSeries {
 			id := "node_gauge{instance=\"host-" + string(rune('a'+i%26)) + "\",n=\"" + string(rune('0'+i/26)) + "\"}"
 			for bucket := start; bucket < end; bucket += tiers.Hour {
-				for eb := range 4 {
+				for eb := range *sealEBs {
 					if _, err := s.SealPartition(ctx, tiers.PartitionKey{Table: tiers.TableRaw, Series: id, Bucket: bucket, EventBucket: eb}, retention); err != nil {
 						b.Fatal(err)
 					}

@@ -41,18 +41,62 @@ type Chunk struct {
 	First, Last int64
 	// Count is how many points it holds.
 	Count int
-	// Data is the XOR chunk's bytes (chunkenc.XORChunk.Bytes).
+	// Data is a format byte and the XOR chunk's bytes (see Encode).
 	Data []byte
 }
 
 // Span returns [First, Last+1).
 func (c Chunk) Span() tiers.Span { return tiers.Span{From: c.First, To: c.Last + 1} }
 
+// maxDigits is the most decimal digits a chunk's values are scaled by.
+const maxDigits = 6
+
+// pow10 are the scales of decimal values.
+var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6}
+
+// digits returns the fewest decimal digits d such that every value v of
+// points is round(v·10^d)/10^d bit for bit, an integer below 2^52 once
+// scaled, or -1 when there is none (NaN, such as a stale marker, and
+// values with more digits).
+func digits(points []tiers.Row) int {
+	d := 0
+	for _, p := range points {
+		v := p.Value()
+		for ; d <= maxDigits; d++ {
+			x := math.Round(v * pow10[d])
+			if math.Abs(x) < 1<<52 && math.Float64bits(x/pow10[d]) == math.Float64bits(v) {
+				break
+			}
+		}
+		if d > maxDigits {
+			return -1
+		}
+	}
+	// Scaling by more digits than a value needs is not obviously exact for
+	// it: check them all at the final scale.
+	for _, p := range points {
+		v := p.Value()
+		if math.Float64bits(math.Round(v*pow10[d])/pow10[d]) != math.Float64bits(v) {
+			return -1
+		}
+	}
+	return d
+}
+
 // Encode encodes points, which must be raw rows in strictly ascending time
 // order, as chunks of at most MaxSamples points each, in time order.
+//
+// A chunk's data is one byte of format, then the XOR chunk. Values that
+// are decimals of a few digits, as most exporters print them, have a full
+// 52-bit mantissa of noise as float64s, which XOR encodes poorly; when all
+// of a chunk's values are, the chunk holds them scaled to integers (format
+// 1+d for d digits), whose float64 mantissas end in zeros that XOR drops,
+// and a read divides them back, bit for bit. Format 0 holds the values as
+// they are.
 func Encode(points []tiers.Row) ([]Chunk, error) {
 	var out []Chunk
 	for part := range slices.Chunk(points, MaxSamples) {
+		d := digits(part)
 		c := chunkenc.NewXORChunk()
 		app, err := c.Appender()
 		if err != nil {
@@ -62,12 +106,18 @@ func Encode(points []tiers.Row) ([]Chunk, error) {
 			if i > 0 && p.T <= part[i-1].T {
 				return nil, fmt.Errorf("sealed: points out of order at %d", p.T)
 			}
-			app.Append(0, p.T, p.Value())
+			v := p.Value()
+			if d >= 0 {
+				v = math.Round(v * pow10[d])
+			}
+			app.Append(0, p.T, v)
 		}
 		if len(out) > 0 && part[0].T <= out[len(out)-1].Last {
 			return nil, fmt.Errorf("sealed: points out of order at %d", part[0].T)
 		}
-		out = append(out, Chunk{First: part[0].T, Last: part[len(part)-1].T, Count: len(part), Data: slices.Clone(c.Bytes())})
+		data := make([]byte, 1, 1+len(c.Bytes()))
+		data[0] = byte(d + 1)
+		out = append(out, Chunk{First: part[0].T, Last: part[len(part)-1].T, Count: len(part), Data: append(data, c.Bytes()...)})
 	}
 	return out, nil
 }
@@ -79,12 +129,16 @@ var ErrCorrupt = errors.New("sealed: corrupt chunk")
 // span and is not before oldest (points before it have expired, as their
 // rows would have), in ascending time order.
 func Decode(dst []tiers.Row, data []byte, span tiers.Span, oldest int64) ([]tiers.Row, error) {
-	// The chunk's two-byte header is its sample count; chunkenc indexes
-	// it without a check.
-	if len(data) < 2 {
+	// A format byte, then the XOR chunk, whose two-byte header is its
+	// sample count; chunkenc indexes it without a check.
+	if len(data) < 3 || int(data[0]) > maxDigits+1 {
 		return dst, fmt.Errorf("%w: %d bytes", ErrCorrupt, len(data))
 	}
-	c, err := chunkenc.FromData(chunkenc.EncXOR, data)
+	scaled, scale := data[0] > 0, 1.0
+	if scaled {
+		scale = pow10[data[0]-1]
+	}
+	c, err := chunkenc.FromData(chunkenc.EncXOR, data[1:])
 	if err != nil {
 		return dst, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
@@ -96,6 +150,9 @@ func Decode(dst []tiers.Row, data []byte, span tiers.Span, oldest int64) ([]tier
 			break
 		}
 		if t >= from {
+			if scaled {
+				v /= scale
+			}
 			dst = append(dst, tiers.PointRow(t, v))
 		}
 	}

@@ -128,3 +128,46 @@ func TestMergeRowsWinInBothOrders(t *testing.T) {
 		t.Fatalf("MergePoints: %v", merged)
 	}
 }
+
+// Decimal values are stored scaled to integers, which XOR encodes in far
+// fewer bits, and come back bit for bit.
+func TestDecimalValuesScaled(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(3, 4))
+	for _, decimals := range []float64{1, 1e3, 1e6} {
+		var points []tiers.Row
+		v := 50.0
+		for i := range MaxSamples {
+			v += rnd.NormFloat64()
+			points = append(points, tiers.PointRow(int64(i)*10_000, math.Round(v*decimals)/decimals))
+		}
+		scaled, err := Encode(points)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if scaled[0].Data[0] == 0 {
+			t.Fatalf("%g: values with few decimals were not scaled", decimals)
+		}
+		got, err := Decode(nil, scaled[0].Data, tiers.Span{From: 0, To: math.MaxInt64}, math.MinInt64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range points {
+			if math.Float64bits(got[i].Sum) != math.Float64bits(points[i].Sum) {
+				t.Fatalf("%g: point %d came back as %v, not %v", decimals, i, got[i].Sum, points[i].Sum)
+			}
+		}
+		// A stale marker among them keeps the chunk unscaled.
+		points[7] = tiers.PointRow(points[7].T, math.Float64frombits(tiers.StaleNaN))
+		plain, err := Encode(points)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plain[0].Data[0] != 0 {
+			t.Fatalf("%g: a chunk with a NaN was scaled", decimals)
+		}
+		if decimals == 1e3 && len(scaled[0].Data) >= len(plain[0].Data) {
+			t.Fatalf("scaled chunk of %d bytes, unscaled %d", len(scaled[0].Data), len(plain[0].Data))
+		}
+		t.Logf("%g: %d points, %d bytes scaled, %d unscaled", decimals, len(points), len(scaled[0].Data), len(plain[0].Data))
+	}
+}

@@ -11,7 +11,7 @@ import (
 )
 
 func TestEncodeDecodeKeepsBits(t *testing.T) {
-	values := []float64{0, -0.0, 1.5, math.Inf(1), math.Inf(-1), math.NaN(), math.Float64frombits(tiers.StaleNaN), 1e-300, 42.125}
+	values := []float64{0, math.Copysign(0, -1), 1.5, math.Inf(1), math.Inf(-1), math.NaN(), math.Float64frombits(tiers.StaleNaN), 1e-300, 42.125}
 	var points []tiers.Row
 	for i := range 1000 {
 		points = append(points, tiers.PointRow(int64(i)*10_000-5_000_000, values[i%len(values)]))

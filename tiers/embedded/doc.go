@@ -77,10 +77,9 @@
 //
 // SealPartition (tiers.Sealer) rewrites a points_raw partition as chunks:
 // under the lock that writes of expiring records hold shared, it reads the
-// partition's chunks and rows, and commits one batch that range-deletes
-// the old chunks, sets the new ones and range-deletes the rows, so a read
-// sees the partition before or after, and no write lands between the read
-// and the deletion. A partition read decodes the chunks that overlap its
+// partition's chunks and rows, and commits one batch that deletes every
+// key it read and sets the new chunks, so a read sees the partition before
+// or after, and no write lands between the read and the deletion. A partition read decodes the chunks that overlap its
 // span, drops their points older than the retention, and merges the rows
 // written since over them.
 //

@@ -82,10 +82,11 @@ func (s *Store) readChunks(ctx context.Context, key tiers.PartitionKey, span tie
 }
 
 // sealedPages reads a raw partition: its row pages merged over the points
-// of its chunks. The chunks are read at the first Next, after the first
-// page of rows: a seal writes chunks before it deletes rows, and deletes
-// them only SealedRowsGrace after that, longer than a read lasts, so a
-// read sees every point in its rows or in its chunks.
+// of its chunks. The chunks are read at the first Next, while the first
+// page of rows is: a seal writes chunks before it deletes rows, and
+// deletes them only SealedRowsGrace after that, longer than a read lasts,
+// so a read sees every point in its rows or in its chunks. A partition
+// that was never sealed costs the read one empty query, in parallel.
 type sealedPages struct {
 	s      *Store
 	ctx    context.Context
@@ -95,20 +96,33 @@ type sealedPages struct {
 	size   int
 }
 
+// chunkRead is the outcome of readChunks.
+type chunkRead struct {
+	points []tiers.Row
+	err    error
+}
+
 func (p *sealedPages) Next() ([]tiers.Row, error) {
 	if p.merged == nil {
+		chunks := make(chan chunkRead, 1)
+		go func() {
+			points, err := p.s.readChunks(p.ctx, p.req.Key, p.req.Span)
+			chunks <- chunkRead{points, err}
+		}()
 		first, err := p.rows.Next()
+		c := <-chunks
 		if err != nil && !errors.Is(err, tiers.ErrDone) {
-			return nil, err
-		}
-		points, cerr := p.s.readChunks(p.ctx, p.req.Key, p.req.Span)
-		if cerr != nil {
-			p.merged = &failedPages{err: fmt.Errorf("cassandra: read %s %q bucket %d/%d: %w",
-				p.req.Key.Table, p.req.Key.Series, p.req.Key.Bucket, p.req.Key.EventBucket, wrapCtx(p.ctx, cerr))}
+			p.merged = &failedPages{err: err}
 			_ = p.rows.Close()
 			return p.merged.Next()
 		}
-		p.merged = sealed.Merge(points, &pushedBack{page: first, done: err != nil, rows: p.rows}, p.req.Desc, p.size)
+		if c.err != nil {
+			p.merged = &failedPages{err: fmt.Errorf("cassandra: read %s %q bucket %d/%d: %w",
+				p.req.Key.Table, p.req.Key.Series, p.req.Key.Bucket, p.req.Key.EventBucket, wrapCtx(p.ctx, c.err))}
+			_ = p.rows.Close()
+			return p.merged.Next()
+		}
+		p.merged = sealed.Merge(c.points, &pushedBack{page: first, done: err != nil, rows: p.rows}, p.req.Desc, p.size)
 	}
 	return p.merged.Next()
 }

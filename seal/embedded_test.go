@@ -73,10 +73,9 @@ func TestSealingChangesNoRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Ten hours of hourly buckets of 4 event buckets, the last one or two
-	// not final yet.
-	if rep.Partitions < 3*9*4 || rep.Partitions > 3*10*4 {
-		t.Fatalf("%d partitions sealed", rep.Partitions)
+	// Ten hours of hourly buckets, the last one or two not final yet.
+	if rep.Buckets < 3*9 || rep.Buckets > 3*10 {
+		t.Fatalf("%d buckets sealed", rep.Buckets)
 	}
 	after := readAll()
 	for k, want := range before {
@@ -102,7 +101,7 @@ func TestSealingChangesNoRead(t *testing.T) {
 		t.Fatalf("the imported point reads as %v (%v)", rows, err)
 	}
 	// A second run finds nothing new to seal.
-	if rep, err := w.RunOnce(ctx); err != nil || rep.Partitions != 0 {
+	if rep, err := w.RunOnce(ctx); err != nil || rep.Buckets != 0 {
 		t.Fatalf("second run: %+v, %v", rep, err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 // Metrics are the worker's Prometheus metrics. A nil *Metrics records
 // nothing.
 type Metrics struct {
-	partitions prometheus.Counter
+	buckets    prometheus.Counter
 	points     prometheus.Counter
 	chunks     prometheus.Counter
 	errors     prometheus.Counter
@@ -21,9 +21,9 @@ type Metrics struct {
 // NewMetrics registers the worker's metrics on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		partitions: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tsgate_seal_partitions_total",
-			Help: "Raw partitions rewritten as compressed chunks.",
+		buckets: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tsgate_seal_buckets_total",
+			Help: "Raw buckets (all their event buckets) rewritten as compressed chunks.",
 		}),
 		points: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tsgate_seal_points_total",
@@ -42,7 +42,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Span of final raw buckets not sealed yet: from the seal checkpoint to the newest final bucket end, while a run works on it.",
 		}),
 	}
-	reg.MustRegister(m.partitions, m.points, m.chunks, m.errors, m.backlog)
+	reg.MustRegister(m.buckets, m.points, m.chunks, m.errors, m.backlog)
 	return m
 }
 
@@ -50,7 +50,7 @@ func (m *Metrics) sealed(r tiers.SealReport) {
 	if m == nil {
 		return
 	}
-	m.partitions.Inc()
+	m.buckets.Inc()
 	m.points.Add(float64(r.Rows))
 	m.chunks.Add(float64(r.Chunks))
 }

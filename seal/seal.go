@@ -1,12 +1,12 @@
 // Package seal keeps final raw buckets sealed: it walks the registry and
-// asks the store (tiers.Sealer) to rewrite every raw partition whose bucket
-// can no longer receive on-time points as compressed chunks and to delete
-// its rows. A bucket is final once its end plus the lateness (and the
+// asks the store (tiers.Sealer) to rewrite every raw bucket that can no
+// longer receive on-time points as compressed chunks and to delete its
+// rows. A bucket is final once its end plus the lateness (and the
 // grace of lagging writers) is past, the rule the partition cache takes raw
 // reads as final by.
 //
 // Progress is a checkpoint in the store: the bucket end up to which every
-// raw partition has been sealed. A run seals the buckets that ended after
+// raw bucket has been sealed. A run seals the buckets that ended after
 // it and are final now, then advances it; a store that never ran the
 // worker starts from the raw tier's retention, so an existing store is
 // sealed in place, online. Sealing is idempotent, so several gateways may
@@ -75,9 +75,9 @@ func (c Config) Validate() error {
 type Report struct {
 	// From and To bound the bucket ends the run sealed: (From, To].
 	From, To int64
-	// Partitions and Points count the partitions rewritten and the rows
-	// they folded into chunks; Chunks the chunks they now hold.
-	Partitions, Points, Chunks int64
+	// Buckets and Points count the buckets rewritten and the rows they
+	// folded into chunks; Chunks the chunks they now hold.
+	Buckets, Points, Chunks int64
 	Elapsed                    time.Duration
 }
 
@@ -117,8 +117,8 @@ func (w *Worker) Run(ctx context.Context) {
 		switch {
 		case err != nil && ctx.Err() == nil:
 			w.log.Warn("sealing raw buckets failed; retrying next interval", "err", err)
-		case rep.Partitions > 0:
-			w.log.Info("raw buckets sealed", "partitions", rep.Partitions, "points", rep.Points, "chunks", rep.Chunks, "elapsed", rep.Elapsed)
+		case rep.Buckets > 0:
+			w.log.Info("raw buckets sealed", "buckets", rep.Buckets, "points", rep.Points, "chunks", rep.Chunks, "elapsed", rep.Elapsed)
 		}
 		select {
 		case <-ctx.Done():
@@ -133,8 +133,8 @@ func (w *Worker) Cutoff(now time.Time) int64 {
 	return now.UnixMilli() - w.cfg.Lateness.Milliseconds() - w.cfg.Grace.Milliseconds()
 }
 
-// RunOnce seals every raw partition of a bucket that ended after the
-// checkpoint and is final now, then advances the checkpoint. A failure
+// RunOnce seals every raw bucket that ended after the checkpoint and is
+// final now, then advances the checkpoint. A failure
 // leaves the checkpoint where it was, so the next run does the work again.
 func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
 	w.mu.Lock()
@@ -155,7 +155,7 @@ func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
 		return rep, nil
 	}
 	w.metrics.setBacklog(time.Duration(cutoff-from) * time.Millisecond)
-	var partitions, points, chunks atomic.Int64
+	var buckets, points, chunks atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(w.cfg.Parallelism)
 	after := ""
@@ -171,7 +171,7 @@ func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
 			}
 			g.Go(func() error {
 				r, err := w.sealSeries(gctx, info.ID, from, cutoff)
-				partitions.Add(r.Partitions)
+				buckets.Add(r.Buckets)
 				points.Add(r.Points)
 				chunks.Add(r.Chunks)
 				return err
@@ -183,7 +183,7 @@ func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
 		after = page[len(page)-1].ID
 	}
 	err = g.Wait()
-	rep.Partitions, rep.Points, rep.Chunks = partitions.Load(), points.Load(), chunks.Load()
+	rep.Buckets, rep.Points, rep.Chunks = buckets.Load(), points.Load(), chunks.Load()
 	rep.Elapsed = w.now().Sub(start)
 	if err != nil {
 		w.metrics.failed()
@@ -197,8 +197,7 @@ func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
 	return rep, nil
 }
 
-// sealSeries seals the partitions of the series' raw buckets that end in
-// (from, cutoff].
+// sealSeries seals the series' raw buckets that end in (from, cutoff].
 func (w *Worker) sealSeries(ctx context.Context, id string, from, cutoff int64) (Report, error) {
 	var rep Report
 	info, err := w.store.LookupSeries(ctx, id)
@@ -219,18 +218,15 @@ func (w *Worker) sealSeries(ctx context.Context, id string, from, cutoff int64) 
 		if b.End > cutoff || b.End <= from {
 			continue
 		}
-		for eb := range b.EventBuckets {
-			key := tiers.PartitionKey{Table: tiers.TableRaw, Series: id, Bucket: b.Start, EventBucket: eb}
-			r, err := w.store.SealPartition(ctx, key, w.raw.Retention)
-			if err != nil {
-				return rep, fmt.Errorf("seal %s bucket %d/%d: %w", id, b.Start, eb, err)
-			}
-			if r.Rows > 0 {
-				rep.Partitions++
-				rep.Points += int64(r.Rows)
-				rep.Chunks += int64(r.Chunks)
-				w.metrics.sealed(r)
-			}
+		r, err := w.store.SealBucket(ctx, id, b.Start, b.EventBuckets, w.raw.Retention)
+		if err != nil {
+			return rep, fmt.Errorf("seal %s bucket %d: %w", id, b.Start, err)
+		}
+		if r.Rows > 0 {
+			rep.Buckets++
+			rep.Points += int64(r.Rows)
+			rep.Chunks += int64(r.Chunks)
+			w.metrics.sealed(r)
 		}
 	}
 	return rep, nil

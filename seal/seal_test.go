@@ -18,10 +18,13 @@ type fakeStore struct {
 	sealed      map[tiers.PartitionKey]int
 }
 
-func (f *fakeStore) SealPartition(_ context.Context, key tiers.PartitionKey, retention int64) (tiers.SealReport, error) {
+// SealBucket records the bucket's partitions as sealed.
+func (f *fakeStore) SealBucket(_ context.Context, series string, bucket int64, eventBuckets int, _ int64) (tiers.SealReport, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.sealed[key]++
+	for eb := range eventBuckets {
+		f.sealed[tiers.PartitionKey{Table: tiers.TableRaw, Series: series, Bucket: bucket, EventBucket: eb}]++
+	}
 	return tiers.SealReport{Points: 10, Rows: 10, Chunks: 1}, nil
 }
 
@@ -116,8 +119,19 @@ func TestSealsOnlyFinalBuckets(t *testing.T) {
 			}
 			want = append(want, finalPartitions(info, layout, from, cutoff)...)
 		}
-		if int(rep.Partitions) != len(want) {
-			t.Errorf("round %d: %d partitions sealed, want %d", round, rep.Partitions, len(want))
+		type bucket struct {
+			series string
+			start  int64
+		}
+		distinct := map[bucket]bool{}
+		for k := range f.sealed {
+			distinct[bucket{k.Series, k.Bucket}] = true
+		}
+		if int(rep.Buckets) != len(distinct) {
+			t.Errorf("round %d: %d buckets reported, %d sealed", round, rep.Buckets, len(distinct))
+		}
+		if len(f.sealed) != len(want) {
+			t.Errorf("round %d: %d partitions sealed, want %d", round, len(f.sealed), len(want))
 		}
 		for _, k := range want {
 			if f.sealed[k] != 1 {

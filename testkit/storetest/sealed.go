@@ -11,31 +11,34 @@ import (
 	"github.com/tsgate/tsgate/tiers"
 )
 
-// sealedEqualsBruteForce writes random raw points to a few partitions,
-// seals random partitions at random moments and writes more points after
+// sealedEqualsBruteForce writes random raw points to a few buckets (each
+// point to the event bucket its time maps to, as the write path does),
+// seals random buckets at random moments and writes more points after
 // (new times and rewrites of sealed ones, as an import does), and checks
-// after every step that reads of random spans, in both orders and at
-// random page sizes, equal brute force over what was written: sealing
-// changes no answer, a row written after a seal wins over the sealed
-// point of its time, and nothing comes back twice. Stale markers are among
-// the values and must come back bit for bit.
+// after every step that reads of random partitions over random spans, in
+// both orders and at random page sizes, equal brute force over what was
+// written: sealing changes no answer, a row written after a seal wins over
+// the sealed point of its time, and nothing comes back twice. Stale
+// markers are among the values and must come back bit for bit.
 func (s suite) sealedEqualsBruteForce(t *testing.T) {
 	sealer, ok := s.store.(tiers.Sealer)
 	if !ok {
-		t.Skip("the store does not seal partitions")
+		t.Skip("the store does not seal buckets")
 	}
 	r := rand.New(rand.NewPCG(29, 30))
 	base := tiers.AlignDown(now(), tiers.Hour) - 3*tiers.Hour
-	const retention = 30 * tiers.Day
-	var keys []tiers.PartitionKey
+	const retention, eventBuckets = 30 * tiers.Day, 4
+	type bucket struct {
+		series string
+		start  int64
+	}
+	var buckets []bucket
 	for i := range 2 {
 		for b := range 2 {
-			for _, eb := range []int{0, 3} {
-				keys = append(keys, tiers.PartitionKey{Table: tiers.TableRaw, Series: s.series(fmt.Sprintf("seal%d", i)), Bucket: base + int64(b)*tiers.Hour, EventBucket: eb})
-			}
+			buckets = append(buckets, bucket{s.series(fmt.Sprintf("seal%d", i)), base + int64(b)*tiers.Hour})
 		}
 	}
-	written := make([]map[int64]float64, len(keys))
+	written := make([]map[int64]float64, len(buckets))
 	for i := range written {
 		written[i] = map[int64]float64{}
 	}
@@ -45,12 +48,14 @@ func (s suite) sealedEqualsBruteForce(t *testing.T) {
 			return math.Float64frombits(tiers.StaleNaN)
 		case 1:
 			return math.Inf(-1)
+		case 2:
+			return r.NormFloat64() // full precision
 		}
 		return math.Round(r.NormFloat64()*1e6) / 1e3
 	}
 	writeSome := func(k int) {
-		m := written[k]
-		var rows []tiers.Row
+		bk, m := buckets[k], written[k]
+		rows := make([][]tiers.Row, eventBuckets)
 		seen := map[int64]bool{}
 		old := slices.Collect(maps.Keys(m))
 		for range 1 + r.IntN(400) {
@@ -58,9 +63,9 @@ func (s suite) sealedEqualsBruteForce(t *testing.T) {
 			if len(old) > 0 && r.IntN(4) == 0 {
 				ts = old[r.IntN(len(old))] // a rewrite
 			} else if r.IntN(3) == 0 {
-				ts = keys[k].Bucket + r.Int64N(tiers.Hour)
+				ts = bk.start + r.Int64N(tiers.Hour)
 			} else {
-				ts = keys[k].Bucket + r.Int64N(360)*10*tiers.Second // regular
+				ts = bk.start + r.Int64N(360)*10*tiers.Second // regular
 			}
 			if seen[ts] {
 				continue
@@ -68,67 +73,76 @@ func (s suite) sealedEqualsBruteForce(t *testing.T) {
 			seen[ts] = true
 			v := value()
 			m[ts] = v
-			rows = append(rows, tiers.PointRow(ts, v))
+			eb := tiers.EventBucket(ts, eventBuckets)
+			rows[eb] = append(rows[eb], tiers.PointRow(ts, v))
 		}
-		s.write(t, tiers.PartitionWrite{Key: keys[k], Retention: retention, Rows: rows})
+		var writes []tiers.PartitionWrite
+		for eb, rs := range rows {
+			if len(rs) > 0 {
+				writes = append(writes, tiers.PartitionWrite{Key: tiers.PartitionKey{Table: tiers.TableRaw, Series: bk.series, Bucket: bk.start, EventBucket: eb}, Retention: retention, Rows: rs})
+			}
+		}
+		s.write(t, writes...)
 	}
 	check := func(step int) {
-		k := r.IntN(len(keys))
-		var all []tiers.Row
-		for ts, v := range written[k] {
-			all = append(all, tiers.PointRow(ts, v))
-		}
-		b := keys[k].Bucket
+		k := r.IntN(len(buckets))
+		bk := buckets[k]
 		for range 4 {
-			span := tiers.Span{From: b, To: b + tiers.Hour}
+			eb := r.IntN(eventBuckets)
+			var all []tiers.Row
+			for ts, v := range written[k] {
+				if tiers.EventBucket(ts, eventBuckets) == eb {
+					all = append(all, tiers.PointRow(ts, v))
+				}
+			}
+			span := tiers.Span{From: bk.start, To: bk.start + tiers.Hour}
 			if r.IntN(3) > 0 {
-				x, y := b-5+r.Int64N(tiers.Hour+10), b-5+r.Int64N(tiers.Hour+10)
+				x, y := bk.start-5+r.Int64N(tiers.Hour+10), bk.start-5+r.Int64N(tiers.Hour+10)
 				span = tiers.Span{From: min(x, y), To: max(x, y) + 1}
 			}
 			desc := r.IntN(2) == 0
 			pageSize := []int{1, 7, 100, 240, 5000}[r.IntN(5)]
-			got := s.read(t, tiers.ReadRequest{Key: keys[k], Span: span, Desc: desc, PageSize: pageSize})
+			key := tiers.PartitionKey{Table: tiers.TableRaw, Series: bk.series, Bucket: bk.start, EventBucket: eb}
+			got := s.read(t, tiers.ReadRequest{Key: key, Span: span, Desc: desc, PageSize: pageSize})
 			want := bruteForce(all, span, desc)
 			if !sameBits(got, want) {
 				t.Fatalf("step %d, partition %+v, span %+v desc %v page %d: got %d points, want %d\n got %v\nwant %v",
-					step, keys[k], span, desc, pageSize, len(got), len(want), head(got), head(want))
+					step, key, span, desc, pageSize, len(got), len(want), head(got), head(want))
 			}
 		}
 	}
-	sealedPoints := 0
+	sealedRows := 0
+	seal := func(k int) tiers.SealReport {
+		rep, err := sealer.SealBucket(ctx(t), buckets[k].series, buckets[k].start, eventBuckets, retention)
+		if err != nil {
+			t.Fatalf("seal %+v: %v", buckets[k], err)
+		}
+		return rep
+	}
 	for step := range 60 {
-		k := r.IntN(len(keys))
+		k := r.IntN(len(buckets))
 		switch r.IntN(3) {
 		case 0:
 			writeSome(k)
 		case 1:
-			rep, err := sealer.SealPartition(ctx(t), keys[k], retention)
-			if err != nil {
-				t.Fatalf("seal %+v: %v", keys[k], err)
-			}
+			rep := seal(k)
 			if rep.Points != len(written[k]) {
-				t.Fatalf("seal %+v: %d points sealed, %d written", keys[k], rep.Points, len(written[k]))
+				t.Fatalf("seal %+v: %d points sealed, %d written", buckets[k], rep.Points, len(written[k]))
 			}
-			sealedPoints += rep.Rows
+			sealedRows += rep.Rows
 			// Sealing again rewrites nothing.
-			again, err := sealer.SealPartition(ctx(t), keys[k], retention)
-			if err != nil {
-				t.Fatalf("seal %+v again: %v", keys[k], err)
-			}
-			if again.Rows != 0 || again.Points != rep.Points {
-				t.Fatalf("sealing %+v again: %+v after %+v", keys[k], again, rep)
+			if again := seal(k); again.Rows != 0 || again.Points != rep.Points {
+				t.Fatalf("sealing %+v again: %+v after %+v", buckets[k], again, rep)
 			}
 		}
 		check(step)
 	}
-	if sealedPoints == 0 {
+	if sealedRows == 0 {
 		t.Fatal("no point was ever sealed")
 	}
-	// Every partition sealed, then read whole.
-	for k := range keys {
-		if _, err := sealer.SealPartition(ctx(t), keys[k], retention); err != nil {
-			t.Fatal(err)
-		}
+	// Every bucket sealed, then read.
+	for k := range buckets {
+		seal(k)
 	}
 	for range 10 {
 		check(-1)

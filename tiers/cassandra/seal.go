@@ -14,15 +14,17 @@ import (
 	"github.com/tsgate/tsgate/tiers/sealed"
 )
 
-// tableRawChunks holds the sealed chunks of points_raw partitions (see
-// tiers/sealed), keyed like them, one row per chunk by its first point.
+// tableRawChunks holds the sealed chunks of points_raw buckets (see
+// tiers/sealed), keyed like points_raw, one row per chunk by its first
+// point. A bucket's chunks hold the points of all its event buckets and
+// are kept under event bucket 0.
 const tableRawChunks = "points_raw_chunks"
 
 // chunkStmts are the statements of the chunk table and of sealing.
 type chunkStmts struct {
-	// read selects the chunks of a partition that start before a time.
+	// read selects the chunks of a bucket that start before a time.
 	read string
-	// readAll selects every chunk of a partition with its write time.
+	// readAll selects every chunk of a bucket with its write time.
 	readAll string
 	// rowsWithTime selects a raw partition's rows with their write times.
 	rowsWithTime string
@@ -62,7 +64,9 @@ func (s *Store) readChunks(ctx context.Context, key tiers.PartitionKey, span tie
 		return nil, err
 	}
 	now := s.now().UnixMilli()
-	iter := s.read(session.Query(s.chunks.read, key.Series, key.Bucket, int16(key.EventBucket), span.To)).IterContext(ctx)
+	// A bucket's chunks are kept under event bucket 0 and hold every
+	// event bucket's points.
+	iter := s.read(session.Query(s.chunks.read, key.Series, key.Bucket, int16(0), span.To)).IterContext(ctx)
 	var points []tiers.Row
 	var last, retention int64
 	var data []byte
@@ -70,7 +74,7 @@ func (s *Store) readChunks(ctx context.Context, key tiers.PartitionKey, span tie
 		if last < span.From {
 			continue
 		}
-		if points, err = sealed.Decode(points, data, span, sealed.Oldest(now, retention)); err != nil {
+		if points, err = sealed.Decode(points, data, span, sealed.Oldest(now, retention), key.EventBucket); err != nil {
 			iter.Close()
 			return nil, fmt.Errorf("cassandra: chunk of %q bucket %d/%d: %w", key.Series, key.Bucket, key.EventBucket, err)
 		}
@@ -161,25 +165,28 @@ type failedPages struct{ err error }
 func (p *failedPages) Next() ([]tiers.Row, error) { return nil, p.err }
 func (p *failedPages) Close() error               { return nil }
 
-// SealPartition rewrites a points_raw partition as chunks (tiers.Sealer).
+// SealBucket rewrites the points_raw partitions of a bucket as chunks
+// (tiers.Sealer), kept under event bucket 0.
 //
-// It reads the partition's chunks and rows with their write times. When
-// rows hold points the chunks lack (or hold differently), it writes the
-// merged points as new chunks, replacing the old ones in one
-// single-partition batch: a delete of the chunks at timestamp w-1 and the
-// inserts at w, where w is one more than the newest write time read, so
-// that of two gateways sealing at once the one that read more rows wins.
-// Rows whose points the chunks hold are deleted once the chunks are
-// SealedRowsGrace old (at once when it is 0), with a partition delete at
-// the newest row write time read: a row written after the read has a
-// later write time and survives until the next seal folds it in.
-func (s *Store) SealPartition(ctx context.Context, key tiers.PartitionKey, retention int64) (tiers.SealReport, error) {
+// It reads the bucket's chunks and rows with their write times. When rows
+// hold points the chunks lack (or hold differently), it writes the merged
+// points as new chunks, replacing the old ones in one single-partition
+// batch: a delete of the chunks at timestamp w-1 and the inserts at w,
+// where w is one more than the newest write time read, so that of two
+// gateways sealing at once the one that read more rows wins. Rows whose
+// points the chunks hold are deleted once the chunks are SealedRowsGrace
+// old (at once when it is 0), with a partition delete at the newest write
+// time read in the partition: a row written after the read has a later
+// write time and survives until the next seal folds it in. (A row
+// written concurrently by a client whose clock lags that much could be
+// deleted unread.)
+func (s *Store) SealBucket(ctx context.Context, series string, bucket int64, eventBuckets int, retention int64) (tiers.SealReport, error) {
 	var rep tiers.SealReport
-	if key.Table != tiers.TableRaw {
-		return rep, fmt.Errorf("cassandra: only %s partitions are sealed, not %s", tiers.TableRaw, key.Table)
-	}
-	if _, err := s.table(key); err != nil {
+	if _, err := s.table(tiers.PartitionKey{Table: tiers.TableRaw, Series: series, Bucket: bucket}); err != nil {
 		return rep, err
+	}
+	if eventBuckets < 1 || eventBuckets > tiers.MaxEventBuckets {
+		return rep, fmt.Errorf("cassandra: %d event buckets", eventBuckets)
 	}
 	if retention < 0 {
 		return rep, fmt.Errorf("cassandra: negative retention %d", retention)
@@ -188,19 +195,19 @@ func (s *Store) SealPartition(ctx context.Context, key tiers.PartitionKey, reten
 	if err != nil {
 		return rep, err
 	}
-	what := fmt.Sprintf("%q bucket %d/%d", key.Series, key.Bucket, key.EventBucket)
+	what := fmt.Sprintf("%q bucket %d", series, bucket)
 	now := s.now().UnixMilli()
-	args := []any{key.Series, key.Bucket, int16(key.EventBucket)}
+	args := func(eb int) []any { return []any{series, bucket, int16(eb)} }
 
-	// The chunks, with the time of the newest seal and write.
+	// The chunks, with the time of the newest write and the oldest seal.
 	var old []tiers.Row
 	var newest, sealedAt int64 = math.MinInt64, math.MaxInt64
 	{
-		iter := s.read(session.Query(s.chunks.readAll, args...)).IterContext(ctx)
+		iter := s.read(session.Query(s.chunks.readAll, args(0)...)).IterContext(ctx)
 		var last, ret, at, wt int64
 		var data []byte
 		for iter.Scan(&last, &ret, &data, &at, &wt) {
-			if old, err = sealed.Decode(old, data, tiers.Span{From: tiers.MinTime, To: tiers.MaxTime}, sealed.Oldest(now, ret)); err != nil {
+			if old, err = sealed.Decode(old, data, tiers.Span{From: tiers.MinTime, To: tiers.MaxTime}, sealed.Oldest(now, ret), sealed.AllEventBuckets); err != nil {
 				iter.Close()
 				return rep, fmt.Errorf("cassandra: seal %s: %w", what, err)
 			}
@@ -210,37 +217,42 @@ func (s *Store) SealPartition(ctx context.Context, key tiers.PartitionKey, reten
 			return rep, fmt.Errorf("cassandra: seal %s: %w", what, wrapCtx(ctx, err))
 		}
 	}
-	// The rows, with the newest write time.
+	// The rows, with the newest write time of each partition.
 	var rows []tiers.Row
+	written := make([]int64, eventBuckets)
 	rowsWritten := int64(math.MinInt64)
-	{
-		iter := s.read(session.Query(s.chunks.rowsWithTime, args...)).IterContext(ctx)
+	for eb := range eventBuckets {
+		written[eb] = math.MinInt64
+		iter := s.read(session.Query(s.chunks.rowsWithTime, args(eb)...)).IterContext(ctx)
 		var t, wt int64
 		var v float64
 		for iter.Scan(&t, &v, &wt) {
 			rows = append(rows, tiers.PointRow(t, v))
-			rowsWritten = max(rowsWritten, wt)
+			written[eb] = max(written[eb], wt)
 		}
 		if err := iter.Close(); err != nil {
 			return rep, fmt.Errorf("cassandra: seal %s: %w", what, wrapCtx(ctx, err))
 		}
+		rowsWritten = max(rowsWritten, written[eb])
 	}
 	rep.Points = len(old)
 	if len(rows) == 0 {
 		return rep, nil
 	}
+	// Each partition's rows are ascending; a time is in one partition only.
+	slices.SortFunc(rows, func(a, b tiers.Row) int { return cmp.Compare(a.T, b.T) })
 	points := sealed.MergePoints(old, rows)
 	first, _ := slices.BinarySearchFunc(points, sealed.Oldest(now, retention), func(r tiers.Row, t int64) int { return cmp.Compare(r.T, t) })
 	points = points[first:]
 	rep.Rows = changed(old, rows)
 	if rep.Rows > 0 {
-		chunks, err := sealed.Encode(points)
+		chunks, err := sealed.Encode(points, eventBuckets)
 		if err != nil {
 			return rep, fmt.Errorf("cassandra: seal %s: %w", what, err)
 		}
 		stamp := max(newest, rowsWritten) + 1
 		b := session.Batch(gocql.UnloggedBatch)
-		b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: s.chunks.clear, Args: append([]any{stamp - 1}, args...), Idempotent: true})
+		b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: s.chunks.clear, Args: append([]any{stamp - 1}, args(0)...), Idempotent: true})
 		rep.Points = 0
 		for _, c := range chunks {
 			ttl, ok := rowTTL(c.Last, retention, now)
@@ -248,7 +260,7 @@ func (s *Store) SealPartition(ctx context.Context, key tiers.PartitionKey, reten
 				continue
 			}
 			b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: s.chunks.insert,
-				Args: []any{key.Series, key.Bucket, int16(key.EventBucket), c.First, c.Last, retention, now, c.Data, ttl, stamp}, Idempotent: true})
+				Args: []any{series, bucket, int16(0), c.First, c.Last, retention, now, c.Data, ttl, stamp}, Idempotent: true})
 			rep.Points += c.Count
 			rep.Chunks++
 		}
@@ -263,8 +275,13 @@ func (s *Store) SealPartition(ctx context.Context, key tiers.PartitionKey, reten
 	if now-sealedAt < s.cfg.SealedRowsGrace.Milliseconds() {
 		return rep, nil // the rows go once reads that missed the chunks are over
 	}
-	if err := session.Query(s.chunks.deleteRows, append([]any{rowsWritten}, args...)...).Idempotent(true).ExecContext(ctx); err != nil {
-		return rep, fmt.Errorf("cassandra: seal %s: delete rows: %w", what, wrapCtx(ctx, err))
+	for eb, wt := range written {
+		if wt == math.MinInt64 {
+			continue
+		}
+		if err := session.Query(s.chunks.deleteRows, append([]any{wt}, args(eb)...)...).Idempotent(true).ExecContext(ctx); err != nil {
+			return rep, fmt.Errorf("cassandra: seal %s: delete rows: %w", what, wrapCtx(ctx, err))
+		}
 	}
 	return rep, nil
 }

@@ -29,7 +29,8 @@
 //	0x06 table 0x00 series 0x00 bucket eb t   row of another rollup table,
 //	                                      such as rollup_10s (eb always 0)
 //	0x07 series 0x00 bucket eb first      sealed chunk of a points_raw
-//	                                      partition, by its first point
+//	                                      bucket, by its first point (eb
+//	                                      always 0: it holds them all)
 //	0x10 series 0x00                      registry: first, last (merged)
 //	0x11 series 0x00 since                layout entry: width, event buckets
 //	0x12 series 0x00 bucket               late mark
@@ -73,14 +74,16 @@
 // expired records to reclaim their space, with range deletions for runs of
 // expired keys such as whole partitions past their retention.
 //
-// # Sealed partitions
+// # Sealed buckets
 //
-// SealPartition (tiers.Sealer) rewrites a points_raw partition as chunks:
-// under the lock that writes of expiring records hold shared, it reads the
-// partition's chunks and rows, and commits one batch that deletes every
-// key it read and sets the new chunks, so a read sees the partition before
-// or after, and no write lands between the read and the deletion. A partition read decodes the chunks that overlap its
-// span, drops their points older than the retention, and merges the rows
+// SealBucket (tiers.Sealer) rewrites the points_raw partitions of a bucket
+// as chunks holding the points of all of them: under the lock that writes
+// of expiring records hold shared, it reads the bucket's chunks and rows,
+// and commits one batch that deletes every key it read and sets the new
+// chunks, so a read sees the bucket before or after, and no write lands
+// between the read and the deletion. A partition read decodes the chunks
+// of its bucket that overlap its span, keeps the points of its event
+// bucket that have not outlived the retention, and merges the rows
 // written since over them.
 //
 // # Writes without reads

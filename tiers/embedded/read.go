@@ -143,7 +143,7 @@ func (p *rowPages) start() error {
 	s.reads[p] = struct{}{}
 	s.readsMu.Unlock()
 	if p.sealed {
-		if p.points, err = loadChunks(nil, it, p.req.Span, p.now); err != nil {
+		if p.points, err = loadChunks(nil, it, p.req.Span, p.now, p.req.Key.EventBucket); err != nil {
 			return fmt.Errorf("embedded: read %s/%s: %w", p.req.Key.Table, p.req.Key.Series, err)
 		}
 		if p.req.Desc {

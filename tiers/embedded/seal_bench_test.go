@@ -61,9 +61,9 @@ func compactAll(b *testing.B, s *Store) {
 // BenchmarkSealedBytesPerPoint writes -bench.seal-series series of
 // -bench.seal-days days of 10 s gauges (raw retention 100 days, hourly
 // buckets of -bench.seal-event-buckets event buckets, 4 by default as in
-// the default raw layout), measures the
-// store's directory after a flush and a full compaction, seals every
-// partition, and measures it again. It reports bytes on disk per point in
+// the default raw layout), measures the store's live tables after a
+// flush and a full compaction, seals every bucket, and measures them
+// again. It reports bytes on disk per point in
 // both forms and the sealing rate of one goroutine. Run it once:
 //
 //	go test ./tiers/embedded/ -run '^$' -bench SealedBytesPerPoint -benchtime 1x
@@ -105,10 +105,8 @@ func BenchmarkSealedBytesPerPoint(b *testing.B) {
 		for i := range *sealSeries {
 			id := "node_gauge{instance=\"host-" + string(rune('a'+i%26)) + "\",n=\"" + string(rune('0'+i/26)) + "\"}"
 			for bucket := start; bucket < end; bucket += tiers.Hour {
-				for eb := range *sealEBs {
-					if _, err := s.SealPartition(ctx, tiers.PartitionKey{Table: tiers.TableRaw, Series: id, Bucket: bucket, EventBucket: eb}, retention); err != nil {
-						b.Fatal(err)
-					}
+				if _, err := s.SealBucket(ctx, id, bucket, *sealEBs, retention); err != nil {
+					b.Fatal(err)
 				}
 			}
 		}

@@ -32,7 +32,7 @@ func TestSealedPointsExpireLikeRows(t *testing.T) {
 	if err := s.Write(ctx, []tiers.PartitionWrite{{Key: rowsKey, Retention: retention, Rows: rows}, {Key: sealedKey, Retention: retention, Rows: rows}}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := s.SealPartition(ctx, sealedKey, retention)
+	rep, err := s.SealBucket(ctx, sealedKey.Series, sealedKey.Bucket, 1, retention)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,16 +84,24 @@ func digits(points []tiers.Row) int {
 }
 
 // Encode encodes points, which must be raw rows in strictly ascending time
-// order, as chunks of at most MaxSamples points each, in time order.
+// order, as chunks of at most MaxSamples points each, in time order. The
+// points are those of a whole bucket of eventBuckets partitions: one
+// series of regular timestamps encodes in far fewer bits than the
+// irregular ones each event bucket holds, and a read of one partition
+// keeps the points whose time maps to it (tiers.EventBucket).
 //
-// A chunk's data is one byte of format, then the XOR chunk. Values that
+// A chunk's data is one byte of format, one byte of event buckets, then
+// the XOR chunk. Values that
 // are decimals of a few digits, as most exporters print them, have a full
 // 52-bit mantissa of noise as float64s, which XOR encodes poorly; when all
 // of a chunk's values are, the chunk holds them scaled to integers (format
 // 1+d for d digits), whose float64 mantissas end in zeros that XOR drops,
 // and a read divides them back, bit for bit. Format 0 holds the values as
 // they are.
-func Encode(points []tiers.Row) ([]Chunk, error) {
+func Encode(points []tiers.Row, eventBuckets int) ([]Chunk, error) {
+	if eventBuckets < 1 || eventBuckets > tiers.MaxEventBuckets {
+		return nil, fmt.Errorf("sealed: %d event buckets", eventBuckets)
+	}
 	var out []Chunk
 	for part := range slices.Chunk(points, MaxSamples) {
 		d := digits(part)
@@ -115,8 +123,8 @@ func Encode(points []tiers.Row) ([]Chunk, error) {
 		if len(out) > 0 && part[0].T <= out[len(out)-1].Last {
 			return nil, fmt.Errorf("sealed: points out of order at %d", part[0].T)
 		}
-		data := make([]byte, 1, 1+len(c.Bytes()))
-		data[0] = byte(d + 1)
+		data := make([]byte, 2, 2+len(c.Bytes()))
+		data[0], data[1] = byte(d+1), byte(eventBuckets)
 		out = append(out, Chunk{First: part[0].T, Last: part[len(part)-1].T, Count: len(part), Data: append(data, c.Bytes()...)})
 	}
 	return out, nil
@@ -125,20 +133,27 @@ func Encode(points []tiers.Row) ([]Chunk, error) {
 // ErrCorrupt says a stored chunk does not decode.
 var ErrCorrupt = errors.New("sealed: corrupt chunk")
 
+// AllEventBuckets asks Decode for the points of every event bucket.
+const AllEventBuckets = -1
+
 // Decode appends to dst the points of the chunk data whose time lies in
 // span and is not before oldest (points before it have expired, as their
-// rows would have), in ascending time order.
-func Decode(dst []tiers.Row, data []byte, span tiers.Span, oldest int64) ([]tiers.Row, error) {
-	// A format byte, then the XOR chunk, whose two-byte header is its
-	// sample count; chunkenc indexes it without a check.
-	if len(data) < 3 || int(data[0]) > maxDigits+1 {
+// rows would have) and that belong to the partition eventBucket of the
+// bucket (every point with AllEventBuckets), in ascending time order.
+func Decode(dst []tiers.Row, data []byte, span tiers.Span, oldest int64, eventBucket int) ([]tiers.Row, error) {
+	// A format byte, the event buckets, then the XOR chunk, whose
+	// two-byte header is its sample count; chunkenc indexes it without a
+	// check.
+	if len(data) < 4 || int(data[0]) > maxDigits+1 || data[1] < 1 || int(data[1]) > tiers.MaxEventBuckets {
 		return dst, fmt.Errorf("%w: %d bytes", ErrCorrupt, len(data))
 	}
+	n := int(data[1])
+	filter := n > 1 && eventBucket != AllEventBuckets
 	scaled, scale := data[0] > 0, 1.0
 	if scaled {
 		scale = pow10[data[0]-1]
 	}
-	c, err := chunkenc.FromData(chunkenc.EncXOR, data[1:])
+	c, err := chunkenc.FromData(chunkenc.EncXOR, data[2:])
 	if err != nil {
 		return dst, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
@@ -149,7 +164,7 @@ func Decode(dst []tiers.Row, data []byte, span tiers.Span, oldest int64) ([]tier
 		if t >= span.To {
 			break
 		}
-		if t >= from {
+		if t >= from && (!filter || tiers.EventBucket(t, n) == eventBucket) {
 			if scaled {
 				v /= scale
 			}

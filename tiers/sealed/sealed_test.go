@@ -16,7 +16,7 @@ func TestEncodeDecodeKeepsBits(t *testing.T) {
 	for i := range 1000 {
 		points = append(points, tiers.PointRow(int64(i)*10_000-5_000_000, values[i%len(values)]))
 	}
-	chunks, err := Encode(points)
+	chunks, err := Encode(points, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestEncodeDecodeKeepsBits(t *testing.T) {
 	}
 	var got []tiers.Row
 	for _, c := range chunks {
-		if got, err = Decode(got, c.Data, tiers.Span{From: math.MinInt64, To: math.MaxInt64}, math.MinInt64); err != nil {
+		if got, err = Decode(got, c.Data, tiers.Span{From: math.MinInt64, To: math.MaxInt64}, math.MinInt64, AllEventBuckets); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -41,17 +41,17 @@ func TestEncodeDecodeKeepsBits(t *testing.T) {
 		t.Fatalf("the stale marker came back as %x", math.Float64bits(got[6].Sum))
 	}
 	// A span and an expiry bound cut the points.
-	got, err = Decode(nil, chunks[0].Data, tiers.Span{From: -4_000_000, To: -3_000_000}, -3_500_000)
+	got, err = Decode(nil, chunks[0].Data, tiers.Span{From: -4_000_000, To: -3_000_000}, -3_500_000, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 50 || got[0].T != -3_500_000 || got[49].T != -3_010_000 {
 		t.Fatalf("cut decode: %d points %v…", len(got), got[:min(2, len(got))])
 	}
-	if _, err := Encode([]tiers.Row{tiers.PointRow(2, 0), tiers.PointRow(2, 1)}); err == nil {
+	if _, err := Encode([]tiers.Row{tiers.PointRow(2, 0), tiers.PointRow(2, 1)}, 1); err == nil {
 		t.Fatal("repeated times were encoded")
 	}
-	if _, err := Decode(nil, []byte{0xff}, tiers.Span{From: 0, To: 1}, 0); !errors.Is(err, ErrCorrupt) {
+	if _, err := Decode(nil, []byte{0xff}, tiers.Span{From: 0, To: 1}, 0, 0); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("corrupt chunk: %v", err)
 	}
 }
@@ -140,14 +140,14 @@ func TestDecimalValuesScaled(t *testing.T) {
 			v += rnd.NormFloat64()
 			points = append(points, tiers.PointRow(int64(i)*10_000, math.Round(v*decimals)/decimals))
 		}
-		scaled, err := Encode(points)
+		scaled, err := Encode(points, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if scaled[0].Data[0] == 0 {
 			t.Fatalf("%g: values with few decimals were not scaled", decimals)
 		}
-		got, err := Decode(nil, scaled[0].Data, tiers.Span{From: 0, To: math.MaxInt64}, math.MinInt64)
+		got, err := Decode(nil, scaled[0].Data, tiers.Span{From: 0, To: math.MaxInt64}, math.MinInt64, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +158,7 @@ func TestDecimalValuesScaled(t *testing.T) {
 		}
 		// A stale marker among them keeps the chunk unscaled.
 		points[7] = tiers.PointRow(points[7].T, math.Float64frombits(tiers.StaleNaN))
-		plain, err := Encode(points)
+		plain, err := Encode(points, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,5 +169,36 @@ func TestDecimalValuesScaled(t *testing.T) {
 			t.Fatalf("scaled chunk of %d bytes, unscaled %d", len(scaled[0].Data), len(plain[0].Data))
 		}
 		t.Logf("%g: %d points, %d bytes scaled, %d unscaled", decimals, len(points), len(scaled[0].Data), len(plain[0].Data))
+	}
+}
+
+// A bucket's chunks hold every event bucket's points; a read of one
+// partition gets those whose time maps to it.
+func TestDecodeOneEventBucket(t *testing.T) {
+	var points []tiers.Row
+	for i := range 500 {
+		points = append(points, tiers.PointRow(int64(i)*10_000, float64(i)))
+	}
+	chunks, err := Encode(points, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for eb := range 4 {
+		var got []tiers.Row
+		for _, c := range chunks {
+			if got, err = Decode(got, c.Data, tiers.Span{From: 0, To: math.MaxInt64}, math.MinInt64, eb); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, r := range got {
+			if tiers.EventBucket(r.T, 4) != eb {
+				t.Fatalf("event bucket %d got the point at %d", eb, r.T)
+			}
+		}
+		total += len(got)
+	}
+	if total != len(points) {
+		t.Fatalf("%d points over the event buckets, %d encoded", total, len(points))
 	}
 }

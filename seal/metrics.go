@@ -11,11 +11,11 @@ import (
 // Metrics are the worker's Prometheus metrics. A nil *Metrics records
 // nothing.
 type Metrics struct {
-	buckets    prometheus.Counter
-	points     prometheus.Counter
-	chunks     prometheus.Counter
-	errors     prometheus.Counter
-	backlog    prometheus.Gauge
+	buckets prometheus.Counter
+	points  prometheus.Counter
+	chunks  prometheus.Counter
+	errors  prometheus.Counter
+	backlog prometheus.Gauge
 }
 
 // NewMetrics registers the worker's metrics on reg.

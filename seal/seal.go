@@ -78,7 +78,7 @@ type Report struct {
 	// Buckets and Points count the buckets rewritten and the rows they
 	// folded into chunks; Chunks the chunks they now hold.
 	Buckets, Points, Chunks int64
-	Elapsed                    time.Duration
+	Elapsed                 time.Duration
 }
 
 // listPage is how many series one registry listing returns.

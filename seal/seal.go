@@ -52,11 +52,17 @@ type Config struct {
 	Grace time.Duration
 	// Parallelism is how many series are sealed at once.
 	Parallelism int
+	// Revisit is how long a bucket keeps being sealed again after its
+	// first seal. A store may delete a bucket's rows only in a seal some
+	// time after the one that wrote its chunks (Cassandra's
+	// --cassandra-sealed-rows-grace); Revisit must exceed that time plus
+	// Interval so that some run comes back for them.
+	Revisit time.Duration
 }
 
 // DefaultConfig returns the worker's defaults.
 func DefaultConfig() Config {
-	return Config{Interval: 5 * time.Minute, Lateness: 15 * time.Minute, Grace: time.Minute, Parallelism: 4}
+	return Config{Interval: 5 * time.Minute, Lateness: 15 * time.Minute, Grace: time.Minute, Parallelism: 4, Revisit: 30 * time.Minute}
 }
 
 // Validate checks the configuration.
@@ -67,6 +73,9 @@ func (c Config) Validate() error {
 	}
 	if c.Parallelism < 1 {
 		errs = append(errs, errors.New("seal parallelism must be at least 1"))
+	}
+	if c.Revisit < 0 {
+		errs = append(errs, errors.New("seal revisit must not be negative"))
 	}
 	return errors.Join(errs...)
 }
@@ -133,8 +142,8 @@ func (w *Worker) Cutoff(now time.Time) int64 {
 	return now.UnixMilli() - w.cfg.Lateness.Milliseconds() - w.cfg.Grace.Milliseconds()
 }
 
-// RunOnce seals every raw bucket that ended after the checkpoint and is
-// final now, then advances the checkpoint. A failure
+// RunOnce seals every raw bucket that ended after the checkpoint (less
+// Revisit) and is final now, then advances the checkpoint. A failure
 // leaves the checkpoint where it was, so the next run does the work again.
 func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
 	w.mu.Lock()
@@ -170,7 +179,7 @@ func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
 				continue
 			}
 			g.Go(func() error {
-				r, err := w.sealSeries(gctx, info.ID, from, cutoff)
+				r, err := w.sealSeries(gctx, info.ID, from-w.cfg.Revisit.Milliseconds(), cutoff)
 				buckets.Add(r.Buckets)
 				points.Add(r.Points)
 				chunks.Add(r.Chunks)

@@ -158,3 +158,43 @@ func TestSealsOnlyFinalBuckets(t *testing.T) {
 		clock = clock.Add(37 * time.Minute)
 	}
 }
+
+// With Revisit, a run seals again the buckets that ended up to Revisit
+// before the checkpoint, so that a store deleting rows only some time
+// after their chunks were written gets another call to do it.
+func TestRevisitsRecentBuckets(t *testing.T) {
+	raw := *tiers.DefaultPyramid().Raw()
+	clock := time.Date(2026, 3, 10, 12, 7, 0, 0, time.UTC)
+	n := clock.UnixMilli()
+	f := &fakeStore{series: map[string]tiers.SeriesInfo{"a": {ID: "a", First: n - 3*tiers.Hour, Last: n}},
+		checkpoints: map[string]int64{}, sealed: map[tiers.PartitionKey]int{}}
+	w := New(f, raw, Config{Interval: time.Minute, Lateness: 15 * time.Minute, Grace: time.Minute, Parallelism: 1, Revisit: 30 * time.Minute},
+		func() time.Time { return clock }, nil, nil)
+	if _, err := w.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// 11:51 is final: the bucket [11:00, 12:00) is not yet.
+	last := tiers.PartitionKey{Table: tiers.TableRaw, Series: "a", Bucket: tiers.AlignDown(n, tiers.Hour) - tiers.Hour}
+	if f.sealed[last] != 0 {
+		t.Fatalf("a bucket sealed before it was final")
+	}
+	clock = clock.Add(10 * time.Minute) // cutoff 12:01: [11:00, 12:00) is final
+	if _, err := w.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(20 * time.Minute) // cutoff 12:21, checkpoint 12:01: still revisited
+	if _, err := w.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(40 * time.Minute) // cutoff 13:01, checkpoint 12:21: 12:00 is less than 30m before it
+	if _, err := w.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(40 * time.Minute) // checkpoint 13:01: 12:00 is more than 30m before it
+	if _, err := w.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if f.sealed[last] != 3 {
+		t.Fatalf("the bucket ending at 12:00 was sealed %d times, want 3", f.sealed[last])
+	}
+}

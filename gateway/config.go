@@ -15,6 +15,7 @@ import (
 	"github.com/tsgate/tsgate/promapi"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/rollup"
+	"github.com/tsgate/tsgate/seal"
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/cassandra"
 )
@@ -38,11 +39,15 @@ type Config struct {
 	Pprof bool
 
 	// Pyramid is the tiers; Finish builds it from the flags.
-	Pyramid    tiers.Pyramid
-	Query      query.Config
-	Ingest     ingest.Config
-	Import     ingest.ImportConfig
-	Rollup     rollup.Config
+	Pyramid tiers.Pyramid
+	Query   query.Config
+	Ingest  ingest.Config
+	Import  ingest.ImportConfig
+	Rollup  rollup.Config
+	// Seal is the worker that stores final raw buckets as compressed
+	// chunks; its lateness and grace are the write path's and the rollup
+	// worker's.
+	Seal       seal.Config
 	HTTP       httpapi.Config
 	Prometheus promapi.Config
 	Cassandra  cassandra.Config
@@ -61,7 +66,7 @@ func DefaultConfig() Config {
 		Store: "embedded", DataDir: "data",
 		CacheBytes: 256 << 20, ResultsCacheBytes: 128 << 20, SeriesCacheSize: 100000, SeriesTTL: 2 * time.Second, LayoutTTL: time.Minute,
 		Pyramid: tiers.DefaultPyramid(), Query: query.DefaultConfig(),
-		Ingest: ingest.DefaultConfig(), Import: ingest.DefaultImportConfig(), Rollup: rollup.DefaultConfig(), HTTP: httpapi.DefaultConfig(),
+		Ingest: ingest.DefaultConfig(), Import: ingest.DefaultImportConfig(), Rollup: rollup.DefaultConfig(), Seal: seal.DefaultConfig(), HTTP: httpapi.DefaultConfig(),
 		Prometheus: promapi.DefaultConfig(), Cassandra: cassandra.DefaultConfig(), Layouts: layouts.DefaultConfig(),
 		Kafka: kafkaingest.DefaultConfig(),
 	}
@@ -101,6 +106,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.RegisterImportFlags(fs)
 	DurationVar(fs, &c.Rollup.Interval, "rollup-interval", "how often the rollup worker runs (0: only on demand)")
 	fs.IntVar(&c.Rollup.Parallelism, "rollup-parallelism", c.Rollup.Parallelism, "series recomputed at once")
+	DurationVar(fs, &c.Seal.Interval, "seal-interval", "how often final raw buckets are rewritten as compressed chunks (0: never)")
+	fs.IntVar(&c.Seal.Parallelism, "seal-parallelism", c.Seal.Parallelism, "series sealed at once")
+	DurationVar(fs, &c.Seal.Revisit, "seal-revisit", "how long a sealed bucket is sealed again, so that a store deleting rows only after a grace (--cassandra-sealed-rows-grace) gets to")
 	fs.Int64Var(&c.HTTP.MaxBodyBytes, "max-body-bytes", c.HTTP.MaxBodyBytes, "largest write body accepted (larger: 413)")
 	fs.IntVar(&c.HTTP.MaxQueries, "max-queries", c.HTTP.MaxQueries, "most queries in one POST /v1/query, and series in one Grafana query")
 	c.Prometheus.RegisterFlags(fs)
@@ -132,7 +140,7 @@ func (c *Config) Finish() error {
 
 // Validate reports every setting that cannot work.
 func (c Config) Validate() error {
-	errs := []error{c.Pyramid.Validate(), c.Query.Validate(), c.Ingest.Validate(), c.Import.Validate(), c.Rollup.Validate(), c.HTTP.Validate(), c.Prometheus.Validate(), c.Auth.Validate(), c.Layouts.Validate(), c.Kafka.Validate()}
+	errs := []error{c.Pyramid.Validate(), c.Query.Validate(), c.Ingest.Validate(), c.Import.Validate(), c.Rollup.Validate(), c.Seal.Validate(), c.HTTP.Validate(), c.Prometheus.Validate(), c.Auth.Validate(), c.Layouts.Validate(), c.Kafka.Validate()}
 	switch c.Store {
 	case "embedded":
 		if c.DataDir == "" {

@@ -35,6 +35,7 @@ import (
 	"github.com/tsgate/tsgate/promapi"
 	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/rollup"
+	"github.com/tsgate/tsgate/seal"
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/cassandra"
 	"github.com/tsgate/tsgate/tiers/embedded"
@@ -77,6 +78,9 @@ type Gateway struct {
 	Index   *index.Index
 	Writer  *ingest.Writer
 	Rollups *rollup.Worker
+	// Sealer rewrites final raw buckets as compressed chunks; nil when
+	// the store does not seal.
+	Sealer *seal.Worker
 	// Importer writes history (POST /v1/import, gateway import).
 	Importer *ingest.Importer
 	// NewSeries bounds the series that every way in together creates.
@@ -165,6 +169,13 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 	// The worker marks corrected series through the series cache, so that
 	// this gateway's reads key on the new generation at once.
 	g.Rollups = rollup.New(writerStore{store, g.Series}, cfg.Pyramid, cfg.Query.Scan, rc, now, log, rollup.NewMetrics(reg))
+	// The sealer works on the store itself: sealing is neither a read nor
+	// a write of the paths the wrappers count.
+	if ss, ok := g.Store.(seal.Store); ok {
+		sc := cfg.Seal
+		sc.Lateness, sc.Grace = cfg.Ingest.Lateness, rc.Grace
+		g.Sealer = seal.New(ss, *cfg.Pyramid.Raw(), sc, now, log, seal.NewMetrics(reg))
+	}
 
 	var reader tiers.PartitionReader = timedReader{store, sm}
 	var invalidate func(...string) // imports change buckets the cache takes as final

@@ -54,6 +54,17 @@ func TestCassandraStoreConformance(t *testing.T) {
 	t.Logf("conformance suite ran in %s", time.Since(start).Round(time.Millisecond))
 }
 
+// TestCassandraStoreConformanceSealedRowsDeletedAtOnce runs the suite with
+// sealed partitions losing their rows in the seal itself, so that its
+// sealing test reads partitions whose points are in chunks only, and rows
+// written after a seal over them.
+func TestCassandraStoreConformanceSealedRowsDeletedAtOnce(t *testing.T) {
+	store, _, _ := freshStore(t, tiers.DefaultPyramid(), func(c *cassandra.Config) {
+		c.SealedRowsGrace = 0
+	})
+	storetest.Run(t, store, tiers.DefaultPyramid())
+}
+
 // TestSpeculationWithOneNode runs the conformance suite with speculative
 // reads after a nanosecond, on one node. A speculative attempt there finds
 // no host, and the driver fails the whole read with "no hosts available"

@@ -29,6 +29,9 @@ var layers = [][]string{
 	// assets (the contract, the dashboard) with the client generated from
 	// the contract.
 	{"tiers", "merge", "jsonenc", "flagconf", "api", "api/client", "web", "auth", "membudget"},
+	// The sealed form of raw partitions (compressed chunks), which both
+	// store adapters keep.
+	{"tiers/sealed"},
 	// The syntaxes of the API and the one error type for bad input.
 	{"params"},
 	// Cursors: signed positions of reads, checked positions of listings.
@@ -38,7 +41,7 @@ var layers = [][]string{
 	// Reading tiers, caching, writing.
 	{"scan", "cache", "ingest", "index"},
 	// Answering reads, keeping rollups, demo data.
-	{"query", "rollup", "demo", "layouts"},
+	{"query", "rollup", "demo", "layouts", "seal"},
 	// The one table from kinds of failure to HTTP answers (problem+json).
 	{"problem"},
 	// Front ends: HTTP, and the Kafka consumer.
@@ -57,18 +60,18 @@ var support = []string{
 }
 
 // adapters import from the module only the storage model they implement
-// (tiers) and the generic, dependency-free merge of ordered streams (the
-// Cassandra registry merges its shards' listings with it), besides their
-// driver.
+// (tiers), its sealed form (tiers/sealed) and the generic, dependency-free
+// merge of ordered streams (the Cassandra registry merges its shards'
+// listings with it), besides their driver.
 var adapters = []string{"tiers/cassandra", "tiers/embedded"}
 
 // adapterImports are the module's packages an adapter may import.
-var adapterImports = []string{"tiers", "merge"}
+var adapterImports = []string{"tiers", "tiers/sealed", "merge"}
 
 // pure packages do no I/O: everything they read or write comes through
 // interfaces, so they are tested with fakes and never touch the network,
 // the disk or the process.
-var pure = []string{"failure", "quantile", "cursor", "index", "tiers", "merge", "jsonenc", "params", "router", "partial", "scan", "query", "membudget"}
+var pure = []string{"failure", "quantile", "cursor", "index", "tiers", "tiers/sealed", "merge", "jsonenc", "params", "router", "partial", "scan", "query", "membudget"}
 
 // ioPackages are the standard library's doors to the outside.
 var ioPackages = []string{"os", "os/exec", "os/signal", "net", "net/http", "io/fs", "io/ioutil", "syscall", "path/filepath", "database/sql"}
@@ -122,7 +125,7 @@ func Check(g Graph) []string {
 				case slices.Contains(support, dep) && !isSupport:
 					out = append(out, fmt.Sprintf("%s imports the test support package %s", pkg, dep))
 				case slices.Contains(adapters, pkg) && !slices.Contains(adapterImports, dep):
-					out = append(out, fmt.Sprintf("the store adapter %s imports %s; adapters import only tiers, merge and their driver", pkg, dep))
+					out = append(out, fmt.Sprintf("the store adapter %s imports %s; adapters import only tiers, tiers/sealed, merge and their driver", pkg, dep))
 				case slices.Contains(frontEnds, pkg) && slices.Contains(engineInternals, dep):
 					out = append(out, fmt.Sprintf("the front end %s imports %s; front ends speak to the engine (query, index), never to its internals", pkg, dep))
 				case layered && !slices.Contains(support, dep):

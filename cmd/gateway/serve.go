@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -174,13 +175,18 @@ func (m Main) run(ctx context.Context, c serveConfig, store tiers.Store, opts ga
 	}
 	front.set(g.Handler())
 
-	// The rollup worker and the Kafka consumer stop once the server has:
+	// The rollup and seal workers and the Kafka consumer stop once the server has:
 	// the consumer commits what it wrote and leaves its group.
 	workerCtx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
 	workerDone := make(chan struct{})
 	go func() {
 		defer close(workerDone)
+		var sealer sync.WaitGroup
+		if g.Sealer != nil {
+			sealer.Go(func() { g.Sealer.Run(workerCtx) })
+		}
 		g.Rollups.Run(workerCtx)
+		sealer.Wait()
 	}()
 	kafkaErr := make(chan error, 1)
 	kafkaDone := make(chan struct{})

@@ -80,6 +80,7 @@ func Run(t *testing.T, store tiers.Store, p tiers.Pyramid) {
 	t.Run("LabelPostingsSpanEveryShard", s.labelPostingsSpanEveryShard)
 	t.Run("LabelsConcurrently", s.labelsConcurrently)
 	t.Run("LabelsRefusedAndAbsent", s.labelsRefusedAndAbsent)
+	t.Run("SealedEqualsBruteForce", s.sealedEqualsBruteForce)
 	t.Run("Ping", func(t *testing.T) {
 		if err := store.Ping(context.Background()); err != nil {
 			t.Fatalf("Ping: %v", err)

@@ -62,6 +62,12 @@ type Config struct {
 	// ReconnectInterval is how often nodes marked down are tried again, and
 	// the longest wait between attempts while no node has answered yet.
 	ReconnectInterval time.Duration
+	// SealedRowsGrace is how long a sealed partition keeps its rows after
+	// its chunks were written: a read that began before the chunks
+	// existed reads the rows, so they are deleted only once such reads are
+	// over. 0 deletes them in the same seal, which is safe only when no
+	// read runs meanwhile.
+	SealedRowsGrace time.Duration
 	// Now is the clock that decides expiry (rows already past their
 	// retention are not written, TTLs count from it); time.Now when nil.
 	// The gateway passes its own clock, as it does to the embedded store.
@@ -88,6 +94,7 @@ func DefaultConfig() Config {
 
 		SpeculativeDelay:  defaultSpeculativeDelay,
 		ReconnectInterval: 2 * time.Second,
+		SealedRowsGrace:   10 * time.Minute,
 	}
 }
 
@@ -107,6 +114,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Username, "cassandra-username", c.Username, "user name for PasswordAuthenticator (empty: no authentication)")
 	fs.StringVar(&c.Password, "cassandra-password", c.Password, "password for PasswordAuthenticator")
 	fs.IntVar(&c.NumConns, "cassandra-num-conns", c.NumConns, "connections per Cassandra host")
+	fs.Var(durationFlag{&c.SealedRowsGrace}, "cassandra-sealed-rows-grace", "how long a sealed raw partition keeps its rows after its chunks are written, longer than any read lasts (Go duration)")
 	fs.StringVar(&c.AddressMap, "cassandra-address-map", c.AddressMap, "rewrite discovered node addresses, e.g. 10.0.0.3:9042=127.0.0.1:19042,... (nodes behind a proxy or NAT)")
 	fs.Var(durationFlag{&c.SpeculativeDelay}, "cassandra-speculative-delay", "send an idempotent read to a second replica when the first has not answered within this (0 disables)")
 	fs.Var(durationFlag{&c.ReconnectInterval}, "cassandra-reconnect-interval", "how often nodes marked down are retried, and the longest wait between connection attempts while no node answers")

@@ -102,6 +102,7 @@ func TestFlags(t *testing.T) {
 		"cassandra-page-size": "5000", "cassandra-write-parallelism": "8", "cassandra-max-batch-rows": "200",
 		"cassandra-num-conns": "2", "cassandra-local-dc": "", "cassandra-username": "", "cassandra-password": "",
 		"cassandra-address-map": "", "cassandra-speculative-delay": "50ms", "cassandra-reconnect-interval": "2s",
+		"cassandra-sealed-rows-grace": "10m0s",
 	} {
 		f := fs.Lookup(name)
 		if f == nil {
@@ -118,7 +119,7 @@ func TestFlags(t *testing.T) {
 		"--cassandra-write-parallelism", "4", "--cassandra-max-batch-rows", "50",
 		"--cassandra-username", "gw", "--cassandra-password", "pw", "--cassandra-num-conns", "3",
 		"--cassandra-address-map", "10.0.0.3:9042=127.0.0.1:19042", "--cassandra-speculative-delay", "0",
-		"--cassandra-reconnect-interval", "500ms",
+		"--cassandra-reconnect-interval", "500ms", "--cassandra-sealed-rows-grace", "1m",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -128,6 +129,7 @@ func TestFlags(t *testing.T) {
 		Replication: "eu-west:3,us-east:3", PageSize: 1000, Timeout: 90 * time.Second, ConnectTimeout: 250 * time.Millisecond,
 		WriteParallelism: 4, MaxBatchRows: 50, Username: "gw", Password: "pw", NumConns: 3,
 		AddressMap: "10.0.0.3:9042=127.0.0.1:19042", SpeculativeDelay: 0, ReconnectInterval: 500 * time.Millisecond,
+		SealedRowsGrace: time.Minute,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("parsed\n %+v\nwant\n %+v", c, want)

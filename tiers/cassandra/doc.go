@@ -11,6 +11,9 @@
 // reads use ORDER BY t DESC within one partition.
 //
 //	points_raw   ((series text, bucket timestamp, eb smallint), t timestamp) → v double
+//	points_raw_chunks
+//	             ((series, bucket, eb), first timestamp) → last timestamp,
+//	             retention bigint, sealed_at timestamp, data blob
 //	points_late  ((series, bucket), t) → v
 //	rollup_1m, rollup_1h, rollup_1d
 //	             ((series, bucket), t) → min double, max double, sum double, count bigint,
@@ -34,6 +37,13 @@
 // and longer 7 d): the data is never deleted, only expired, so gc_grace
 // need only cover the repair interval. Every row is written with its own TTL
 // so that it expires at T + Retention; rows past that are not written.
+//
+// points_raw_chunks holds sealed raw buckets (tiers.Sealer, tiers/sealed):
+// the points of all of a bucket's event buckets as compressed chunks under
+// eb 0, each expiring with its last point. Sealing is the one place that
+// deletes data: a bucket's rows are deleted with partition deletes once
+// its chunks hold them (see SealBucket), and its chunks are replaced when
+// an import is folded in.
 //
 //	late_buckets  ((series text), bucket timestamp)            marks, TTL each
 //	series        ((shard int), id text) → first timestamp, last timestamp,

@@ -70,6 +70,8 @@ func Schema(cfg Config, p tiers.Pyramid) []string {
 			stmts = append(stmts, fmt.Sprintf("ALTER TABLE %s.%s ADD IF NOT EXISTS extras blob", ks, t.Table))
 		}
 		if l == tiers.LevelRaw {
+			// Sealed raw partitions: their points as compressed chunks.
+			stmts = append(stmts, chunkSchema(ks, raw))
 			// Late points arrive out of order by definition; a one-day
 			// window keeps them from being spread over the raw tier's many
 			// small windows. Partitions are the raw tier's buckets, so they

@@ -33,8 +33,8 @@ func tableStatement(t *testing.T, stmts []string, ks, table string) string {
 func TestSchemaOfTheDefaultPyramid(t *testing.T) {
 	cfg := DefaultConfig()
 	stmts := Schema(cfg, tiers.DefaultPyramid())
-	if len(stmts) != 24 {
-		t.Fatalf("%d statements, want a keyspace, 15 tables, the late index's version and rewritten columns, the registry's generation, labels and pending labels, and the rollup tables' extras:\n%s", len(stmts), strings.Join(stmts, "\n\n"))
+	if len(stmts) != 25 {
+		t.Fatalf("%d statements, want a keyspace, 16 tables, the late index's version and rewritten columns, the registry's generation, labels and pending labels, and the rollup tables' extras:\n%s", len(stmts), strings.Join(stmts, "\n\n"))
 	}
 	for _, col := range []string{"late_buckets ADD IF NOT EXISTS version bigint", "late_buckets ADD IF NOT EXISTS rewritten bigint", "series ADD IF NOT EXISTS generation bigint",
 		"series ADD IF NOT EXISTS labels frozen<map<text, text>>", "series ADD IF NOT EXISTS labels_pending blob",
@@ -66,6 +66,15 @@ func TestSchemaOfTheDefaultPyramid(t *testing.T) {
 		{"rollup_1m", "PRIMARY KEY ((series, bucket), t)", "min double,|max double,|sum double,|count bigint,|extras blob,", "DAYS", 1, 30 * d, d},
 		{"rollup_1h", "PRIMARY KEY ((series, bucket), t)", "min double,|count bigint,|extras blob,", "DAYS", 30, 365 * d, 7 * d},
 		{"rollup_1d", "PRIMARY KEY ((series, bucket), t)", "min double,|count bigint,|extras blob,", "DAYS", 365, 0, 7 * d},
+	}
+	// The sealed chunks are partitioned, compacted and expired like the
+	// raw points they hold.
+	chunks := tableStatement(t, stmts, "tsgate", "points_raw_chunks")
+	for _, w := range []string{"PRIMARY KEY ((series, bucket, eb), first)", "first timestamp,", "last timestamp,", "retention bigint,", "data blob,",
+		"WITH CLUSTERING ORDER BY (first ASC)", "'compaction_window_unit': 'HOURS', 'compaction_window_size': '1'", "default_time_to_live = 604800\n", "gc_grace_seconds = 14400"} {
+		if !strings.Contains(chunks, w) {
+			t.Errorf("points_raw_chunks lacks %q:\n%s", w, chunks)
+		}
 	}
 	for _, tt := range tierTables {
 		s := tableStatement(t, stmts, "tsgate", tt.table)

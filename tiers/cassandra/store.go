@@ -32,6 +32,7 @@ type Store struct {
 	spec    gocql.SpeculativeExecutionPolicy // nil: reads are not speculated
 	tables  map[tiers.Table]*tableStmts
 	stmts   stmts
+	chunks  chunkStmts
 	serial  gocql.Consistency // the read level of the secrets
 	now     func() time.Time
 	// oldestNoted is the smallest slot this process has recorded as the
@@ -192,6 +193,7 @@ func Open(ctx context.Context, cfg Config, p tiers.Pyramid, log *slog.Logger) (*
 		cfg: cfg, pyramid: p, log: log,
 		tables:  map[tiers.Table]*tableStmts{},
 		stmts:   newStmts(cfg.Keyspace),
+		chunks:  newChunkStmts(cfg.Keyspace),
 		now:     cfg.Now,
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
@@ -413,7 +415,7 @@ func (s *Store) checkSchema(ctx context.Context, session *gocql.Session, p tiers
 			missing = append(missing, string(t))
 		}
 	}
-	for _, t := range []string{tableLateBuckets, tableSeries, tableSeriesLayout, tableRollupDirty, tableRollupState, tableMeta, tableBlocked,
+	for _, t := range []string{tableRawChunks, tableLateBuckets, tableSeries, tableSeriesLayout, tableRollupDirty, tableRollupState, tableMeta, tableBlocked,
 		tableLabelPostings, tableLabelValues, tableLabelNames} {
 		if _, ok := ttls[t]; !ok {
 			missing = append(missing, t)

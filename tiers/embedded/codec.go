@@ -25,6 +25,9 @@ const (
 	// kindRollup keys the rollup tables of other pyramids: the table's
 	// name and a NUL follow the kind byte.
 	kindRollup byte = 0x06
+	// kindRawChunk keys the sealed chunks of points_raw partitions (see
+	// tiers/sealed): the partition's key, then the chunk's first time.
+	kindRawChunk byte = 0x07
 
 	kindSeries     byte = 0x10
 	kindLayout     byte = 0x11

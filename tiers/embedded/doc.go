@@ -28,6 +28,9 @@
 //	0x05 series 0x00 bucket eb t          rollup_1d row (eb always 0)
 //	0x06 table 0x00 series 0x00 bucket eb t   row of another rollup table,
 //	                                      such as rollup_10s (eb always 0)
+//	0x07 series 0x00 bucket eb first      sealed chunk of a points_raw
+//	                                      bucket, by its first point (eb
+//	                                      always 0: it holds them all)
 //	0x10 series 0x00                      registry: first, last (merged)
 //	0x11 series 0x00 since                layout entry: width, event buckets
 //	0x12 series 0x00 bucket               late mark
@@ -62,7 +65,9 @@
 // format 1 store, the format before rollup rows kept them, which Open
 // reads as it is and stamps with format 2. Extras sit in the row's value
 // so that they cost no key of their own on disk; reads that do not ask
-// for them skip them without decoding. The registry value is first and last as int64; the oldest
+// for them skip them without decoding. A sealed chunk holds its expiry (its last point plus the
+// retention it was sealed with), that retention as an int64 and the XOR
+// chunk's bytes. The registry value is first and last as int64; the oldest
 // slot and checkpoints are one int64. A labels record is the pairs in name
 // order, each name and value preceded by its length as a uvarint.
 //
@@ -74,6 +79,18 @@
 // clock; writes drop records already expired. A background sweeper deletes
 // expired records to reclaim their space, with range deletions for runs of
 // expired keys such as whole partitions past their retention.
+//
+// # Sealed buckets
+//
+// SealBucket (tiers.Sealer) rewrites the points_raw partitions of a bucket
+// as chunks holding the points of all of them: under the lock that writes
+// of expiring records hold shared, it reads the bucket's chunks and rows,
+// and commits one batch that deletes every key it read and sets the new
+// chunks, so a read sees the bucket before or after, and no write lands
+// between the read and the deletion. A partition read decodes the chunks
+// of its bucket that overlap its span, keeps the points of its event
+// bucket that have not outlived the retention, and merges the rows
+// written since over them.
 //
 // # Writes without reads
 //

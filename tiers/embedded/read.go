@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -43,6 +44,7 @@ func (s *Store) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPages 
 		return p
 	}
 	p.raw = code.raw
+	p.sealed = req.Key.Table == tiers.TableRaw
 	// Both bounds in one allocation, kept until the first Next opens the
 	// iterator (Pebble copies them then).
 	p.prefixLen = len(code.prefix) + len(req.Key.Series) + 1 + timeLen + ebLen
@@ -63,8 +65,12 @@ type rowPages struct {
 	ctx context.Context
 	req tiers.ReadRequest
 
-	raw          bool
-	prefixLen    int
+	raw       bool
+	prefixLen int
+	// sealed says the partition may have sealed chunks; points holds
+	// their points in the span that are not returned yet, in read order.
+	sealed       bool
+	points       []tiers.Row
 	lower, upper []byte
 
 	// xs and arena hold the extras of the rows handed out (see extras).
@@ -109,7 +115,7 @@ func (p *rowPages) Next() ([]tiers.Row, error) {
 		p.finish(err)
 		return nil, err
 	}
-	if !p.valid {
+	if !p.valid && len(p.points) == 0 {
 		// Let go of the iterator as soon as the partition is exhausted,
 		// rather than when the caller gets round to Close.
 		p.finish(tiers.ErrDone)
@@ -122,7 +128,17 @@ func (p *rowPages) Next() ([]tiers.Row, error) {
 
 func (p *rowPages) start() error {
 	s := p.s
-	it, err := s.db.NewIterWithContext(p.ctx, &pebble.IterOptions{LowerBound: p.lower, UpperBound: p.upper})
+	// One clock reading per read: a row expiring during a read is returned
+	// or not consistently across its pages.
+	p.now = s.nowMs()
+	opts := &pebble.IterOptions{LowerBound: p.lower, UpperBound: p.upper}
+	if p.sealed {
+		// The chunks first, through the iterator that then reads the rows:
+		// one view of the store, so a seal committing meanwhile is seen
+		// whole or not at all.
+		opts.LowerBound, opts.UpperBound = chunkBounds(p.req.Key, p.req.Span.To)
+	}
+	it, err := s.db.NewIterWithContext(p.ctx, opts)
 	if err != nil {
 		return fmt.Errorf("embedded: read %s/%s: %w", p.req.Key.Table, p.req.Key.Series, err)
 	}
@@ -130,9 +146,15 @@ func (p *rowPages) start() error {
 	s.readsMu.Lock()
 	s.reads[p] = struct{}{}
 	s.readsMu.Unlock()
-	// One clock reading per read: a row expiring during a read is returned
-	// or not consistently across its pages.
-	p.now = s.nowMs()
+	if p.sealed {
+		if p.points, err = loadChunks(nil, it, p.req.Span, p.now, p.req.Key.EventBucket); err != nil {
+			return fmt.Errorf("embedded: read %s/%s: %w", p.req.Key.Table, p.req.Key.Series, err)
+		}
+		if p.req.Desc {
+			slices.Reverse(p.points)
+		}
+		it.SetBounds(p.lower, p.upper)
+	}
 	if p.req.Desc {
 		p.valid = it.Last()
 	} else {
@@ -148,7 +170,14 @@ func (p *rowPages) fill() ([]tiers.Row, error) {
 	size := p.req.PageSize
 	var page []tiers.Row
 	visited := 0
-	for p.valid && len(page) < size {
+	for (p.valid || len(p.points) > 0) && len(page) < size {
+		if !p.valid {
+			// Rows exhausted: the rest is sealed points.
+			n := min(size-len(page), len(p.points))
+			page = append(page, p.points[:n]...)
+			p.points = p.points[n:]
+			continue
+		}
 		if visited++; visited%ctxCheckEvery == 0 {
 			if err := p.ctx.Err(); err != nil {
 				return nil, err
@@ -169,6 +198,18 @@ func (p *rowPages) fill() ([]tiers.Row, error) {
 			}
 			if page == nil {
 				page = make([]tiers.Row, 0, min(size, maxInitialPage))
+			}
+			// Sealed points before the row come first; a row replaces the
+			// sealed point of its time.
+			for len(p.points) > 0 && len(page) < size && p.before(p.points[0].T, r.T) {
+				page = append(page, p.points[0])
+				p.points = p.points[1:]
+			}
+			if len(page) == size {
+				break // the row opens the next page
+			}
+			if len(p.points) > 0 && p.points[0].T == r.T {
+				p.points = p.points[1:]
 			}
 			if p.req.Extras && !p.raw {
 				x, err := p.extras(r, extrasOf(v))
@@ -214,6 +255,14 @@ func (p *rowPages) extras(r tiers.Row, enc []byte) (*tiers.Extras, error) {
 	return x, nil
 }
 
+// before reports whether time a comes before b in the read's order.
+func (p *rowPages) before(a, b int64) bool {
+	if p.req.Desc {
+		return a > b
+	}
+	return a < b
+}
+
 // finish ends the read with err and releases the iterator.
 func (p *rowPages) finish(err error) {
 	if p.iter != nil {
@@ -236,6 +285,9 @@ func (p *rowPages) release(err error) {
 		}
 		p.iter = nil
 		p.valid = false
+	}
+	if !errors.Is(err, tiers.ErrDone) {
+		p.points = nil
 	}
 }
 

@@ -22,9 +22,9 @@ const (
 )
 
 // expiringRanges are the key ranges whose records carry an expiry: the row
-// tables, then the late index and the rollup log.
+// tables and the sealed chunks, then the late index and the rollup log.
 var expiringRanges = [][2][]byte{
-	{{kindRaw}, {kindRollup + 1}},
+	{{kindRaw}, {kindRawChunk + 1}},
 	{{kindLateMark}, {kindDirty + 1}},
 }
 

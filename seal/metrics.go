@@ -1,0 +1,68 @@
+package seal
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tsgate/tsgate/tiers"
+)
+
+// Metrics are the worker's Prometheus metrics. A nil *Metrics records
+// nothing.
+type Metrics struct {
+	buckets prometheus.Counter
+	points  prometheus.Counter
+	chunks  prometheus.Counter
+	errors  prometheus.Counter
+	backlog prometheus.Gauge
+}
+
+// NewMetrics registers the worker's metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		buckets: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tsgate_seal_buckets_total",
+			Help: "Raw buckets (all their event buckets) rewritten as compressed chunks.",
+		}),
+		points: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tsgate_seal_points_total",
+			Help: "Raw rows folded into compressed chunks.",
+		}),
+		chunks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tsgate_seal_chunks_total",
+			Help: "Compressed chunks written by seals.",
+		}),
+		errors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tsgate_seal_errors_total",
+			Help: "Seal runs that failed (the next run does their work again).",
+		}),
+		backlog: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tsgate_seal_backlog_seconds",
+			Help: "Span of final raw buckets not sealed yet: from the seal checkpoint to the newest final bucket end, while a run works on it.",
+		}),
+	}
+	reg.MustRegister(m.buckets, m.points, m.chunks, m.errors, m.backlog)
+	return m
+}
+
+func (m *Metrics) sealed(r tiers.SealReport) {
+	if m == nil {
+		return
+	}
+	m.buckets.Inc()
+	m.points.Add(float64(r.Rows))
+	m.chunks.Add(float64(r.Chunks))
+}
+
+func (m *Metrics) failed() {
+	if m != nil {
+		m.errors.Inc()
+	}
+}
+
+func (m *Metrics) setBacklog(d time.Duration) {
+	if m != nil {
+		m.backlog.Set(d.Seconds())
+	}
+}

@@ -1,0 +1,242 @@
+// Package seal keeps final raw buckets sealed: it walks the registry and
+// asks the store (tiers.Sealer) to rewrite every raw bucket that can no
+// longer receive on-time points as compressed chunks and to delete its
+// rows. A bucket is final once its end plus the lateness (and the
+// grace of lagging writers) is past, the rule the partition cache takes raw
+// reads as final by.
+//
+// Progress is a checkpoint in the store: the bucket end up to which every
+// raw bucket has been sealed. A run seals the buckets that ended after
+// it and are final now, then advances it; a store that never ran the
+// worker starts from the raw tier's retention, so an existing store is
+// sealed in place, online. Sealing is idempotent, so several gateways may
+// run the worker at once, and a run cut short is redone by the next.
+package seal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tsgate/tsgate/tiers"
+)
+
+// CheckpointName is the checkpoint the worker advances: the end of the
+// last raw bucket sealed in every series.
+const CheckpointName = "seal"
+
+// Store is what the worker reads and seals.
+type Store interface {
+	tiers.Sealer
+	ListSeries(ctx context.Context, prefix, after string, limit int) ([]tiers.SeriesInfo, error)
+	LookupSeries(ctx context.Context, id string) (tiers.SeriesInfo, error)
+	Checkpoint(ctx context.Context, name string) (int64, bool, error)
+	AdvanceCheckpoint(ctx context.Context, name string, to int64) error
+}
+
+// Config tunes the worker.
+type Config struct {
+	// Interval is how often the worker runs; 0 disables it.
+	Interval time.Duration
+	// Lateness must equal the write path's: on-time points stop arriving
+	// for a bucket this long after it ends.
+	Lateness time.Duration
+	// Grace covers writers whose clocks or requests lag (the rollup
+	// worker's).
+	Grace time.Duration
+	// Parallelism is how many series are sealed at once.
+	Parallelism int
+	// Revisit is how long a bucket keeps being sealed again after its
+	// first seal. A store may delete a bucket's rows only in a seal some
+	// time after the one that wrote its chunks (Cassandra's
+	// --cassandra-sealed-rows-grace); Revisit must exceed that time plus
+	// Interval so that some run comes back for them.
+	Revisit time.Duration
+}
+
+// DefaultConfig returns the worker's defaults.
+func DefaultConfig() Config {
+	return Config{Interval: 5 * time.Minute, Lateness: 15 * time.Minute, Grace: time.Minute, Parallelism: 4, Revisit: 30 * time.Minute}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Interval < 0 {
+		errs = append(errs, errors.New("seal interval must not be negative"))
+	}
+	if c.Parallelism < 1 {
+		errs = append(errs, errors.New("seal parallelism must be at least 1"))
+	}
+	if c.Revisit < 0 {
+		errs = append(errs, errors.New("seal revisit must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// Report says what one run did.
+type Report struct {
+	// From and To bound the bucket ends the run sealed: (From, To].
+	From, To int64
+	// Buckets and Points count the buckets rewritten and the rows they
+	// folded into chunks; Chunks the chunks they now hold.
+	Buckets, Points, Chunks int64
+	Elapsed                 time.Duration
+}
+
+// listPage is how many series one registry listing returns.
+const listPage = 1000
+
+// Worker seals final raw buckets.
+type Worker struct {
+	store   Store
+	raw     tiers.Tier
+	cfg     Config
+	now     func() time.Time
+	log     *slog.Logger
+	metrics *Metrics
+
+	mu sync.Mutex // one run at a time in this process
+}
+
+// New returns a worker sealing the partitions of the raw tier raw.
+// metrics may be nil.
+func New(store Store, raw tiers.Tier, cfg Config, now func() time.Time, log *slog.Logger, metrics *Metrics) *Worker {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Worker{store: store, raw: raw, cfg: cfg, now: now, log: log, metrics: metrics}
+}
+
+// Run runs the worker every Interval until ctx is done.
+func (w *Worker) Run(ctx context.Context) {
+	if w.cfg.Interval <= 0 {
+		return
+	}
+	t := time.NewTicker(w.cfg.Interval)
+	defer t.Stop()
+	for {
+		rep, err := w.RunOnce(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			w.log.Warn("sealing raw buckets failed; retrying next interval", "err", err)
+		case rep.Buckets > 0:
+			w.log.Info("raw buckets sealed", "buckets", rep.Buckets, "points", rep.Points, "chunks", rep.Chunks, "elapsed", rep.Elapsed)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Cutoff is the end of the newest raw bucket that is final at now.
+func (w *Worker) Cutoff(now time.Time) int64 {
+	return now.UnixMilli() - w.cfg.Lateness.Milliseconds() - w.cfg.Grace.Milliseconds()
+}
+
+// RunOnce seals every raw bucket that ended after the checkpoint (less
+// Revisit) and is final now, then advances the checkpoint. A failure
+// leaves the checkpoint where it was, so the next run does the work again.
+func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	start := w.now()
+	cutoff := w.Cutoff(start)
+	from, ok, err := w.store.Checkpoint(ctx, CheckpointName)
+	if err != nil {
+		return Report{}, fmt.Errorf("read the seal checkpoint: %w", err)
+	}
+	if !ok {
+		// Never sealed: everything the raw tier still holds.
+		from = w.raw.OldestAvailable(start.UnixMilli())
+	}
+	rep := Report{From: from, To: cutoff}
+	if cutoff <= from {
+		w.metrics.setBacklog(0)
+		return rep, nil
+	}
+	w.metrics.setBacklog(time.Duration(cutoff-from) * time.Millisecond)
+	var buckets, points, chunks atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(w.cfg.Parallelism)
+	after := ""
+	for gctx.Err() == nil {
+		page, err := w.store.ListSeries(gctx, "", after, listPage)
+		if err != nil {
+			g.Go(func() error { return fmt.Errorf("list series: %w", err) })
+			break
+		}
+		for _, info := range page {
+			if info.First >= cutoff || info.Last < w.raw.OldestAvailable(start.UnixMilli()) {
+				continue
+			}
+			g.Go(func() error {
+				r, err := w.sealSeries(gctx, info.ID, from-w.cfg.Revisit.Milliseconds(), cutoff)
+				buckets.Add(r.Buckets)
+				points.Add(r.Points)
+				chunks.Add(r.Chunks)
+				return err
+			})
+		}
+		if len(page) < listPage {
+			break
+		}
+		after = page[len(page)-1].ID
+	}
+	err = g.Wait()
+	rep.Buckets, rep.Points, rep.Chunks = buckets.Load(), points.Load(), chunks.Load()
+	rep.Elapsed = w.now().Sub(start)
+	if err != nil {
+		w.metrics.failed()
+		return rep, err
+	}
+	if err := w.store.AdvanceCheckpoint(ctx, CheckpointName, cutoff); err != nil {
+		w.metrics.failed()
+		return rep, fmt.Errorf("advance the seal checkpoint: %w", err)
+	}
+	w.metrics.setBacklog(0)
+	return rep, nil
+}
+
+// sealSeries seals the series' raw buckets that end in (from, cutoff].
+func (w *Worker) sealSeries(ctx context.Context, id string, from, cutoff int64) (Report, error) {
+	var rep Report
+	info, err := w.store.LookupSeries(ctx, id)
+	if errors.Is(err, tiers.ErrNotFound) {
+		return rep, nil
+	}
+	if err != nil {
+		return rep, fmt.Errorf("look up %s: %w", id, err)
+	}
+	layout := info.Layout
+	if layout == nil {
+		layout = w.raw.DefaultLayout()
+	}
+	// The bucket holding from ends after it: it is the first to seal, and
+	// its points may all lie before from.
+	span := tiers.Span{From: max(layout.BucketOf(from).Start, info.First), To: min(cutoff, info.Last+1)}
+	for b := range layout.Buckets(span, false) {
+		if b.End > cutoff || b.End <= from {
+			continue
+		}
+		r, err := w.store.SealBucket(ctx, id, b.Start, b.EventBuckets, w.raw.Retention)
+		if err != nil {
+			return rep, fmt.Errorf("seal %s bucket %d: %w", id, b.Start, err)
+		}
+		if r.Rows > 0 {
+			rep.Buckets++
+			rep.Points += int64(r.Rows)
+			rep.Chunks += int64(r.Chunks)
+			w.metrics.sealed(r)
+		}
+	}
+	return rep, nil
+}

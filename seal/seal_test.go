@@ -1,0 +1,200 @@
+package seal
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tsgate/tsgate/tiers"
+)
+
+type fakeStore struct {
+	mu          sync.Mutex
+	series      map[string]tiers.SeriesInfo
+	checkpoints map[string]int64
+	sealed      map[tiers.PartitionKey]int
+}
+
+// SealBucket records the bucket's partitions as sealed.
+func (f *fakeStore) SealBucket(_ context.Context, series string, bucket int64, eventBuckets int, _ int64) (tiers.SealReport, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for eb := range eventBuckets {
+		f.sealed[tiers.PartitionKey{Table: tiers.TableRaw, Series: series, Bucket: bucket, EventBucket: eb}]++
+	}
+	return tiers.SealReport{Points: 10, Rows: 10, Chunks: 1}, nil
+}
+
+func (f *fakeStore) ListSeries(_ context.Context, prefix, after string, limit int) ([]tiers.SeriesInfo, error) {
+	var ids []string
+	for id := range f.series {
+		if id > after {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	var out []tiers.SeriesInfo
+	for _, id := range ids[:min(limit, len(ids))] {
+		info := f.series[id]
+		info.Layout = nil // only LookupSeries fills it
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+func (f *fakeStore) LookupSeries(_ context.Context, id string) (tiers.SeriesInfo, error) {
+	info, ok := f.series[id]
+	if !ok {
+		return info, tiers.ErrNotFound
+	}
+	return info, nil
+}
+
+func (f *fakeStore) Checkpoint(_ context.Context, name string) (int64, bool, error) {
+	v, ok := f.checkpoints[name]
+	return v, ok, nil
+}
+
+func (f *fakeStore) AdvanceCheckpoint(_ context.Context, name string, to int64) error {
+	f.checkpoints[name] = max(f.checkpoints[name], to)
+	return nil
+}
+
+// finalPartitions lists brute force the raw partitions of a series whose
+// bucket is final at cutoff and ends after from.
+func finalPartitions(info tiers.SeriesInfo, layout tiers.Layout, from, cutoff int64) []tiers.PartitionKey {
+	var out []tiers.PartitionKey
+	for t := info.First; t <= info.Last; t += tiers.Second {
+		b := layout.BucketOf(t)
+		if b.End > cutoff || b.End <= from {
+			continue
+		}
+		for eb := range b.EventBuckets {
+			k := tiers.PartitionKey{Table: tiers.TableRaw, Series: info.ID, Bucket: b.Start, EventBucket: eb}
+			if !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// The worker seals exactly the partitions of buckets that are final (ended
+// more than lateness + grace ago), each once, from the raw retention on in
+// its first run and from its checkpoint on after.
+func TestSealsOnlyFinalBuckets(t *testing.T) {
+	raw := *tiers.DefaultPyramid().Raw()
+	start := time.Date(2026, 3, 10, 12, 7, 0, 0, time.UTC)
+	clock := start
+	now := func() time.Time { return clock }
+	n := start.UnixMilli()
+	narrow := tiers.Layout{{Since: 0, Width: 10 * tiers.Minute, EventBuckets: 2}}
+	f := &fakeStore{series: map[string]tiers.SeriesInfo{
+		"a":       {ID: "a", First: n - 3*tiers.Hour - 5, Last: n},
+		"narrow":  {ID: "narrow", First: n - 50*tiers.Minute, Last: n + 2*tiers.Hour, Layout: narrow},
+		"expired": {ID: "expired", First: n - 9*tiers.Day, Last: n - 8*tiers.Day},
+		"old":     {ID: "old", First: n - 6*tiers.Day, Last: n - 6*tiers.Day + tiers.Minute},
+	}, checkpoints: map[string]int64{}, sealed: map[tiers.PartitionKey]int{}}
+	cfg := Config{Interval: time.Minute, Lateness: 15 * time.Minute, Grace: time.Minute, Parallelism: 3}
+	w := New(f, raw, cfg, now, nil, nil)
+
+	from := n - raw.Retention
+	for round := range 4 {
+		cutoff := w.Cutoff(clock)
+		rep, err := w.RunOnce(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []tiers.PartitionKey
+		for _, info := range f.series {
+			layout := info.Layout
+			if layout == nil {
+				layout = raw.DefaultLayout()
+			}
+			if info.Last < clock.UnixMilli()-raw.Retention {
+				continue
+			}
+			want = append(want, finalPartitions(info, layout, from, cutoff)...)
+		}
+		type bucket struct {
+			series string
+			start  int64
+		}
+		distinct := map[bucket]bool{}
+		for k := range f.sealed {
+			distinct[bucket{k.Series, k.Bucket}] = true
+		}
+		if int(rep.Buckets) != len(distinct) {
+			t.Errorf("round %d: %d buckets reported, %d sealed", round, rep.Buckets, len(distinct))
+		}
+		if len(f.sealed) != len(want) {
+			t.Errorf("round %d: %d partitions sealed, want %d", round, len(f.sealed), len(want))
+		}
+		for _, k := range want {
+			if f.sealed[k] != 1 {
+				t.Errorf("round %d: %+v sealed %d times", round, k, f.sealed[k])
+			}
+		}
+		for k := range f.sealed {
+			if b := tiers.Layout(f.series[k.Series].Layout); b == nil {
+				if k.Bucket+tiers.Hour > cutoff {
+					t.Errorf("round %d: %+v sealed before it was final (cutoff %d)", round, k, cutoff-k.Bucket)
+				}
+			} else if k.Bucket+10*tiers.Minute > cutoff {
+				t.Errorf("round %d: %+v sealed before it was final", round, k)
+			}
+			if k.Series == "expired" {
+				t.Errorf("an expired series was sealed")
+			}
+		}
+		if f.checkpoints[CheckpointName] != cutoff {
+			t.Fatalf("round %d: checkpoint %d, want the cutoff %d", round, f.checkpoints[CheckpointName], cutoff)
+		}
+		clear(f.sealed)
+		from = cutoff
+		clock = clock.Add(37 * time.Minute)
+	}
+}
+
+// With Revisit, a run seals again the buckets that ended up to Revisit
+// before the checkpoint, so that a store deleting rows only some time
+// after their chunks were written gets another call to do it.
+func TestRevisitsRecentBuckets(t *testing.T) {
+	raw := *tiers.DefaultPyramid().Raw()
+	clock := time.Date(2026, 3, 10, 12, 7, 0, 0, time.UTC)
+	n := clock.UnixMilli()
+	f := &fakeStore{series: map[string]tiers.SeriesInfo{"a": {ID: "a", First: n - 3*tiers.Hour, Last: n}},
+		checkpoints: map[string]int64{}, sealed: map[tiers.PartitionKey]int{}}
+	w := New(f, raw, Config{Interval: time.Minute, Lateness: 15 * time.Minute, Grace: time.Minute, Parallelism: 1, Revisit: 30 * time.Minute},
+		func() time.Time { return clock }, nil, nil)
+	if _, err := w.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// 11:51 is final: the bucket [11:00, 12:00) is not yet.
+	last := tiers.PartitionKey{Table: tiers.TableRaw, Series: "a", Bucket: tiers.AlignDown(n, tiers.Hour) - tiers.Hour}
+	if f.sealed[last] != 0 {
+		t.Fatalf("a bucket sealed before it was final")
+	}
+	clock = clock.Add(10 * time.Minute) // cutoff 12:01: [11:00, 12:00) is final
+	if _, err := w.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(20 * time.Minute) // cutoff 12:21, checkpoint 12:01: still revisited
+	if _, err := w.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(40 * time.Minute) // cutoff 13:01, checkpoint 12:21: 12:00 is less than 30m before it
+	if _, err := w.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(40 * time.Minute) // checkpoint 13:01: 12:00 is more than 30m before it
+	if _, err := w.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if f.sealed[last] != 3 {
+		t.Fatalf("the bucket ending at 12:00 was sealed %d times, want 3", f.sealed[last])
+	}
+}

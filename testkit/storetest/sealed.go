@@ -1,0 +1,168 @@
+package storetest
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/tsgate/tsgate/tiers"
+)
+
+// sealedEqualsBruteForce writes random raw points to a few buckets (each
+// point to the event bucket its time maps to, as the write path does),
+// seals random buckets at random moments and writes more points after
+// (new times and rewrites of sealed ones, as an import does), and checks
+// after every step that reads of random partitions over random spans, in
+// both orders and at random page sizes, equal brute force over what was
+// written: sealing changes no answer, a row written after a seal wins over
+// the sealed point of its time, and nothing comes back twice. Stale
+// markers are among the values and must come back bit for bit.
+func (s suite) sealedEqualsBruteForce(t *testing.T) {
+	sealer, ok := s.store.(tiers.Sealer)
+	if !ok {
+		t.Skip("the store does not seal buckets")
+	}
+	r := rand.New(rand.NewPCG(29, 30))
+	base := tiers.AlignDown(now(), tiers.Hour) - 3*tiers.Hour
+	const retention, eventBuckets = 30 * tiers.Day, 4
+	type bucket struct {
+		series string
+		start  int64
+	}
+	var buckets []bucket
+	for i := range 2 {
+		for b := range 2 {
+			buckets = append(buckets, bucket{s.series(fmt.Sprintf("seal%d", i)), base + int64(b)*tiers.Hour})
+		}
+	}
+	written := make([]map[int64]float64, len(buckets))
+	for i := range written {
+		written[i] = map[int64]float64{}
+	}
+	value := func() float64 {
+		switch r.IntN(20) {
+		case 0:
+			return math.Float64frombits(tiers.StaleNaN)
+		case 1:
+			return math.Inf(-1)
+		case 2:
+			return r.NormFloat64() // full precision
+		}
+		return math.Round(r.NormFloat64()*1e6) / 1e3
+	}
+	writeSome := func(k int) {
+		bk, m := buckets[k], written[k]
+		rows := make([][]tiers.Row, eventBuckets)
+		seen := map[int64]bool{}
+		old := slices.Collect(maps.Keys(m))
+		for range 1 + r.IntN(400) {
+			var ts int64
+			if len(old) > 0 && r.IntN(4) == 0 {
+				ts = old[r.IntN(len(old))] // a rewrite
+			} else if r.IntN(3) == 0 {
+				ts = bk.start + r.Int64N(tiers.Hour)
+			} else {
+				ts = bk.start + r.Int64N(360)*10*tiers.Second // regular
+			}
+			if seen[ts] {
+				continue
+			}
+			seen[ts] = true
+			v := value()
+			m[ts] = v
+			eb := tiers.EventBucket(ts, eventBuckets)
+			rows[eb] = append(rows[eb], tiers.PointRow(ts, v))
+		}
+		var writes []tiers.PartitionWrite
+		for eb, rs := range rows {
+			if len(rs) > 0 {
+				writes = append(writes, tiers.PartitionWrite{Key: tiers.PartitionKey{Table: tiers.TableRaw, Series: bk.series, Bucket: bk.start, EventBucket: eb}, Retention: retention, Rows: rs})
+			}
+		}
+		s.write(t, writes...)
+	}
+	check := func(step int) {
+		k := r.IntN(len(buckets))
+		bk := buckets[k]
+		for range 4 {
+			eb := r.IntN(eventBuckets)
+			var all []tiers.Row
+			for ts, v := range written[k] {
+				if tiers.EventBucket(ts, eventBuckets) == eb {
+					all = append(all, tiers.PointRow(ts, v))
+				}
+			}
+			span := tiers.Span{From: bk.start, To: bk.start + tiers.Hour}
+			if r.IntN(3) > 0 {
+				x, y := bk.start-5+r.Int64N(tiers.Hour+10), bk.start-5+r.Int64N(tiers.Hour+10)
+				span = tiers.Span{From: min(x, y), To: max(x, y) + 1}
+			}
+			desc := r.IntN(2) == 0
+			pageSize := []int{1, 7, 100, 240, 5000}[r.IntN(5)]
+			key := tiers.PartitionKey{Table: tiers.TableRaw, Series: bk.series, Bucket: bk.start, EventBucket: eb}
+			got := s.read(t, tiers.ReadRequest{Key: key, Span: span, Desc: desc, PageSize: pageSize})
+			want := bruteForce(all, span, desc)
+			if !sameBits(got, want) {
+				t.Fatalf("step %d, partition %+v, span %+v desc %v page %d: got %d points, want %d\n got %v\nwant %v",
+					step, key, span, desc, pageSize, len(got), len(want), head(got), head(want))
+			}
+		}
+	}
+	sealedRows := 0
+	seal := func(k int) tiers.SealReport {
+		rep, err := sealer.SealBucket(ctx(t), buckets[k].series, buckets[k].start, eventBuckets, retention)
+		if err != nil {
+			t.Fatalf("seal %+v: %v", buckets[k], err)
+		}
+		return rep
+	}
+	for step := range 60 {
+		k := r.IntN(len(buckets))
+		switch r.IntN(3) {
+		case 0:
+			writeSome(k)
+		case 1:
+			rep := seal(k)
+			if rep.Points != len(written[k]) {
+				t.Fatalf("seal %+v: %d points sealed, %d written", buckets[k], rep.Points, len(written[k]))
+			}
+			sealedRows += rep.Rows
+			// Sealing again rewrites nothing.
+			if again := seal(k); again.Rows != 0 || again.Points != rep.Points {
+				t.Fatalf("sealing %+v again: %+v after %+v", buckets[k], again, rep)
+			}
+		}
+		check(step)
+	}
+	if sealedRows == 0 {
+		t.Fatal("no point was ever sealed")
+	}
+	// Every bucket sealed, then read.
+	for k := range buckets {
+		seal(k)
+	}
+	for range 10 {
+		check(-1)
+	}
+}
+
+// sameBits compares rows bit for bit, so that NaN values (stale markers)
+// compare equal to themselves.
+func sameBits(a, b []tiers.Row) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.T != y.T || x.Count != y.Count ||
+			math.Float64bits(x.Min) != math.Float64bits(y.Min) ||
+			math.Float64bits(x.Max) != math.Float64bits(y.Max) ||
+			math.Float64bits(x.Sum) != math.Float64bits(y.Sum) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,31 @@
+package tiers
+
+import "context"
+
+// SealReport says what sealing one bucket did.
+type SealReport struct {
+	// Points is how many points the bucket's chunks hold after the seal;
+	// Rows how many rows the seal folded into them.
+	Points, Rows int
+	// Chunks is how many chunks hold them.
+	Chunks int
+}
+
+// Sealer is implemented by stores that keep sealed raw buckets in a
+// compressed form. Reads of a raw partition return the same points before
+// and after a seal: a store merges the sealed points of the partition
+// with the rows written to it since, a row winning over a sealed point of
+// the same time, and drops sealed points older than the retention they
+// were sealed with, as their rows would have expired.
+type Sealer interface {
+	// SealBucket rewrites the points of the eventBuckets raw partitions
+	// (TableRaw) of one bucket of a series, starting at bucket, as
+	// compressed chunks that expire with their last point after
+	// retention, then deletes their rows. Every point must lie in the
+	// partition EventBucket(t, eventBuckets) names, as the write path
+	// puts it. Sealing a bucket again stores the same chunks, with any
+	// rows written since folded in; a row written while a seal runs is
+	// kept, as a row or in the chunks. Several gateways may seal the same
+	// bucket at once.
+	SealBucket(ctx context.Context, series string, bucket int64, eventBuckets int, retention int64) (SealReport, error)
+}

@@ -15,11 +15,9 @@ from tsgate_client import Client  # noqa: E402
 from tsgate_client.api.read import query_batch, read_points  # noqa: E402
 from tsgate_client.api.write import write_points  # noqa: E402
 from tsgate_client.models import (  # noqa: E402
-    Agg,
     BatchAnswer,
     BatchQuery,
     BatchRequest,
-    Column,
     PointsAnswer,
     Point,
     Problem,
@@ -71,7 +69,7 @@ check("pages", pages == (len(want) + 249) // 250, pages)
 
 # Three aggregates, sent as a repeated query parameter: three columns.
 agg = read_points.sync(
-    series, client=client, from_=frm, to=to, resolution="10m", agg=[Agg.MIN, Agg.MAX, Agg.AVG]
+    series, client=client, from_=frm, to=to, resolution="10m", agg=["min", "max", "avg"]
 )
 windows = {}
 for t, v in want:
@@ -79,7 +77,7 @@ for t, v in want:
 want_agg = [[float(w), min(vs), max(vs), sum(vs) / len(vs)] for w, vs in sorted(windows.items())]
 check("aggregate answer", isinstance(agg, PointsAnswer), agg)
 if isinstance(agg, PointsAnswer):
-    check("aggregate columns", agg.columns == [Column.T, Column.MIN, Column.MAX, Column.AVG], agg.columns)
+    check("aggregate columns", agg.columns == ["t", "min", "max", "avg"], agg.columns)
     ok = len(agg.points) == len(want_agg) and all(
         len(g) == 4 and g[0] == w[0] and g[1] == w[1] and g[2] == w[2] and abs(g[3] - w[3]) < 1e-9
         for g, w in zip(agg.points, want_agg)
@@ -94,7 +92,7 @@ batch = query_batch.sync(
         to=to,
         resolution="10m",
         queries=[
-            BatchQuery(series=series, agg=[Agg.MAX, Agg.MIN]),
+            BatchQuery(series=series, agg=["max", "min"]),
             BatchQuery(series=series, agg="max,min"),
         ],
     ),
@@ -105,7 +103,7 @@ if isinstance(batch, BatchAnswer):
     for r in batch.results:
         check("batch result", isinstance(r, PointsAnswer), r)
         if isinstance(r, PointsAnswer):
-            check("batch columns", r.columns == [Column.T, Column.MAX, Column.MIN], r.columns)
+            check("batch columns", r.columns == ["t", "max", "min"], r.columns)
             rows.append(r.points)
     want_rows = [[w[0], w[2], w[1]] for w in want_agg]
     check("batch windows", rows == [want_rows, want_rows], rows[:1])

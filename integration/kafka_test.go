@@ -684,6 +684,7 @@ func TestKafkaPoisonRecords(t *testing.T) {
 		{&kgo.Record{Value: []byte(`{"points":[{"series":"kafka.poison.c","t":` + strconv.FormatInt(from, 10) + `,"v":1},`)}, "invalid", "ends before the JSON is complete", "body"},
 		{&kgo.Record{Value: []byte(`{"series":"kafka.poison.c","t":` + strconv.FormatInt(old, 10) + `,"v":1}`)}, "invalid", "older than the raw tier's retention", "points[0].t"},
 		{&kgo.Record{Value: []byte("\x0a\x02\x0a\x00"), Headers: []kgo.RecordHeader{{Key: "content-type", Value: []byte("application/x-protobuf")}}}, "invalid", "not snappy-compressed", "body"},
+		{&kgo.Record{Value: []byte("kafka.poison.c,1,1\n"), Headers: []kgo.RecordHeader{{Key: "content-type", Value: []byte("text/csv")}}}, "media", "is not a point format", ""},
 	}
 	recs := records(topic, good1, 100)
 	for _, p := range poison {
@@ -737,7 +738,7 @@ func TestKafkaPoisonRecords(t *testing.T) {
 		}
 	}
 	m := g.metrics(t)
-	if m[`tsgate_kafka_dead_letters_total{kind="invalid"}`] != 2 || m[`tsgate_kafka_dead_letters_total{kind="media"}`] != 1 {
+	if m[`tsgate_kafka_dead_letters_total{kind="invalid"}`] != 3 || m[`tsgate_kafka_dead_letters_total{kind="media"}`] != 1 {
 		t.Errorf("dead letters counted: %v invalid, %v media", m[`tsgate_kafka_dead_letters_total{kind="invalid"}`], m[`tsgate_kafka_dead_letters_total{kind="media"}`])
 	}
 	if m["tsgate_kafka_records_total"] != float64(len(recs)) || m["tsgate_kafka_points_total"] != 20 {

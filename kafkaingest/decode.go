@@ -78,7 +78,7 @@ func decodeRecord(rec *kgo.Record, now int64) (ingest.Batch, error) {
 	decode, known := decoders[media]
 	switch {
 	case !known:
-		return ingest.Batch{}, &mediaError{fmt.Sprintf("content-type %q is not a point format; send application/json or application/x-ndjson", media)}
+		return ingest.Batch{}, &mediaError{fmt.Sprintf("content-type %q is not a point format; send application/json, application/x-ndjson or application/x-protobuf (a Prometheus remote-write body)", media)}
 	case decode == nil:
 		return ingest.Batch{}, &mediaError{unsupported[media]}
 	}

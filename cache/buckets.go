@@ -202,11 +202,9 @@ func (b *Buckets) load(ctx context.Context, k bucketKey, reads []tiers.ReadReque
 	if err := eg.Wait(); err != nil {
 		return nil, err
 	}
-	run := partial.MergePages(parts, false)
-	// Encoded once, here, instead of on every read that answers from the
-	// entry.
-	run.Encode()
-	return run, nil
+	// Not encoded here: the run encodes itself on the first read that
+	// copies its rows, charging the cache (partial.Run.Keep).
+	return partial.MergePages(parts, false), nil
 }
 
 // Invalidate makes every cached bucket of the series unreachable (the LRU

@@ -239,9 +239,11 @@ func TestBucketsInvalidateASeries(t *testing.T) {
 	}
 }
 
-// The windows a cached rollup run keeps encoded count against the budget:
-// the cache's bytes grow by them, older entries make room, and a run that
-// is no longer cached keeps none.
+// The encodings a cached rollup run keeps (its rows' pieces, made on the
+// first read that copies them, and windows of them) count against the
+// budget: a load alone encodes nothing, the cache's bytes grow by what a
+// read made, older entries make room, and a run that is no longer cached
+// keeps none.
 func TestBucketsChargeKeptWindows(t *testing.T) {
 	var rows []tiers.Row
 	for ts := int64(0); ts < 40000; ts += 10 {
@@ -260,11 +262,18 @@ func TestBucketsChargeKeptWindows(t *testing.T) {
 	}
 	first := load(0)
 	before := b.Bytes()
+	if loaded := first.Bytes() + 160 + int64(len("s")+len(tiers.TableRaw)); before != loaded {
+		t.Fatalf("a load alone cached %d bytes, the rows are %d", before, loaded)
+	}
 	fields := []int{partial.FieldMin, partial.FieldMax, partial.FieldMean, partial.FieldCount}
 	out := first.AppendRows(nil, 0, 100, false, fields)
 	grown := b.Bytes() - before
-	if grown < int64(len(out)) || grown > 2*int64(len(out))+1024 {
+	// The pieces of 100 rows of six numbers, then the windows of four.
+	if grown < 2*int64(len(out)) || grown > 4*int64(len(out))+2048 {
 		t.Fatalf("keeping %d bytes of windows grew the cache by %d", len(out), grown)
+	}
+	if first.Bytes()+160+int64(len("s")+len(tiers.TableRaw)) != before {
+		t.Fatalf("what the cache charged for encodings is counted in the run's size too: %d, was %d", first.Bytes(), before)
 	}
 	// Fill the budget: the oldest entries go, and what is cached stays
 	// within it whatever the runs keep.

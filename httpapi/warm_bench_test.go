@@ -136,3 +136,57 @@ func backfill(b *testing.B, env *querytest.Env, series string, span tiers.Span, 
 	b.Helper()
 	querytest.Backfill(b, env.Writer, series, span, step, v)
 }
+
+// BenchmarkColdMinuteRead reads a 7-day panel (about 1,000 windows of
+// min, max and avg from the minute tier, 10 s points rolled up) through
+// the HTTP handler of a gateway just started over the store, so that no
+// bucket is cached yet and every bucket read fills the cache: what a
+// dashboard's first look costs, minus the store's own caches.
+func BenchmarkColdMinuteRead(b *testing.B) {
+	store, err := embedded.OpenInMemory(embedded.Options{Now: querytest.Start, SweepInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	clock := querytest.NewClock(querytest.Start())
+	configure := func(c *gateway.Config) { c.CacheBytes = 256 << 20 }
+	p := tiers.DefaultPyramid()
+	p.Raw().Retention = 8 * tiers.Day
+	env := querytest.NewEnv(b, store, querytest.Options{Pyramid: p, Clock: clock, Configure: configure})
+	end := tiers.AlignDown(env.Clock.Now().UnixMilli(), tiers.Hour) - tiers.Hour
+	from := end - 7*tiers.Day
+	backfill(b, env, "minutes", tiers.Span{From: from, To: end}, 10*tiers.Second, func(t int64) float64 { return float64(t%100003) / 7 })
+	env.Clock.Advance(5 * time.Minute)
+	if _, err := env.Rollups.RunOnce(context.Background(), true); err != nil {
+		b.Fatal(err)
+	}
+	// Past the raw retention the minute rows are final: cacheable.
+	env.Clock.Advance(9 * 24 * time.Hour)
+	env.Gateway.Close()
+	u := fmt.Sprintf("/v1/series/minutes/points?from=%d&to=%d&max_points=1000&agg=min,max,avg", from, end)
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		cold := querytest.NewEnv(b, store, querytest.Options{Pyramid: p, Clock: clock, Configure: configure})
+		h := cold.Gateway.Handler()
+		b.StartTimer()
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", u, nil))
+		b.StopTimer()
+		if w.Code != 200 {
+			b.Fatalf("%d %s", w.Code, w.Body)
+		}
+		var t struct {
+			Resolution string      `json:"resolution"`
+			Points     [][]float64 `json:"points"`
+		}
+		if err := jsonUnmarshal(w.Body.Bytes(), &t); err != nil {
+			b.Fatal(err)
+		}
+		if len(t.Points) < 500 {
+			b.Fatalf("%d windows at %s", len(t.Points), t.Resolution)
+		}
+		cold.Gateway.Close()
+		b.StartTimer()
+	}
+}

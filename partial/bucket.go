@@ -22,24 +22,68 @@ type Run struct {
 	T    []int64
 	V    []float64   // the raw points' values, when Rows is nil
 	Rows []tiers.Row // rollup rows, when set (T holds their times too)
-	// JSON, when set (see Encode), is the run's rows as answers write
-	// them, so that reads copy them instead of formatting them again. For
-	// raw points: each point, [t,v], followed by a comma; point i is
-	// JSON[Ends[i-1]:Ends[i]] (from 0 for the first), so consecutive
-	// points are one slice. For rollup rows: the pieces of each row, t
-	// and then its Fields, without separators; piece k of row i ends at
-	// Ends[i*(1+Fields)+k].
-	JSON []byte
-	Ends []uint32
 
-	// Keep, when set, lets the run also keep its rollup rows encoded as
-	// whole windows for the lists of fields answers ask for (up to
-	// maxWindowEncodings lists), so that a batch of windows is one copy
-	// rather than six per row. A cache sets it to account for the bytes:
-	// it reports whether the run may keep that many more.
-	Keep     func(bytes int64) bool
-	windowMu sync.Mutex
-	windows  atomic.Pointer[[]*windowsJSON]
+	// Keep, when set, lets the run keep its rows encoded as answers write
+	// them (see encoding), the first time a read copies them, and its
+	// rollup rows also as whole windows for the lists of fields answers
+	// ask for (up to maxWindowEncodings lists), so that a batch of
+	// windows is one copy rather than six per row. A cache sets it to
+	// account for the bytes: it reports whether the run may keep that
+	// many more. The encoding is made on first use, not when the run is
+	// cached, because most reads of rollup rows fold them into wider
+	// windows and never copy a row's JSON: encoding them all on a cold
+	// read was a fifth of its time.
+	Keep       func(bytes int64) bool
+	windowMu   sync.Mutex
+	enc        atomic.Pointer[encoding]
+	encRefused atomic.Bool
+	windows    atomic.Pointer[[]*windowsJSON]
+}
+
+// encoding is a run's rows as answers write them, so that reads copy them
+// instead of formatting them again. For raw points: each point, [t,v],
+// followed by a comma; point i is json[ends[i-1]:ends[i]] (from 0 for the
+// first), so consecutive points are one slice. For rollup rows: the
+// pieces of each row, t and then its Fields, without separators; piece k
+// of row i ends at ends[i*(1+Fields)+k].
+type encoding struct {
+	json []byte
+	ends []uint32
+	// charged is set when Keep accounted for the bytes: Bytes leaves them
+	// out then, so that what a cache charged at insertion stays the size
+	// it subtracts at eviction.
+	charged bool
+}
+
+func (e *encoding) bytes() int64 { return int64(cap(e.json)) + 4*int64(len(e.ends)) }
+
+// encoded returns the run's encoding: the one made already, or a new one
+// when the run has a Keep that pays for it; nil when there is none.
+func (r *Run) encoded() *encoding {
+	if e := r.enc.Load(); e != nil {
+		return e
+	}
+	if r.Keep == nil || len(r.T) == 0 || r.encRefused.Load() {
+		return nil
+	}
+	r.windowMu.Lock()
+	defer r.windowMu.Unlock()
+	if e := r.enc.Load(); e != nil {
+		return e
+	}
+	if r.encRefused.Load() {
+		return nil
+	}
+	e := r.encode()
+	if !r.Keep(e.bytes()) {
+		// Refused once, refused for good: the cache would refuse the same
+		// bytes on every read, and each read would pay for encoding them.
+		r.encRefused.Store(true)
+		return nil
+	}
+	e.charged = true
+	r.enc.Store(e)
+	return e
 }
 
 // maxWindowEncodings bounds the lists of fields a run keeps windows for:
@@ -71,7 +115,7 @@ func (r *Run) keptWindows(fields []int) (w *windowsJSON, room bool) {
 
 // windowsFor returns the run's rows encoded as windows of fields, encoding
 // them now when the run may keep another list; nil when not.
-func (r *Run) windowsFor(fields []int) *windowsJSON {
+func (r *Run) windowsFor(enc *encoding, fields []int) *windowsJSON {
 	if w, room := r.keptWindows(fields); w != nil || !room {
 		return w
 	}
@@ -89,14 +133,14 @@ func (r *Run) windowsFor(fields []int) *windowsJSON {
 	size := 0
 	for i := range r.Rows {
 		base := i * (1 + Fields)
-		size += int(r.Ends[base]-r.piece(base)) + len(fields) + 3 // [t,f...],
+		size += int(enc.ends[base]-enc.piece(base)) + len(fields) + 3 // [t,f...],
 		for _, f := range fields {
-			size += int(r.Ends[base+f+1] - r.Ends[base+f])
+			size += int(enc.ends[base+f+1] - enc.ends[base+f])
 		}
 	}
 	w.json = make([]byte, 0, size)
 	for i := range r.Rows {
-		w.json = append(r.appendRow(append(w.json, '['), i, fields), ']', ',')
+		w.json = append(enc.appendRow(append(w.json, '['), i, fields), ']', ',')
 		w.ends[i] = uint32(len(w.json))
 	}
 	if !r.Keep(int64(cap(w.json)) + 4*int64(len(w.ends)) + int64(8*len(fields))) {
@@ -108,12 +152,12 @@ func (r *Run) windowsFor(fields []int) *windowsJSON {
 
 // appendRow writes rollup row i's time and fields, comma-separated, from
 // its encoded pieces.
-func (r *Run) appendRow(b []byte, i int, fields []int) []byte {
+func (e *encoding) appendRow(b []byte, i int, fields []int) []byte {
 	base := i * (1 + Fields)
-	b = append(b, r.JSON[r.piece(base):r.Ends[base]]...)
+	b = append(b, e.json[e.piece(base):e.ends[base]]...)
 	for _, f := range fields {
 		b = append(b, ',')
-		b = append(b, r.JSON[r.Ends[base+f]:r.Ends[base+f+1]]...)
+		b = append(b, e.json[e.ends[base+f]:e.ends[base+f+1]]...)
 	}
 	return b
 }
@@ -129,11 +173,20 @@ const (
 	Fields
 )
 
-// Encode fills JSON and Ends (see Run).
+// Encode encodes the run now (see encoding), whether or not a cache pays
+// for it: for runs built to be read many times outside a cache.
 func (r *Run) Encode() {
-	if r.JSON != nil || len(r.T) == 0 {
+	if r.enc.Load() != nil || len(r.T) == 0 {
 		return
 	}
+	r.windowMu.Lock()
+	defer r.windowMu.Unlock()
+	if r.enc.Load() == nil {
+		r.enc.Store(r.encode())
+	}
+}
+
+func (r *Run) encode() *encoding {
 	var b []byte
 	var ends []uint32
 	if r.Rows == nil {
@@ -167,7 +220,7 @@ func (r *Run) Encode() {
 		// spare room the appends left.
 		b = append(make([]byte, 0, len(b)), b...)
 	}
-	r.JSON, r.Ends = b, ends
+	return &encoding{json: b, ends: ends}
 }
 
 // appendField writes one of a rollup row's numbers as an answer does.
@@ -190,8 +243,12 @@ func appendField(b []byte, row tiers.Row, f int) []byte {
 // is set, as answers write windows of one row each: [t,field,...] with the
 // fields named, arrays separated by commas.
 func (r *Run) AppendRows(b []byte, lo, hi int, desc bool, fields []int) []byte {
-	if r.Keep != nil && r.Rows != nil && r.JSON != nil && hi > lo {
-		if w := r.windowsFor(fields); w != nil {
+	var enc *encoding
+	if r.Rows != nil && hi > lo {
+		enc = r.encoded()
+	}
+	if r.Keep != nil && enc != nil {
+		if w := r.windowsFor(enc, fields); w != nil {
 			return appendItems(b, w.json, w.ends, lo, hi, desc)
 		}
 	}
@@ -201,7 +258,7 @@ func (r *Run) AppendRows(b []byte, lo, hi int, desc bool, fields []int) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, '[')
-		if r.Rows == nil || r.JSON == nil {
+		if enc == nil {
 			// Not encoded, or rows of one point each held compactly (then
 			// JSON, if any, is in the form of raw points).
 			row := r.Row(i)
@@ -211,7 +268,7 @@ func (r *Run) AppendRows(b []byte, lo, hi int, desc bool, fields []int) []byte {
 				b = appendField(b, row, f)
 			}
 		} else {
-			b = r.appendRow(b, i, fields)
+			b = enc.appendRow(b, i, fields)
 		}
 		b = append(b, ']')
 	}
@@ -228,11 +285,11 @@ func nth(lo, hi, k int, desc bool) int {
 }
 
 // piece is where encoded piece k begins (for raw points, point k).
-func (r *Run) piece(k int) uint32 {
+func (e *encoding) piece(k int) uint32 {
 	if k == 0 {
 		return 0
 	}
-	return r.Ends[k-1]
+	return e.ends[k-1]
 }
 
 // AppendJSON appends rows [lo, hi) as JSON points separated by commas, in
@@ -241,7 +298,8 @@ func (r *Run) AppendJSON(b []byte, lo, hi int, desc bool) []byte {
 	if lo >= hi {
 		return b
 	}
-	if r.JSON == nil {
+	enc := r.encoded()
+	if enc == nil {
 		for k := range hi - lo {
 			if k > 0 {
 				b = append(b, ',')
@@ -251,7 +309,7 @@ func (r *Run) AppendJSON(b []byte, lo, hi int, desc bool) []byte {
 		}
 		return b
 	}
-	return appendItems(b, r.JSON, r.Ends, lo, hi, desc)
+	return appendItems(b, enc.json, enc.ends, lo, hi, desc)
 }
 
 // appendItems appends items [lo, hi) of enc, where item i is
@@ -291,7 +349,10 @@ func (r *Run) Row(i int) tiers.Row {
 
 // Bytes is the memory the run takes.
 func (r *Run) Bytes() int64 {
-	enc := int64(cap(r.JSON)) + int64(len(r.Ends))*4
+	var enc int64
+	if e := r.enc.Load(); e != nil && !e.charged {
+		enc = e.bytes()
+	}
 	if r.Rows != nil {
 		n := int64(len(r.Rows))*int64(unsafe.Sizeof(tiers.Row{})) + int64(len(r.T))*8 + enc
 		if len(r.Rows) > 0 && r.Rows[0].X != nil {

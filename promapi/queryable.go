@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -259,64 +260,22 @@ func (q *querier) Select(ctx context.Context, _ bool, hints *storage.SelectHints
 	if q.q.fromTiers {
 		windows = windowsFor(q.q.a.deps.Pyramid, hints)
 	}
-	if windows.width > 0 {
-		span = tiers.Span{From: alignDown(hints.Start, windows.width), To: alignDown(hints.End, windows.width)}
-		q.q.a.deps.Metrics.servedFromTiers(windows.fn)
-	}
-	rawSpan := tiers.Span{From: max(mint, tiers.MinTime), To: min(maxt+1, tiers.MaxTime)}
+	var tiered atomic.Bool
 	for i, s := range series {
 		g.Go(func() error {
-			w := windows
-		read:
-			req := query.Request{Series: s.id, From: params.At(rawSpan.From), To: params.At(rawSpan.To),
-				Resolution: query.Raw, Limit: q.q.a.deps.MaxLimit, SLO: slo, Start: start, KeepStale: true}
-			if w.width > 0 {
-				req.From, req.To = params.At(span.From), params.At(span.To)
-				req.Resolution = query.Windows(w.width)
-				req.Aggs = []query.Agg{query.Min, query.Max, query.Sum, query.Count}
-				req.KeepStale = false
-				req.Extras = w.counter
-			}
-			var pts []chunks.Sample
-			var run counterRun
-			for it, err := range q.q.a.deps.Many.All(gctx, req, nil) {
-				switch {
-				case errors.Is(err, query.ErrSeriesNotFound):
-					return nil
-				case errors.Is(err, query.ErrBudget), errors.Is(err, query.ErrUnavailable):
-					// The points before the cut are all there are up to
-					// it: evaluated, and said to be partial.
-					reason := "slo"
-					if errors.Is(err, query.ErrUnavailable) {
-						reason = "unavailable"
-					}
-					q.q.warn(fmt.Errorf("partial: %s: the reads of %s stopped at %d of [%d, %d]", reason, s.labels, lastT(pts, span.From), span.From, span.To))
-					samples[i] = pts
-					return nil
-				case err != nil:
-					return err
-				}
-				switch {
-				case w.counter:
-					var ok bool
-					if pts, ok = run.add(pts, it); !ok {
-						// A window rolled up before rollups kept
-						// counters: this series is read from raw points.
-						w = windowed{}
-						goto read
-					}
-				case w.width > 0:
-					pts = append(pts, w.sample(it))
-				default:
-					pts = append(pts, sample{t: it.T, f: it.Row.Value()})
-				}
+			pts, fromTiers, err := q.read(gctx, s, span, windows, hints, slo, start)
+			if fromTiers {
+				tiered.Store(true)
 			}
 			samples[i] = pts
-			return nil
+			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return storage.ErrSeriesSet(err)
+	}
+	if tiered.Load() {
+		q.q.a.deps.Metrics.servedFromTiers(windows.fn)
 	}
 	out := make([]storage.Series, 0, len(series))
 	for i, s := range series {
@@ -325,6 +284,68 @@ func (q *querier) Select(ctx context.Context, _ bool, hints *storage.SelectHints
 		}
 	}
 	return &seriesSet{series: out, i: -1}
+}
+
+// errRolledUpWithoutCounters says a window was rolled up before rollups
+// kept counter summaries: the series is read from raw points instead.
+var errRolledUpWithoutCounters = errors.New("a rollup window without a counter summary")
+
+// read reads one series over span (raw points; hints and slo as Select
+// got them): as windows of w, when w has a width and the series' rollups
+// can answer, else raw points. fromTiers says which it was. A read cut by
+// the budget or the store returns what it read, with a warning.
+func (q *querier) read(ctx context.Context, s found, span tiers.Span, w windowed, hints *storage.SelectHints, slo time.Duration, start time.Time) (pts []chunks.Sample, fromTiers bool, err error) {
+	if w.width > 0 {
+		windowSpan := tiers.Span{From: alignDown(hints.Start, w.width), To: alignDown(hints.End, w.width)}
+		pts, err = q.readAs(ctx, s, windowSpan, w, slo, start)
+		if !errors.Is(err, errRolledUpWithoutCounters) {
+			return pts, true, err
+		}
+	}
+	pts, err = q.readAs(ctx, s, span, windowed{}, slo, start)
+	return pts, false, err
+}
+
+func (q *querier) readAs(ctx context.Context, s found, span tiers.Span, w windowed, slo time.Duration, start time.Time) ([]chunks.Sample, error) {
+	req := query.Request{Series: s.id, From: params.At(span.From), To: params.At(span.To),
+		Resolution: query.Raw, Limit: q.q.a.deps.MaxLimit, SLO: slo, Start: start, KeepStale: true}
+	if w.width > 0 {
+		req.Resolution = query.Windows(w.width)
+		req.Aggs = []query.Agg{query.Min, query.Max, query.Sum, query.Count}
+		req.KeepStale = false
+		req.Extras = w.counter
+	}
+	var pts []chunks.Sample
+	var run counterRun
+	for it, err := range q.q.a.deps.Many.All(ctx, req, nil) {
+		switch {
+		case errors.Is(err, query.ErrSeriesNotFound):
+			return nil, nil
+		case errors.Is(err, query.ErrBudget), errors.Is(err, query.ErrUnavailable):
+			// The points before the cut are all there are up to it:
+			// evaluated, and said to be partial.
+			reason := "slo"
+			if errors.Is(err, query.ErrUnavailable) {
+				reason = "unavailable"
+			}
+			q.q.warn(fmt.Errorf("partial: %s: the reads of %s stopped at %d of [%d, %d]", reason, s.labels, lastT(pts, span.From), span.From, span.To))
+			return pts, nil
+		case err != nil:
+			return nil, err
+		}
+		switch {
+		case w.counter:
+			var ok bool
+			if pts, ok = run.add(pts, it); !ok {
+				return nil, errRolledUpWithoutCounters
+			}
+		case w.width > 0:
+			pts = append(pts, w.sample(it))
+		default:
+			pts = append(pts, sample{t: it.T, f: it.Row.Value()})
+		}
+	}
+	return pts, nil
 }
 
 func (q *querier) LabelValues(ctx context.Context, name string, _ *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {

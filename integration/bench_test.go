@@ -91,7 +91,8 @@ func newGateway(b *testing.B, store *cassandra.Store, cfg cassandra.Config, p ti
 	b.Helper()
 	clock := &benchClock{}
 	gc := gateway.DefaultConfig()
-	gc.Pyramid, gc.Query, gc.CacheBytes = p, qc, 0
+	// No cache of any kind: what the benchmarks call cold.
+	gc.Pyramid, gc.Query, gc.CacheBytes, gc.ResultsCacheBytes = p, qc, 0, 0
 	gc.Rollup.Interval = 0
 	gc.CursorKey = base64.StdEncoding.EncodeToString([]byte("benchmark cursor key, 32 bytes.."))
 	if err := gc.Validate(); err != nil {

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"sync"
@@ -52,6 +53,9 @@ type queryable struct {
 	// answer read them (windowsFor): PromQL queries, whose engine applies
 	// the function; not remote read, whose client expects samples.
 	fromTiers bool
+	// quantiles are the φ of the query's quantile_over_time calls, which
+	// the select hints do not carry (see windowsFor).
+	quantiles quantiles
 	// maxSeries bounds the series one Select may read.
 	maxSeries int
 	mu        sync.Mutex
@@ -258,7 +262,13 @@ func (q *querier) Select(ctx context.Context, _ bool, hints *storage.SelectHints
 	start := time.Now()
 	var windows windowed
 	if q.q.fromTiers {
-		windows = windowsFor(q.q.a.deps.Pyramid, hints)
+		phi := math.NaN()
+		if hints != nil && hints.Func == "quantile_over_time" {
+			if v, ok := q.q.quantiles[quantileKey(ms, hints.Range)]; ok {
+				phi = v
+			}
+		}
+		windows = windowsFor(q.q.a.deps.Pyramid, hints, phi)
 	}
 	var tiered atomic.Bool
 	for i, s := range series {
@@ -286,9 +296,10 @@ func (q *querier) Select(ctx context.Context, _ bool, hints *storage.SelectHints
 	return &seriesSet{series: out, i: -1}
 }
 
-// errRolledUpWithoutCounters says a window was rolled up before rollups
-// kept counter summaries: the series is read from raw points instead.
-var errRolledUpWithoutCounters = errors.New("a rollup window without a counter summary")
+// errRolledUpWithoutExtras says a window was rolled up before rollups
+// kept counter summaries or sketches: the series is read from raw points
+// instead.
+var errRolledUpWithoutExtras = errors.New("a rollup window without the counter summary or sketch it needs")
 
 // read reads one series over span (raw points; hints and slo as Select
 // got them): as windows of w, when w has a width and the series' rollups
@@ -298,7 +309,7 @@ func (q *querier) read(ctx context.Context, s found, span tiers.Span, w windowed
 	if w.width > 0 {
 		windowSpan := tiers.Span{From: alignDown(hints.Start, w.width), To: alignDown(hints.End, w.width)}
 		pts, err = q.readAs(ctx, s, windowSpan, w, slo, start)
-		if !errors.Is(err, errRolledUpWithoutCounters) {
+		if !errors.Is(err, errRolledUpWithoutExtras) {
 			return pts, true, err
 		}
 	}
@@ -313,7 +324,7 @@ func (q *querier) readAs(ctx context.Context, s found, span tiers.Span, w window
 		req.Resolution = query.Windows(w.width)
 		req.Aggs = []query.Agg{query.Min, query.Max, query.Sum, query.Count}
 		req.KeepStale = false
-		req.Extras = w.counter
+		req.Extras = w.counter || w.sketch
 	}
 	var pts []chunks.Sample
 	var run counterRun
@@ -337,8 +348,13 @@ func (q *querier) readAs(ctx context.Context, s found, span tiers.Span, w window
 		case w.counter:
 			var ok bool
 			if pts, ok = run.add(pts, it); !ok {
-				return nil, errRolledUpWithoutCounters
+				return nil, errRolledUpWithoutExtras
 			}
+		case w.sketch:
+			if _, ok := it.Row.Quantile(0.5); !ok {
+				return nil, errRolledUpWithoutExtras
+			}
+			pts = append(pts, w.sample(it))
 		case w.width > 0:
 			pts = append(pts, w.sample(it))
 		default:

@@ -21,12 +21,27 @@ package promapi
 // extrapolation before the first sample — not below zero, judged from that
 // sample's value — may differ after a reset.
 //
+// quantile_over_time(φ, x[r]) with φ a number reads the windows' quantile
+// sketches (tiers.Extras) when one window of width r is each evaluation's
+// range: each window becomes one sample, its sketch's φ-quantile, and the
+// engine's quantile of that one sample is the sample. The hints do not
+// carry φ: the query's own expression gives it (quantilesOf), per
+// selector and range. Sketches answer within 1 % of the exact quantile,
+// so, as for counters, only windows of an hour or more are read so.
+//
 // Windows are [start, start+width) and a range is (T-range, T]: the two
 // sets of points differ only by a point exactly at T-range or at T. On
 // data scraped at offsets off the whole second (as Prometheus' are) they
 // agree; in general they agree within one point per range end.
 
 import (
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunks"
 
@@ -58,11 +73,73 @@ const minCounterWindow = tiers.Hour
 
 // windowed is how a selector is read: windows of width (0: raw points),
 // each a sample of value, or two of a counter's when counter is set.
+// sketch says value reads the windows' quantile sketches.
 type windowed struct {
 	fn      string
 	width   int64
 	value   func(tiers.Row) float64
 	counter bool
+	sketch  bool
+}
+
+// quantiles are the φ of a query's quantile_over_time calls, by selector
+// and range (quantileKey); NaN where one selector and range has several.
+type quantiles map[string]float64
+
+// quantilesOf finds the quantile_over_time calls of expr whose φ is a
+// number (nil when it does not parse: the engine says why).
+func quantilesOf(expr string) quantiles {
+	e, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
+	if err != nil {
+		return nil
+	}
+	var out quantiles
+	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+		call, ok := n.(*parser.Call)
+		if !ok || call.Func.Name != "quantile_over_time" || len(call.Args) != 2 {
+			return nil
+		}
+		phi, ok := unwrapParens(call.Args[0]).(*parser.NumberLiteral)
+		m, ok2 := unwrapParens(call.Args[1]).(*parser.MatrixSelector)
+		if !ok || !ok2 {
+			return nil
+		}
+		vs, ok := m.VectorSelector.(*parser.VectorSelector)
+		if !ok {
+			return nil
+		}
+		if out == nil {
+			out = quantiles{}
+		}
+		k := quantileKey(vs.LabelMatchers, m.Range.Milliseconds())
+		if old, seen := out[k]; seen && old != phi.Val {
+			out[k] = math.NaN()
+		} else {
+			out[k] = phi.Val
+		}
+		return nil
+	})
+	return out
+}
+
+func unwrapParens(e parser.Expr) parser.Expr {
+	for {
+		p, ok := e.(*parser.ParenExpr)
+		if !ok {
+			return e
+		}
+		e = p.Expr
+	}
+}
+
+// quantileKey names a selector's matchers, in any order, and its range.
+func quantileKey(ms []*labels.Matcher, rangeMs int64) string {
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		names[i] = m.String()
+	}
+	slices.Sort(names)
+	return strings.Join(names, "\x00") + "\x00" + strconv.FormatInt(rangeMs, 10)
 }
 
 // counterRun joins the counter summaries of a series' windows, in time
@@ -111,28 +188,67 @@ func (w windowed) sample(it query.Item) sample {
 // evaluation time — and a rollup tier's step must divide their width
 // (the engine re-aggregates that tier's rows to it). The widest such
 // width is taken: the fewest samples.
-func windowsFor(p tiers.Pyramid, h *storage.SelectHints) windowed {
+//
+// phi is the φ of a quantile_over_time over the selector (NaN: unknown).
+func windowsFor(p tiers.Pyramid, h *storage.SelectHints, phi float64) windowed {
 	if h == nil || h.Range <= 0 {
 		return windowed{}
 	}
 	value, ok := overWindows[h.Func]
 	counter := overCounters[h.Func]
-	if !ok && !counter {
+	sketch := h.Func == "quantile_over_time" && phi > 0 && phi < 1
+	if sketch {
+		value = func(r tiers.Row) float64 { return interpolatedQuantile(r, phi) }
+	}
+	if !ok && !counter && !sketch {
 		return windowed{}
 	}
 	width := gcd(h.Range, gcd(h.Step, h.End))
-	if width <= 0 || h.Func == "avg_over_time" && width != h.Range {
+	if width <= 0 || (h.Func == "avg_over_time" || sketch) && width != h.Range {
 		return windowed{}
 	}
-	if counter && width < minCounterWindow {
+	if (counter || sketch) && width < minCounterWindow {
 		return windowed{}
 	}
 	for _, t := range p {
 		if t.Step > 0 && width%t.Step == 0 {
-			return windowed{fn: h.Func, width: width, value: value, counter: counter}
+			return windowed{fn: h.Func, width: width, value: value, counter: counter, sketch: sketch}
 		}
 	}
 	return windowed{}
+}
+
+// interpolatedQuantile is the φ-quantile of a window's points as
+// Prometheus computes one (promql's quantile: rank φ·(n-1) between the
+// order statistics below and above it, linearly), with each of the two
+// read from the window's sketch — within its 1 % — or, at either end,
+// the window's exact min or max. A sketch's own quantile is the order
+// statistic below the rank; on sparse windows the one above may be far.
+func interpolatedQuantile(r tiers.Row, phi float64) float64 {
+	n := r.Count
+	if n <= 1 {
+		return r.Min
+	}
+	rank := phi * float64(n-1)
+	lo := int64(math.Floor(rank))
+	hi := min(lo+1, n-1)
+	at := func(k int64) float64 {
+		switch k {
+		case 0:
+			return r.Min
+		case n - 1:
+			return r.Max
+		}
+		// The middle of the k-th point's rank: a sketch counts a rank in
+		// the bin whose points reach past it.
+		v, _ := r.Quantile((float64(k) + 0.5) / float64(n-1))
+		return min(max(v, r.Min), r.Max)
+	}
+	vlo := at(lo)
+	if w := rank - float64(lo); w > 0 {
+		return vlo + (at(hi)-vlo)*w
+	}
+	return vlo
 }
 
 // gcd is the greatest common divisor of a and b, by absolute value; 0 and

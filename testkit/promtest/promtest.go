@@ -336,7 +336,8 @@ func (s *Server) overTimeFromRollups(t *testing.T, prefix string, ref *Reference
 	end := now.Add(-3 * time.Hour).Truncate(time.Hour)
 	// Counters (rate, increase) with resets come from the rollups' counter
 	// summaries, within 1 % of the engine's over the raw samples (only the
-	// extrapolation at a range's ends may differ); the others exactly.
+	// extrapolation at a range's ends may differ); quantiles from their
+	// sketches; the others exactly.
 	for _, c := range []struct {
 		expr string
 		step time.Duration
@@ -352,6 +353,10 @@ func (s *Server) overTimeFromRollups(t *testing.T, prefix string, ref *Reference
 		{`increase(%s_requests_total[2h])`, time.Hour, 0.01},
 		{`sum by (job) (rate(%s_requests_total[2h]))`, time.Hour, 0.01},
 		{`rate(%s_latency_seconds_bucket[2h])`, 2 * time.Hour, 0.01},
+		// From the windows' sketches, interpolated between order
+		// statistics as the engine does: within the sketches' 1 %.
+		{`quantile_over_time(0.9, %s_temperature[1h])`, time.Hour, 0.01},
+		{`max by (job) (quantile_over_time(0.5, %s_temperature[1h]))`, time.Hour, 0.01},
 	} {
 		qs := expr(c.expr, prefix)
 		rg := v1.Range{Start: end.Add(-16 * time.Hour), End: end, Step: c.step}

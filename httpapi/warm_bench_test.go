@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"testing"
 	"time"
 
@@ -189,4 +192,99 @@ func BenchmarkColdMinuteRead(b *testing.B) {
 		cold.Gateway.Close()
 		b.StartTimer()
 	}
+}
+
+// BenchmarkPercentile90Days reads the p99 of a 90-day panel of latencies
+// (log-normal, a point every 30 s: 259,200 points; raw kept 130 days so
+// that both ways are possible), about 1,000 windows: from the hour tier's
+// sketches (GET …/points?max_points=1000&agg=p99) and exactly, by a
+// client that reads the raw points (resolution=raw, following cursors)
+// and sorts each window's. Both caches are off: every read goes to the
+// store. The answers are first checked to agree within 1 % (the sketch's
+// quantile is the order statistic at rank ⌊q·(n-1)⌋).
+func BenchmarkPercentile90Days(b *testing.B) {
+	store, err := embedded.OpenInMemory(embedded.Options{Now: querytest.Start, SweepInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	p := tiers.DefaultPyramid()
+	p.Raw().Retention, p[1].Retention = 130*tiers.Day, 130*tiers.Day
+	env := querytest.NewEnv(b, store, querytest.Options{Pyramid: p, Configure: func(c *gateway.Config) { c.Query.MaxPartitions = 100_000 }})
+	end := tiers.AlignDown(env.Clock.Now().UnixMilli(), p[2].BucketWidth)
+	from := end - 90*tiers.Day
+	r := rand.New(rand.NewPCG(3, 4))
+	backfill(b, env, "latency", tiers.Span{From: from, To: end}, 30*tiers.Second, func(int64) float64 {
+		return math.Round(math.Exp(r.NormFloat64()*1.2+3)*1000) / 1000
+	})
+	env.Clock.Advance(5 * time.Minute)
+	if _, err := env.Rollups.RunOnce(context.Background(), true); err != nil {
+		b.Fatal(err)
+	}
+	h := env.Gateway.Handler()
+	get := func(u string, v any) {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", u, nil))
+		if w.Code != 200 {
+			b.Fatalf("%s: %d %s", u, w.Code, w.Body)
+		}
+		if err := jsonUnmarshal(w.Body.Bytes(), v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	type answer struct {
+		Resolution int64       `json:"resolution_ms"`
+		Points     [][]float64 `json:"points"`
+		NextCursor string      `json:"next_cursor"`
+	}
+	sketches := func() answer {
+		var a answer
+		get(fmt.Sprintf("/v1/series/latency/points?from=%d&to=%d&max_points=1000&agg=p99", from, end), &a)
+		return a
+	}
+	exact := func(width int64) map[int64]float64 {
+		windows := map[int64][]float64{}
+		cursor := ""
+		for {
+			u := fmt.Sprintf("/v1/series/latency/points?from=%d&to=%d&resolution=raw&limit=100000", from, end)
+			if cursor != "" {
+				u += "&cursor=" + urlEscape(cursor)
+			}
+			var a answer
+			get(u, &a)
+			for _, pt := range a.Points {
+				k := tiers.AlignDown(int64(pt[0]), width)
+				windows[k] = append(windows[k], pt[1])
+			}
+			if cursor = a.NextCursor; cursor == "" {
+				break
+			}
+		}
+		out := make(map[int64]float64, len(windows))
+		for k, vs := range windows {
+			slices.Sort(vs)
+			out[k] = vs[int(0.99*float64(len(vs)-1))]
+		}
+		return out
+	}
+	a := sketches()
+	want := exact(a.Resolution)
+	if len(a.Points) < 500 || len(a.Points) != len(want) {
+		b.Fatalf("%d windows of %d ms from the sketches, %d exact", len(a.Points), a.Resolution, len(want))
+	}
+	for _, pt := range a.Points {
+		if w := want[int64(pt[0])]; !(math.Abs(pt[1]-w) <= 0.01*w) {
+			b.Fatalf("p99 of the window at %d: %v from the sketches, %v exact", int64(pt[0]), pt[1], w)
+		}
+	}
+	b.Run("sketches", func(b *testing.B) {
+		for b.Loop() {
+			sketches()
+		}
+	})
+	b.Run("exact", func(b *testing.B) {
+		for b.Loop() {
+			exact(a.Resolution)
+		}
+	})
 }

@@ -36,6 +36,9 @@ func BenchmarkOverTime90Days(b *testing.B) {
 		// from minute rows, so these must reach as far back.
 		c.Pyramid[0].Retention, c.Pyramid[1].Retention = 100*tiers.Day, 100*tiers.Day
 		c.Query.MaxPartitions = 100_000
+		// Rates and quantiles read windows past an hour back, as past
+		// the raw retention with the defaults.
+		c.Prometheus.ExactWithin = time.Hour
 	}})
 	now := s.Env.Clock.Now().UnixMilli()
 	r := rand.New(rand.NewPCG(1, 2))

@@ -50,6 +50,13 @@ type Config struct {
 	MaxSamples int
 	// LookbackDelta is how far back an instant looks for a sample.
 	LookbackDelta time.Duration
+	// ExactWithin is how far back from now PromQL reads raw points for
+	// rate, increase and quantile_over_time, whose answers from rollups
+	// (counter summaries, sketches) are within 1 % and not exact; a
+	// select reaching further back may read the rollups. 0: the raw
+	// tier's retention, so that on data the raw tier holds the answers
+	// equal Prometheus'.
+	ExactWithin time.Duration
 }
 
 // DefaultConfig returns the defaults.
@@ -62,6 +69,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxSeries, "prometheus-max-series", c.MaxSeries, "series one selector of a /prometheus query or listing may read")
 	fs.IntVar(&c.MaxSamples, "prom-max-samples", c.MaxSamples, "samples one PromQL query may hold at once (more: 422 execution, the engine's error)")
 	fs.DurationVar(&c.LookbackDelta, "prom-lookback-delta", c.LookbackDelta, "how far back PromQL looks for a sample at an instant (Prometheus' --query.lookback-delta)")
+	fs.DurationVar(&c.ExactWithin, "prom-exact-within", c.ExactWithin, "PromQL's rate, increase and quantile_over_time over ranges reaching no further back than this read raw points, exactly; further back they may read the rollups' counter summaries and sketches, within 1 % (0: the raw tier's retention)")
 }
 
 // Validate checks the configuration.
@@ -75,6 +83,9 @@ func (c Config) Validate() error {
 	}
 	if c.LookbackDelta <= 0 {
 		errs = append(errs, errors.New("--prom-lookback-delta must be positive"))
+	}
+	if c.ExactWithin < 0 {
+		errs = append(errs, errors.New("--prom-exact-within must not be negative (0: the raw tier's retention)"))
 	}
 	return errors.Join(errs...)
 }
@@ -242,6 +253,20 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	reg.MustRegister(m.errors, m.samples, m.dropped, m.tiered)
 	return m
+}
+
+// approximates says whether a select from start (Unix ms) may read the
+// rollups' counter summaries and sketches: whether it reaches further
+// back than the configured horizon (Config.ExactWithin).
+func (a *API) approximates(start int64) bool {
+	within := a.cfg.ExactWithin
+	if within == 0 {
+		within = time.Duration(a.deps.Pyramid.Raw().Retention) * time.Millisecond
+		if within == 0 {
+			return false // raw points are kept forever: always exact
+		}
+	}
+	return start < a.deps.Now().Add(-within).UnixMilli()
 }
 
 func (m *Metrics) servedFromTiers(fn string) {

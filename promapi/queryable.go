@@ -268,7 +268,7 @@ func (q *querier) Select(ctx context.Context, _ bool, hints *storage.SelectHints
 				phi = v
 			}
 		}
-		windows = windowsFor(q.q.a.deps.Pyramid, hints, phi)
+		windows = windowsFor(q.q.a.deps.Pyramid, hints, phi, hints != nil && q.q.a.approximates(hints.Start))
 	}
 	var tiered atomic.Bool
 	for i, s := range series {

@@ -8,6 +8,11 @@ package promapi
 // complete the engine folds raw points into the same windows, so the
 // answer does not depend on how far the rollups have come.
 //
+// rate and increase of a counter, and quantile_over_time, whose answers
+// from windows are within 1 % rather than exact, read them only when the
+// select reaches further back than Config.ExactWithin (by default the raw
+// tier's retention): on data the raw tier holds, answers equal Prometheus'.
+//
 // rate and increase of a counter read the counter summary rollups keep
 // (tiers.Counter: first and last sample, reset-aware increase): each window
 // becomes two samples, at its first and last point's own times, of a
@@ -190,13 +195,15 @@ func (w windowed) sample(it query.Item) sample {
 // width is taken: the fewest samples.
 //
 // phi is the φ of a quantile_over_time over the selector (NaN: unknown).
-func windowsFor(p tiers.Pyramid, h *storage.SelectHints, phi float64) windowed {
+// Counters and quantiles, whose answers from windows are within 1 % and
+// not exact, are read so only when approximate is set.
+func windowsFor(p tiers.Pyramid, h *storage.SelectHints, phi float64, approximate bool) windowed {
 	if h == nil || h.Range <= 0 {
 		return windowed{}
 	}
 	value, ok := overWindows[h.Func]
-	counter := overCounters[h.Func]
-	sketch := h.Func == "quantile_over_time" && phi > 0 && phi < 1
+	counter := overCounters[h.Func] && approximate
+	sketch := h.Func == "quantile_over_time" && phi > 0 && phi < 1 && approximate
 	if sketch {
 		value = func(r tiers.Row) float64 { return interpolatedQuantile(r, phi) }
 	}

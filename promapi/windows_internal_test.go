@@ -58,7 +58,10 @@ func TestQuantileWindows(t *testing.T) {
 		{h(tiers.Hour, tiers.Hour, 100*tiers.Hour), 1, 0},
 		{h(tiers.Hour, tiers.Hour, 100*tiers.Hour), math.NaN(), 0},
 	} {
-		w := windowsFor(p, c.hints, c.phi)
+		if w := windowsFor(p, c.hints, c.phi, false); w.width != 0 {
+			t.Errorf("%+v φ %v: read from sketches within the exact horizon", *c.hints, c.phi)
+		}
+		w := windowsFor(p, c.hints, c.phi, true)
 		if w.width != c.width || (w.width > 0) != w.sketch {
 			t.Errorf("%+v φ %v: width %d sketch %v, want width %d", *c.hints, c.phi, w.width, w.sketch, c.width)
 		}

@@ -347,7 +347,7 @@ func (q *querier) readAs(ctx context.Context, s found, span tiers.Span, w window
 		switch {
 		case w.counter:
 			var ok bool
-			if pts, ok = run.add(pts, it); !ok {
+			if pts, ok = run.add(pts, it, w.width, w.thin); !ok {
 				return nil, errRolledUpWithoutExtras
 			}
 		case w.sketch:

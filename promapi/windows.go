@@ -85,6 +85,8 @@ type windowed struct {
 	value   func(tiers.Row) float64
 	counter bool
 	sketch  bool
+	// thin: each evaluation's range is one window (see counterRun.add).
+	thin bool
 }
 
 // quantiles are the φ of a query's quantile_over_time calls, by selector
@@ -156,8 +158,14 @@ type counterRun struct {
 }
 
 // add appends the samples of window k's counter: false when its window
-// has none (a row rolled up before rollups kept counters).
-func (c *counterRun) add(pts []chunks.Sample, it query.Item) ([]chunks.Sample, bool) {
+// has none (a row rolled up before rollups kept counters). With thin set
+// (each evaluation's range is one window) a window whose first and last
+// points lie within 1.1 mean intervals of its edges gives its first and
+// last samples alone: the engine's rate over them is the same, since its
+// extrapolation compares the gaps at the range's ends with 1.1 times the
+// mean interval between samples, and over two samples that mean is only
+// larger. Other windows give as many samples as they had points.
+func (c *counterRun) add(pts []chunks.Sample, it query.Item, width int64, thin bool) ([]chunks.Sample, bool) {
 	x := it.Row.X
 	if x == nil || !x.HasCounter {
 		return pts, false
@@ -172,6 +180,12 @@ func (c *counterRun) add(pts []chunks.Sample, it query.Item) ([]chunks.Sample, b
 	if k.LastT > k.FirstT {
 		// The points between, evenly: at most one a millisecond.
 		n := min(it.Row.Count-1, k.LastT-k.FirstT)
+		if thin && n > 1 {
+			mean := float64(k.LastT-k.FirstT) / float64(n)
+			if float64(k.FirstT-it.T) < 1.1*mean && float64(it.T+width-k.LastT) < 1.1*mean {
+				n = 1
+			}
+		}
 		for j := int64(1); j < n; j++ {
 			pts = append(pts, sample{t: k.FirstT + (k.LastT-k.FirstT)*j/n, f: from + k.Inc*float64(j)/float64(n)})
 		}
@@ -219,7 +233,7 @@ func windowsFor(p tiers.Pyramid, h *storage.SelectHints, phi float64, approximat
 	}
 	for _, t := range p {
 		if t.Step > 0 && width%t.Step == 0 {
-			return windowed{fn: h.Func, width: width, value: value, counter: counter, sketch: sketch}
+			return windowed{fn: h.Func, width: width, value: value, counter: counter, sketch: sketch, thin: counter && width == h.Range}
 		}
 	}
 	return windowed{}

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 
+	"github.com/tsgate/tsgate/query"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -72,6 +73,42 @@ func TestQuantileWindows(t *testing.T) {
 			if v := w.value(row); !(math.Abs(v-42) <= 0.42) {
 				t.Errorf("the φ-quantile of a window of 42s is %v", v)
 			}
+		}
+	}
+}
+
+// A window of a counter gives its first and last samples alone when
+// thinned and its points reach within 1.1 mean intervals of both edges;
+// otherwise (a series starting or stopping inside it) as many samples as
+// it had points. Thinned or not, the first and last samples are the same.
+func TestCounterWindowsThin(t *testing.T) {
+	const width = tiers.Hour
+	window := func(first, last int64, count int64) query.Item {
+		r := tiers.Row{T: 0, Min: 1, Max: 100, Sum: 500, Count: count}
+		r.X = &tiers.Extras{HasCounter: true, Counter: tiers.Counter{FirstT: first, LastT: last, First: 1, Last: 100, Inc: 99}}
+		return query.Item{T: 0, Row: r}
+	}
+	for _, c := range []struct {
+		first, last, count int64
+		thinned            bool
+	}{
+		{5_000, width - 25_000, 120, true},   // every 30 s from 5 s in
+		{40_000, width - 25_000, 119, false}, // starts later than 1.1 intervals
+		{5_000, width - 60_000, 118, false},  // stops early
+		{5_000, width - 1, 2, false},         // two points: nothing to thin
+		{100_000, width - 100_000, 2, true},  // two points far apart: regular
+	} {
+		var full, thin counterRun
+		all, ok1 := full.add(nil, window(c.first, c.last, c.count), width, false)
+		few, ok2 := thin.add(nil, window(c.first, c.last, c.count), width, true)
+		if !ok1 || !ok2 || int64(len(all)) != c.count {
+			t.Fatalf("%+v: %d samples unthinned, want %d", c, len(all), c.count)
+		}
+		if want := map[bool]int{true: 2, false: len(all)}[c.thinned]; len(few) != want {
+			t.Errorf("%+v: %d samples thinned, want %d", c, len(few), want)
+		}
+		if few[0] != all[0] || few[len(few)-1] != all[len(all)-1] {
+			t.Errorf("%+v: thinned ends %v..%v, unthinned %v..%v", c, few[0], few[len(few)-1], all[0], all[len(all)-1])
 		}
 	}
 }

@@ -355,7 +355,7 @@ func (s *Server) overTimeFromRollups(t *testing.T, prefix string, ref *Reference
 		{`avg_over_time(%s_temperature[1h])`, time.Hour, 0},
 		{`present_over_time(%s_latency_seconds_sum[15m])`, 15 * time.Minute, 0},
 		{`max_over_time(%s_temperature[1h]) - min_over_time(%s_temperature[1h])`, 20 * time.Minute, 0},
-		{`rate(%s_requests_total[1h])`, time.Hour, 0.01},
+		{`rate(%s_requests_total[1h])`, time.Hour, 1e-9},
 		{`increase(%s_requests_total[2h])`, time.Hour, 0.01},
 		{`sum by (job) (rate(%s_requests_total[2h]))`, time.Hour, 0.01},
 		{`rate(%s_latency_seconds_bucket[2h])`, 2 * time.Hour, 0.01},

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,6 +40,7 @@ type importConfig struct {
 	resume     bool
 	rollups    bool
 	progress   time.Duration
+	cpuProfile string
 }
 
 // importCheckpoint records how far an import got: every line before
@@ -106,6 +108,7 @@ flags:
 	fs.StringVar(&ic.checkpoint, "checkpoint", "", "file recording how far the input is written (default: FIRST-FILE.import-checkpoint; required to resume stdin)")
 	fs.BoolVar(&ic.resume, "resume", false, "continue after the last acknowledged batch of the checkpoint")
 	fs.BoolVar(&ic.rollups, "rollups", ic.rollups, "with the store: run the pending rollups at the end")
+	fs.StringVar(&ic.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole import to this file (go tool pprof reads it)")
 	gateway.DurationVar(fs, &ic.progress, "progress-interval", "how often the progress line is updated")
 	if err := flagconf.Parse(fs, args, "GATEWAY_", "config", m.LookupEnv); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -120,6 +123,17 @@ flags:
 	}
 	if ic.batch < 1 || ic.parallel < 1 {
 		return errors.New("--batch and --parallel must be at least 1")
+	}
+	if ic.cpuProfile != "" {
+		f, err := os.Create(ic.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if ic.format != "auto" && ic.format != "ndjson" && ic.format != "csv" {
 		return fmt.Errorf("--format must be ndjson, csv or auto, not %q", ic.format)

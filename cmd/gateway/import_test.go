@@ -185,9 +185,15 @@ func TestImportFilesAndStdinIntoTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := filepath.Join(dir, "data")
-	code, out := runMain(t, nil, "import", "--data-dir", data, "--batch", "500", nd, csv)
+	profile := filepath.Join(dir, "import.pprof")
+	code, out := runMain(t, nil, "import", "--data-dir", data, "--batch", "500", "--cpuprofile", profile, nd, csv)
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	// A CPU profile is gzip-compressed protobuf: its first two bytes are
+	// gzip's.
+	if b, err := os.ReadFile(profile); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("--cpuprofile wrote %d bytes (%v), not a profile", len(b), err)
 	}
 	total := len(h.series[0].points) + len(h.series[1].points) + len(h.series[2].points)
 	if !strings.Contains(out, fmt.Sprintf("import: %d points in", total)) || !strings.Contains(out, "points/s") || !strings.Contains(out, "100.0% of") {

@@ -597,17 +597,29 @@ func (r *importRun) read(ctx context.Context, i int, start int64, out chan<- bat
 		lineNo []int64                 // ... and its number, counted from start
 		sizes  []int                   // ... and its length in lines
 		try    = r.cfg.batch
+		// The points of the first len(decoded) pending lines, which are
+		// the first decodedBytes of lines: a cut decodes only the lines
+		// read since, not again those it could not cut before (a batch
+		// ends on a window boundary, which may be many lines on).
+		decoded      []ingest.Point
+		decodedBytes int
 	)
 	// cut sends the batches the pending lines make: at the end of the
 	// input all of them, else those that end at a window boundary once
 	// there are a batch's worth of lines.
 	cut := func(final bool) error {
 		for len(ends) > 0 && (final || len(ends) >= try) {
-			decoded, err := decode(bytes.NewReader(lines), r.now().UnixMilli())
-			if err != nil {
-				return lineError(in.name, start > 0, lineNo, err)
+			if len(decoded) < len(ends) {
+				got, err := decode(bytes.NewReader(lines[decodedBytes:]), r.now().UnixMilli())
+				if err != nil {
+					return lineError(in.name, start > 0, lineNo[len(decoded):], err)
+				}
+				if len(got.Points) != len(ends)-len(decoded) {
+					return fmt.Errorf("%s: %d points decoded from %d lines after line %d", in.name, len(got.Points), len(ends)-len(decoded), lineNo[len(decoded)])
+				}
+				decoded, decodedBytes = append(decoded, got.Points...), len(lines)
 			}
-			points := decoded.Points
+			points := decoded
 			k := len(points)
 			if !final || k > r.cfg.batch {
 				k = r.cutAt(points)
@@ -623,7 +635,8 @@ func (r *importRun) read(ctx context.Context, i int, start int64, out chan<- bat
 			for _, n := range sizes[:k] {
 				used += n
 			}
-			b := batch{seq: r.nextSeq(), file: i, from: starts[0], to: ends[k-1], points: points[:k:k]}
+			// Its own copy: decoded is reused for the lines after it.
+			b := batch{seq: r.nextSeq(), file: i, from: starts[0], to: ends[k-1], points: slices.Clone(points[:k])}
 			if len(labels) > 0 {
 				b.labels = batchLabels(points[:k], labels, unsent)
 			}
@@ -633,8 +646,12 @@ func (r *importRun) read(ctx context.Context, i int, start int64, out chan<- bat
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-			lines = slices.Clone(lines[used:])
-			starts, ends, lineNo, sizes = starts[k:], ends[k:], lineNo[k:], sizes[k:]
+			// Moved to the front rather than resliced, so that the appends
+			// that follow reuse the room instead of growing new arrays.
+			lines = lines[:copy(lines, lines[used:])]
+			decoded, decodedBytes = decoded[:copy(decoded, decoded[k:])], decodedBytes-used
+			starts, ends = starts[:copy(starts, starts[k:])], ends[:copy(ends, ends[k:])]
+			lineNo, sizes = lineNo[:copy(lineNo, lineNo[k:])], sizes[:copy(sizes, sizes[k:])]
 			try = r.cfg.batch
 		}
 		if final && len(unsent) > 0 {

@@ -143,6 +143,7 @@ func TestBadConfigurationIsExplained(t *testing.T) {
 		want string
 	}{
 		{[]string{"serve", "--store", "sqlite"}, "--store must be embedded or cassandra"},
+		{[]string{"serve", "--embedded-compression", "lz4"}, "--embedded-compression must be snappy or zstd"},
 		{[]string{"serve", "--raw-retention", "soon"}, "raw-retention"},
 		{[]string{"serve", "--read-parallelism", "0"}, "read parallelism"},
 		{[]string{"nonsense"}, "unknown command"},

@@ -58,7 +58,7 @@ func (a *API) queryRange(r *http.Request) (any, []string, error) {
 	defer cancel()
 	qs := r.Form.Get("query")
 	storage := a.queryable()
-	storage.fromTiers, storage.quantiles = true, quantilesOf(qs)
+	storage.fromTiers, storage.facts = true, factsOf(qs)
 	q, err := a.engine.NewRangeQuery(ctx, storage, nil, qs, time.UnixMilli(start), time.UnixMilli(end), time.Duration(step)*time.Millisecond)
 	if err != nil {
 		return nil, nil, queryError(err)
@@ -78,7 +78,7 @@ func (a *API) instantQuery(r *http.Request) (any, []string, error) {
 	defer cancel()
 	qs := r.Form.Get("query")
 	storage := a.queryable()
-	storage.fromTiers, storage.quantiles = true, quantilesOf(qs)
+	storage.fromTiers, storage.facts = true, factsOf(qs)
 	q, err := a.engine.NewInstantQuery(ctx, storage, nil, qs, time.UnixMilli(at))
 	if err != nil {
 		return nil, nil, queryError(err)

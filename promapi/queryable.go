@@ -53,9 +53,9 @@ type queryable struct {
 	// answer read them (windowsFor): PromQL queries, whose engine applies
 	// the function; not remote read, whose client expects samples.
 	fromTiers bool
-	// quantiles are the φ of the query's quantile_over_time calls, which
-	// the select hints do not carry (see windowsFor).
-	quantiles quantiles
+	// facts are what the query's expression says of its selectors that
+	// the select hints do not (see windowsFor).
+	facts selectFacts
 	// maxSeries bounds the series one Select may read.
 	maxSeries int
 	mu        sync.Mutex
@@ -261,14 +261,12 @@ func (q *querier) Select(ctx context.Context, _ bool, hints *storage.SelectHints
 	}
 	start := time.Now()
 	var windows windowed
-	if q.q.fromTiers {
+	if q.q.fromTiers && hints != nil && !q.q.facts.unaligned[selectorKey(ms, hints.Range)] {
 		phi := math.NaN()
-		if hints != nil && hints.Func == "quantile_over_time" {
-			if v, ok := q.q.quantiles[quantileKey(ms, hints.Range)]; ok {
-				phi = v
-			}
+		if v, ok := q.q.facts.quantiles[selectorKey(ms, hints.Range)]; ok && hints.Func == "quantile_over_time" {
+			phi = v
 		}
-		windows = windowsFor(q.q.a.deps.Pyramid, hints, phi, hints != nil && q.q.a.approximates(hints.Start))
+		windows = windowsFor(q.q.a.deps.Pyramid, hints, phi, q.q.a.approximates(hints.Start))
 	}
 	var tiered atomic.Bool
 	for i, s := range series {

@@ -11,7 +11,9 @@ package promapi
 // rate and increase of a counter, and quantile_over_time, whose answers
 // from windows are within 1 % rather than exact, read them only when the
 // select reaches further back than Config.ExactWithin (by default the raw
-// tier's retention): on data the raw tier holds, answers equal Prometheus'.
+// tier's retention): a query over no more than the raw tier holds answers
+// as Prometheus does. (A select that does reach further reads all of its
+// range from windows, its recent days included.)
 //
 // rate and increase of a counter read the counter summary rollups keep
 // (tiers.Counter: first and last sample, reset-aware increase): each window
@@ -30,8 +32,8 @@ package promapi
 // sketches (tiers.Extras) when one window of width r is each evaluation's
 // range: each window becomes one sample, its sketch's φ-quantile, and the
 // engine's quantile of that one sample is the sample. The hints do not
-// carry φ: the query's own expression gives it (quantilesOf), per
-// selector and range. Sketches answer within 1 % of the exact quantile,
+// carry φ: the query's own expression gives it (factsOf), per selector
+// and range. Sketches answer within 1 % of the exact quantile,
 // so, as for counters, only windows of an hour or more are read so.
 //
 // Windows are [start, start+width) and a range is (T-range, T]: the two
@@ -89,44 +91,71 @@ type windowed struct {
 	thin bool
 }
 
-// quantiles are the φ of a query's quantile_over_time calls, by selector
-// and range (quantileKey); NaN where one selector and range has several.
-type quantiles map[string]float64
+// selectFacts are what a query's expression says of its selectors that
+// the select hints do not, by selector and range (selectorKey).
+type selectFacts struct {
+	// quantiles are the φ of the quantile_over_time calls over each
+	// selector: NaN where there are several, or one that is not a number.
+	quantiles map[string]float64
+	// unaligned are the selectors with an offset under a subquery: the
+	// subquery evaluates at multiples of its step, and the offset moves
+	// the ranges off them, which the hints (the query's start and end,
+	// offset included) do not show.
+	unaligned map[string]bool
+}
 
-// quantilesOf finds the quantile_over_time calls of expr whose φ is a
-// number (nil when it does not parse: the engine says why).
-func quantilesOf(expr string) quantiles {
+// factsOf reads the facts of expr (none when it does not parse: the
+// engine says why).
+func factsOf(expr string) selectFacts {
+	var f selectFacts
 	e, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
 	if err != nil {
-		return nil
+		return f
 	}
-	var out quantiles
-	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
-		call, ok := n.(*parser.Call)
-		if !ok || call.Func.Name != "quantile_over_time" || len(call.Args) != 2 {
-			return nil
-		}
-		phi, ok := unwrapParens(call.Args[0]).(*parser.NumberLiteral)
-		m, ok2 := unwrapParens(call.Args[1]).(*parser.MatrixSelector)
-		if !ok || !ok2 {
-			return nil
-		}
-		vs, ok := m.VectorSelector.(*parser.VectorSelector)
-		if !ok {
-			return nil
-		}
-		if out == nil {
-			out = quantiles{}
-		}
-		k := quantileKey(vs.LabelMatchers, m.Range.Milliseconds())
-		if old, seen := out[k]; seen && old != phi.Val {
-			out[k] = math.NaN()
-		} else {
-			out[k] = phi.Val
+	parser.Inspect(e, func(n parser.Node, path []parser.Node) error {
+		switch n := n.(type) {
+		case *parser.MatrixSelector:
+			vs, ok := n.VectorSelector.(*parser.VectorSelector)
+			if !ok || vs.OriginalOffset == 0 || !slices.ContainsFunc(path, isSubquery) {
+				return nil
+			}
+			if f.unaligned == nil {
+				f.unaligned = map[string]bool{}
+			}
+			f.unaligned[selectorKey(vs.LabelMatchers, n.Range.Milliseconds())] = true
+		case *parser.Call:
+			if n.Func.Name != "quantile_over_time" || len(n.Args) != 2 {
+				return nil
+			}
+			m, ok := unwrapParens(n.Args[1]).(*parser.MatrixSelector)
+			if !ok {
+				return nil
+			}
+			vs, ok := m.VectorSelector.(*parser.VectorSelector)
+			if !ok {
+				return nil
+			}
+			phi := math.NaN()
+			if lit, ok := unwrapParens(n.Args[0]).(*parser.NumberLiteral); ok {
+				phi = lit.Val
+			}
+			if f.quantiles == nil {
+				f.quantiles = map[string]float64{}
+			}
+			k := selectorKey(vs.LabelMatchers, m.Range.Milliseconds())
+			if old, seen := f.quantiles[k]; seen && old != phi {
+				phi = math.NaN()
+			}
+			f.quantiles[k] = phi
 		}
 		return nil
 	})
-	return out
+	return f
+}
+
+func isSubquery(n parser.Node) bool {
+	_, ok := n.(*parser.SubqueryExpr)
+	return ok
 }
 
 func unwrapParens(e parser.Expr) parser.Expr {
@@ -139,8 +168,8 @@ func unwrapParens(e parser.Expr) parser.Expr {
 	}
 }
 
-// quantileKey names a selector's matchers, in any order, and its range.
-func quantileKey(ms []*labels.Matcher, rangeMs int64) string {
+// selectorKey names a selector's matchers, in any order, and its range.
+func selectorKey(ms []*labels.Matcher, rangeMs int64) string {
 	names := make([]string, len(ms))
 	for i, m := range ms {
 		names[i] = m.String()
@@ -224,7 +253,9 @@ func windowsFor(p tiers.Pyramid, h *storage.SelectHints, phi float64, approximat
 	if !ok && !counter && !sketch {
 		return windowed{}
 	}
-	width := gcd(h.Range, gcd(h.Step, h.End))
+	// The first evaluation, offset included, is Start+Range-1 (a range
+	// is (T-range, T]); the step moves on from it and the last is End.
+	width := gcd(h.Range, gcd(h.Step, gcd(h.End, h.Start+h.Range-1)))
 	if width <= 0 || (h.Func == "avg_over_time" || sketch) && width != h.Range {
 		return windowed{}
 	}

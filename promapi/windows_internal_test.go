@@ -3,6 +3,7 @@ package promapi
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
@@ -13,29 +14,47 @@ import (
 
 // The φ of quantile_over_time calls is found per selector and range,
 // whatever the order of the matchers, through parentheses; a selector and
-// range asked with two φ has none, and φ that is not a number is not
-// found.
+// range asked with two φ, or with one that is not a number, has none.
 func TestQuantilesOf(t *testing.T) {
-	q := quantilesOf(`sum by (job) (quantile_over_time((0.99), lat{job="a",le!="x"}[1h])) / quantile_over_time(0.5, lat{job="a",le!="x"}[2h])
-		+ quantile_over_time(0.1, other[1h]) + quantile_over_time(0.2, other[1h]) + quantile_over_time(scalar(x), third[1h])`)
+	q := factsOf(`sum by (job) (quantile_over_time((0.99), lat{job="a",le!="x"}[1h])) / quantile_over_time(0.5, lat{job="a",le!="x"}[2h])
+		+ quantile_over_time(0.1, other[1h]) + quantile_over_time(0.2, other[1h]) + quantile_over_time(scalar(x), third[1h])
+		+ quantile_over_time(0.9, fourth[1h]) - quantile_over_time(1-0.1, fourth[1h])`).quantiles
 	ms := func(s ...*labels.Matcher) []*labels.Matcher { return s }
 	lat := ms(labels.MustNewMatcher(labels.MatchNotEqual, "le", "x"), labels.MustNewMatcher(labels.MatchEqual, "__name__", "lat"), labels.MustNewMatcher(labels.MatchEqual, "job", "a"))
 	other := ms(labels.MustNewMatcher(labels.MatchEqual, "__name__", "other"))
 	third := ms(labels.MustNewMatcher(labels.MatchEqual, "__name__", "third"))
-	if v := q[quantileKey(lat, 3600_000)]; v != 0.99 {
+	fourth := ms(labels.MustNewMatcher(labels.MatchEqual, "__name__", "fourth"))
+	if v := q[selectorKey(lat, 3600_000)]; v != 0.99 {
 		t.Errorf("lat over 1h: %v, want 0.99", v)
 	}
-	if v := q[quantileKey(lat, 7200_000)]; v != 0.5 {
+	if v := q[selectorKey(lat, 7200_000)]; v != 0.5 {
 		t.Errorf("lat over 2h: %v, want 0.5", v)
 	}
-	if v, ok := q[quantileKey(other, 3600_000)]; !ok || !math.IsNaN(v) {
-		t.Errorf("other, asked with two φ: %v, %v; want NaN", v, ok)
+	for name, m := range map[string][]*labels.Matcher{"other, asked with two φ": other, "third, with a φ that is an expression": third, "fourth, with a number and an expression": fourth} {
+		if v, ok := q[selectorKey(m, 3600_000)]; !ok || !math.IsNaN(v) {
+			t.Errorf("%s: %v, %v; want NaN", name, v, ok)
+		}
 	}
-	if _, ok := q[quantileKey(third, 3600_000)]; ok {
-		t.Error("a φ that is an expression was found")
-	}
-	if len(q) != 3 || quantilesOf(`quantile_over_time(0.5, x[1h]`) != nil {
+	if len(q) != 5 || factsOf(`quantile_over_time(0.5, x[1h]`).quantiles != nil {
 		t.Errorf("%d entries, or an expression that does not parse gave some", len(q))
+	}
+}
+
+// A selector with an offset under a subquery is unaligned (its ranges end
+// off the subquery's steps); with no offset, or outside a subquery, not.
+func TestUnalignedSelectors(t *testing.T) {
+	f := factsOf(`max_over_time(rate(a[1h] offset 30m)[1d:1h]) + max_over_time(rate(b[1h])[1d:1h]) + rate(c[1h] offset 30m)
+		+ max_over_time((sum(rate(d[2h] offset 1h)))[1d:1h])`)
+	key := func(name string, r time.Duration) string {
+		return selectorKey([]*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", name)}, r.Milliseconds())
+	}
+	for name, want := range map[string]bool{"a": true, "b": false, "c": false} {
+		if f.unaligned[key(name, time.Hour)] != want {
+			t.Errorf("%s: unaligned %v, want %v", name, !want, want)
+		}
+	}
+	if !f.unaligned[key("d", 2*time.Hour)] || len(f.unaligned) != 2 {
+		t.Errorf("unaligned = %v", f.unaligned)
 	}
 }
 
@@ -43,8 +62,9 @@ func TestQuantilesOf(t *testing.T) {
 // more per range, a tier's step dividing it, and for φ in (0, 1).
 func TestQuantileWindows(t *testing.T) {
 	p := tiers.DefaultPyramid()
+	// The first evaluation 5 days before the last, offset like it.
 	h := func(rng, step, end int64) *storage.SelectHints {
-		return &storage.SelectHints{Func: "quantile_over_time", Range: rng, Step: step, End: end}
+		return &storage.SelectHints{Func: "quantile_over_time", Range: rng, Step: step, Start: end - 5*tiers.Day - rng + 1, End: end}
 	}
 	for _, c := range []struct {
 		hints *storage.SelectHints

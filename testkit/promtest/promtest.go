@@ -423,6 +423,42 @@ func (s *Server) overTimeFromRollups(t *testing.T, prefix string, ref *Reference
 			t.Fatalf("%s step %v read %v, want raw points", qs, step, read)
 		}
 	}
+	// Evaluations off the hour windows' grid, though the query's end is on
+	// it (the step does not divide end-start), and a selector offset under
+	// a subquery, whose steps the windows tile but whose ranges the offset
+	// moves off them: the reference's answers exactly, even past the exact
+	// horizon — from raw points for counters and quantiles, which need
+	// windows of the range; max_over_time may read half-hour windows.
+	for _, c := range []struct {
+		expr string
+		raw  bool
+	}{
+		{`rate(%s_requests_total[1h])`, true},
+		{`max_over_time(%s_temperature[1h])`, false},
+		{`quantile_over_time(0.9, %s_temperature[1h])`, true},
+		{`max_over_time(rate(%s_requests_total[1h] offset 30m)[6h:1h])`, true},
+	} {
+		qs := expr(c.expr, prefix)
+		rg := v1.Range{Start: end.Add(-8*time.Hour + 30*time.Minute), End: end, Step: time.Hour}
+		if strings.Contains(qs, "offset") {
+			rg.Start = end.Add(-8 * time.Hour)
+		}
+		want, err := ref.Range(qs, rg.Start, rg.End, rg.Step)
+		if err != nil {
+			t.Fatalf("%s on the reference: %v", qs, err)
+		}
+		approximating.Tables()
+		got, _, _, err := approximating.API.QueryRange(context.Background(), qs, rg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := Diff(got, want); d != "" {
+			t.Fatalf("%s over %v..%v step %v: %s", qs, rg.Start, rg.End, rg.Step, d)
+		}
+		if read := approximating.Tables(); c.raw && read[tiers.TableRaw] == 0 {
+			t.Fatalf("%s over %v..%v read %v, want raw points", qs, rg.Start, rg.End, read)
+		}
+	}
 }
 
 func (s *Server) instantQueries(t *testing.T, prefix string, ref *Reference) {

@@ -46,17 +46,17 @@ type bucketKey struct {
 type bucketEntry struct {
 	key bucketKey
 	run *partial.Run
-	// kept is what the run took after it was cached (its rows encoded as
-	// windows, see partial.Run.Keep); guarded by the cache's mutex.
+	// kept is what the run took after it was cached (its rows encoded,
+	// and as windows, see partial.Run.Keep); guarded by the cache's mutex.
 	kept int64
 }
 
 // Buckets caches whole final buckets: the event-bucket partitions of a
 // bucket merged into one ascending run, so that a read of any part of the
 // bucket, in either order and under any paging, is a slice of one entry.
-// Raw points are held in 16 bytes each, and once more as the JSON answers
-// copy them from (about 31 bytes with its offset). It implements
-// partial.Buckets.
+// Raw points are held in 16 bytes each, and once a read copies them, once
+// more as the JSON answers copy them from (about 31 bytes with its
+// offset). It implements partial.Buckets.
 type Buckets struct {
 	next     tiers.PartitionReader
 	final    func(tiers.ReadRequest) bool

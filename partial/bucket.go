@@ -16,8 +16,9 @@ import (
 // Run is the rows of a bucket's partitions merged into one ascending run:
 // a whole bucket the cache holds, or the part of a bucket a group read
 // (see MergePages). Raw points are held compactly (T and V, 16 bytes a
-// point); rollup rows whole (Rows). A run is immutable once built, so any
-// number of reads may slice it at once without copying.
+// point); rollup rows whole (Rows). Its rows never change once built, so
+// any number of reads may slice it at once without copying; what it adds
+// later (its encodings, see Keep) is published atomically.
 type Run struct {
 	T    []int64
 	V    []float64   // the raw points' values, when Rows is nil
@@ -173,10 +174,11 @@ const (
 	Fields
 )
 
-// Encode encodes the run now (see encoding), whether or not a cache pays
-// for it: for runs built to be read many times outside a cache.
+// Encode encodes the run now (see encoding), for runs built to be read
+// many times outside a cache; a cached run (Keep set) encodes itself on
+// first use, charged to its cache, and Encode leaves it so.
 func (r *Run) Encode() {
-	if r.enc.Load() != nil || len(r.T) == 0 {
+	if r.enc.Load() != nil || len(r.T) == 0 || r.Keep != nil {
 		return
 	}
 	r.windowMu.Lock()
@@ -259,8 +261,8 @@ func (r *Run) AppendRows(b []byte, lo, hi int, desc bool, fields []int) []byte {
 		}
 		b = append(b, '[')
 		if enc == nil {
-			// Not encoded, or rows of one point each held compactly (then
-			// JSON, if any, is in the form of raw points).
+			// Not encoded (no cache pays for it), or rows of one point
+			// each held compactly, whose encoding is of raw points.
 			row := r.Row(i)
 			b = jsonenc.AppendInt(b, row.T)
 			for _, f := range fields {

@@ -615,7 +615,7 @@ func (r *importRun) read(ctx context.Context, i int, start int64, out chan<- bat
 					return lineError(in.name, start > 0, lineNo[len(decoded):], err)
 				}
 				if len(got.Points) != len(ends)-len(decoded) {
-					return fmt.Errorf("%s: %d points decoded from %d lines after line %d", in.name, len(got.Points), len(ends)-len(decoded), lineNo[len(decoded)])
+					return fmt.Errorf("%s: %d points decoded from the %d lines from line %d", in.name, len(got.Points), len(ends)-len(decoded), lineNo[len(decoded)])
 				}
 				decoded, decodedBytes = append(decoded, got.Points...), len(lines)
 			}

@@ -19,24 +19,39 @@ export const updating = () => process.env.UPDATE_SCREENSHOTS === "1";
 
 /**
  * The share of pixels of two PNG images that differ, and an image that
- * marks them in red; images of different sizes differ entirely.
+ * marks them in red. An element whose box ends on a fraction of a pixel
+ * is captured one pixel taller or wider depending on where the page was
+ * scrolled: images one pixel apart in a dimension are compared over
+ * what they share, the extra row or column counting as differing; images
+ * further apart differ entirely.
  */
 export function diff(a, b) {
-  if (a.width !== b.width || a.height !== b.height) return { ratio: 1, image: null };
-  const out = new PNG({ width: a.width, height: a.height });
+  if (Math.abs(a.width - b.width) > 1 || Math.abs(a.height - b.height) > 1) return { ratio: 1, image: null };
+  const width = Math.max(a.width, b.width);
+  const height = Math.max(a.height, b.height);
+  const out = new PNG({ width, height });
   let n = 0;
-  for (let i = 0; i < a.data.length; i += 4) {
-    let d = 0;
-    for (let c = 0; c < 3; c++) d = Math.max(d, Math.abs(a.data[i + c] - b.data[i + c]));
-    const differs = d > CHANNEL_TOLERANCE;
-    if (differs) n++;
-    const grey = (a.data[i] + a.data[i + 1] + a.data[i + 2]) / 3;
-    out.data[i] = differs ? 255 : grey * 0.3 + 178;
-    out.data[i + 1] = differs ? 0 : grey * 0.3 + 178;
-    out.data[i + 2] = differs ? 0 : grey * 0.3 + 178;
-    out.data[i + 3] = 255;
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const o = (y * width + x) * 4;
+      let differs = true;
+      let grey = 0;
+      if (x < a.width && y < a.height && x < b.width && y < b.height) {
+        const i = (y * a.width + x) * 4;
+        const j = (y * b.width + x) * 4;
+        let d = 0;
+        for (let c = 0; c < 3; c++) d = Math.max(d, Math.abs(a.data[i + c] - b.data[j + c]));
+        differs = d > CHANNEL_TOLERANCE;
+        grey = (a.data[i] + a.data[i + 1] + a.data[i + 2]) / 3;
+      }
+      if (differs) n++;
+      out.data[o] = differs ? 255 : grey * 0.3 + 178;
+      out.data[o + 1] = differs ? 0 : grey * 0.3 + 178;
+      out.data[o + 2] = differs ? 0 : grey * 0.3 + 178;
+      out.data[o + 3] = 255;
+    }
   }
-  return { ratio: n / (a.width * a.height), image: out };
+  return { ratio: n / (width * height), image: out };
 }
 
 /**

@@ -115,7 +115,7 @@ client-test:
 browser-test:
 	@scripts/install-test-tools.sh
 	cd web/e2e && npm ci --no-audit --no-fund --loglevel=error
-	cd web/e2e && node --test --test-concurrency=1 screenshots.test.mjs dashboard.e2e.mjs
+	cd web/e2e && node --test --test-concurrency=1 screenshots.spec.mjs dashboard.e2e.mjs
 
 # The Kafka ingest tests (integration/kafka_test.go) need a broker besides
 # the Cassandra node: scripts/kafka.sh run starts one for them, as

@@ -1,5 +1,7 @@
-// The screenshot comparison itself: equal images, one pixel of size
-// apart, further apart, and changed pixels.
+// The screenshot comparison itself (run by make browser-test, where pngjs
+// is installed; not named *.test.mjs, which the unit tests would pick up
+// without it): equal images, one pixel of size apart, further apart, and
+// changed pixels.
 
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";

@@ -261,12 +261,14 @@ func (q *querier) Select(ctx context.Context, _ bool, hints *storage.SelectHints
 	}
 	start := time.Now()
 	var windows windowed
-	if q.q.fromTiers && hints != nil && !q.q.facts.unaligned[selectorKey(ms, hints.Range)] {
-		phi := math.NaN()
-		if v, ok := q.q.facts.quantiles[selectorKey(ms, hints.Range)]; ok && hints.Func == "quantile_over_time" {
-			phi = v
+	if q.q.fromTiers && hints != nil {
+		if key := selectorKey(ms, hints.Range); !q.q.facts.unaligned[key] {
+			phi := math.NaN()
+			if v, ok := q.q.facts.quantiles[key]; ok && hints.Func == "quantile_over_time" {
+				phi = v
+			}
+			windows = windowsFor(q.q.a.deps.Pyramid, hints, phi, q.q.a.approximates(hints.Start))
 		}
-		windows = windowsFor(q.q.a.deps.Pyramid, hints, phi, q.q.a.approximates(hints.Start))
 	}
 	var tiered atomic.Bool
 	for i, s := range series {
@@ -349,7 +351,7 @@ func (q *querier) readAs(ctx context.Context, s found, span tiers.Span, w window
 				return nil, errRolledUpWithoutExtras
 			}
 		case w.sketch:
-			if _, ok := it.Row.Quantile(0.5); !ok {
+			if it.Row.X == nil || !it.Row.X.HasSketch() {
 				return nil, errRolledUpWithoutExtras
 			}
 			pts = append(pts, w.sample(it))

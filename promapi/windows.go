@@ -281,6 +281,10 @@ func interpolatedQuantile(r tiers.Row, phi float64) float64 {
 	if n <= 1 {
 		return r.Min
 	}
+	sk, ok := r.QuantileSketch()
+	if !ok {
+		return math.NaN()
+	}
 	rank := phi * float64(n-1)
 	lo := int64(math.Floor(rank))
 	hi := min(lo+1, n-1)
@@ -293,7 +297,7 @@ func interpolatedQuantile(r tiers.Row, phi float64) float64 {
 		}
 		// The middle of the k-th point's rank: a sketch counts a rank in
 		// the bin whose points reach past it.
-		v, _ := r.Quantile((float64(k) + 0.5) / float64(n-1))
+		v, _ := sk.Quantile((float64(k) + 0.5) / float64(n-1))
 		return min(max(v, r.Min), r.Max)
 	}
 	vlo := at(lo)

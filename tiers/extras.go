@@ -193,22 +193,33 @@ func (x *Extras) Detach(r Row) *Extras {
 // its sketch, or false when the sketch is unknown (the row was written
 // before rollups kept sketches, or was read without extras).
 func (r Row) Quantile(q float64) (float64, bool) {
-	if r.X == nil || r.Count == 0 {
+	s, ok := r.QuantileSketch()
+	if !ok {
 		return math.NaN(), false
+	}
+	return s.Quantile(q)
+}
+
+// QuantileSketch returns the window's sketch, decoded once for a reader
+// that asks it several quantiles, or false when it is unknown (see
+// Quantile). The sketch must not be changed: it may be the row's own.
+func (r Row) QuantileSketch() (*quantile.Sketch, bool) {
+	if r.X == nil || r.Count == 0 {
+		return nil, false
 	}
 	switch {
 	case r.X.Live != nil:
-		return r.X.Live.Quantile(q)
+		return r.X.Live, true
 	case r.X.Derived:
-		return quantile.Derive(r.Min, r.Max, r.Count).Quantile(q)
+		return quantile.Derive(r.Min, r.Max, r.Count), true
 	case r.X.Sketch != nil:
 		s, err := quantile.Decode(r.X.Sketch)
 		if err != nil {
-			return math.NaN(), false
+			return nil, false
 		}
-		return s.Quantile(q)
+		return s, true
 	}
-	return math.NaN(), false
+	return nil, false
 }
 
 // MaxExtrasLen bounds the encoding of a row's extras (AppendExtras).

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tsgate/tsgate/testkit/storetest"
 	"github.com/tsgate/tsgate/tiers"
+	"github.com/tsgate/tsgate/tiers/sealed"
 )
 
 // Sealed points expire as their rows would have: a chunk outlives its
@@ -36,7 +37,7 @@ func TestSealedPointsExpireLikeRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Points != len(rows) || rep.Rows != len(rows) || rep.Chunks != 2 {
+	if rep.Points != len(rows) || rep.Rows != len(rows) || rep.Chunks != (len(rows)+sealed.MaxSamples-1)/sealed.MaxSamples {
 		t.Fatalf("seal: %+v", rep)
 	}
 	read := func(k tiers.PartitionKey) []tiers.Row {

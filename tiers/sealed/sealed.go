@@ -1,7 +1,7 @@
 // Package sealed owns the sealed form of a raw partition: its points as a
-// few compressed chunks — timestamps delta-of-delta, values XOR, in
-// Prometheus' XOR chunk encoding (tsdb/chunkenc) — instead of one row per
-// point, and the read that merges a partition's chunks with the rows it
+// few compressed chunks — timestamps delta-of-delta, decimal values as
+// Rice-coded integer differences, other values XOR in Prometheus' chunk
+// encoding (tsdb/chunkenc) — instead of one row per point, and the read that merges a partition's chunks with the rows it
 // still holds.
 //
 // A store seals a partition once no more on-time points can land in it: it
@@ -29,11 +29,14 @@ import (
 
 // MaxSamples bounds the points of one chunk. Prometheus cuts its chunks at
 // 120 samples so that a query decodes little it does not need; a sealed
-// chunk is also a stored record with a key of tens of bytes, so it holds
-// twice that, which keeps the key's share of a point's cost small while a
-// read of a short span still decodes at most a few hundred points it
-// throws away.
-const MaxSamples = 240
+// chunk is also a stored record, with a key of tens of bytes and a head of
+// 24 (expiry, retention, last time) and 15 (the chunk's own header), which
+// at a point's 1.3 bytes is a large share of a short chunk: two chunks of
+// an hour at 10 s (240 and 120 points) cost 0.3 bytes a point on top. A
+// chunk decodes at some 25–30 ns a point (BenchmarkDecodeChunk) and a read
+// stops at the end of its span, so a chunk holds an hour at 10 s whole,
+// and a read of a short span throws away at most some 30 µs of decoding.
+const MaxSamples = 1024
 
 // Chunk is one encoded run of points, ascending by time.
 type Chunk struct {
@@ -48,6 +51,9 @@ type Chunk struct {
 // Span returns [First, Last+1).
 func (c Chunk) Span() tiers.Span { return tiers.Span{From: c.First, To: c.Last + 1} }
 
+// xorFormat is the format byte of an XOR chunk of values as they are.
+const xorFormat = 0
+
 // maxDigits is the most decimal digits a chunk's values are scaled by.
 const maxDigits = 6
 
@@ -56,12 +62,15 @@ var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6}
 
 // digits returns the fewest decimal digits d such that every value v of
 // points is round(v·10^d)/10^d bit for bit, an integer below 2^52 once
-// scaled, or -1 when there is none (NaN, such as a stale marker, and
+// scaled, or -1 when there is none (NaN, such as a stale marker, −0 and
 // values with more digits).
 func digits(points []tiers.Row) int {
 	d := 0
 	for _, p := range points {
 		v := p.Value()
+		if v == 0 && math.Signbit(v) {
+			return -1 // an integer has no negative zero
+		}
 		for ; d <= maxDigits; d++ {
 			x := math.Round(v * pow10[d])
 			if math.Abs(x) < 1<<52 && math.Float64bits(x/pow10[d]) == math.Float64bits(v) {
@@ -91,41 +100,43 @@ func digits(points []tiers.Row) int {
 // keeps the points whose time maps to it (tiers.EventBucket).
 //
 // A chunk's data is one byte of format, one byte of event buckets, then
-// the XOR chunk. Values that
-// are decimals of a few digits, as most exporters print them, have a full
-// 52-bit mantissa of noise as float64s, which XOR encodes poorly; when all
-// of a chunk's values are, the chunk holds them scaled to integers (format
-// 1+d for d digits), whose float64 mantissas end in zeros that XOR drops,
-// and a read divides them back, bit for bit. Format 0 holds the values as
-// they are.
+// the points. Values that are decimals of a few digits, as most exporters
+// print them, are held as integers in the decimal format (rice.go, format
+// decimalFormat+d for d digits), which a read divides back bit for bit;
+// other values (more digits, NaN such as a stale marker) are held as they
+// are in an XOR chunk of Prometheus' encoding (format xorFormat). Stores
+// sealed before the decimal format hold formats 1+d: XOR chunks of
+// decimal values scaled to integers; Decode still reads them.
 func Encode(points []tiers.Row, eventBuckets int) ([]Chunk, error) {
 	if eventBuckets < 1 || eventBuckets > tiers.MaxEventBuckets {
 		return nil, fmt.Errorf("sealed: %d event buckets", eventBuckets)
 	}
 	var out []Chunk
 	for part := range slices.Chunk(points, MaxSamples) {
-		d := digits(part)
-		c := chunkenc.NewXORChunk()
-		app, err := c.Appender()
-		if err != nil {
-			return nil, fmt.Errorf("sealed: %w", err)
-		}
-		for i, p := range part {
-			if i > 0 && p.T <= part[i-1].T {
-				return nil, fmt.Errorf("sealed: points out of order at %d", p.T)
+		for i := 1; i < len(part); i++ {
+			if part[i].T <= part[i-1].T {
+				return nil, fmt.Errorf("sealed: points out of order at %d", part[i].T)
 			}
-			v := p.Value()
-			if d >= 0 {
-				v = math.Round(v * pow10[d])
-			}
-			app.Append(0, p.T, v)
 		}
 		if len(out) > 0 && part[0].T <= out[len(out)-1].Last {
 			return nil, fmt.Errorf("sealed: points out of order at %d", part[0].T)
 		}
-		data := make([]byte, 2, 2+len(c.Bytes()))
-		data[0], data[1] = byte(d+1), byte(eventBuckets)
-		out = append(out, Chunk{First: part[0].T, Last: part[len(part)-1].T, Count: len(part), Data: append(data, c.Bytes()...)})
+		d := digits(part)
+		var data []byte
+		if d >= 0 {
+			data = encodeDecimal([]byte{byte(decimalFormat + d), byte(eventBuckets)}, part, d)
+		} else {
+			c := chunkenc.NewXORChunk()
+			app, err := c.Appender()
+			if err != nil {
+				return nil, fmt.Errorf("sealed: %w", err)
+			}
+			for _, p := range part {
+				app.Append(0, p.T, p.Value())
+			}
+			data = append([]byte{xorFormat, byte(eventBuckets)}, c.Bytes()...)
+		}
+		out = append(out, Chunk{First: part[0].T, Last: part[len(part)-1].T, Count: len(part), Data: data})
 	}
 	return out, nil
 }
@@ -141,15 +152,24 @@ const AllEventBuckets = -1
 // rows would have) and that belong to the partition eventBucket of the
 // bucket (every point with AllEventBuckets), in ascending time order.
 func Decode(dst []tiers.Row, data []byte, span tiers.Span, oldest int64, eventBucket int) ([]tiers.Row, error) {
-	// A format byte, the event buckets, then the XOR chunk, whose
-	// two-byte header is its sample count; chunkenc indexes it without a
-	// check.
-	if len(data) < 4 || int(data[0]) > maxDigits+1 || data[1] < 1 || int(data[1]) > tiers.MaxEventBuckets {
+	if len(data) < 3 || data[1] < 1 || int(data[1]) > tiers.MaxEventBuckets {
 		return dst, fmt.Errorf("%w: %d bytes", ErrCorrupt, len(data))
 	}
 	n := int(data[1])
 	filter := n > 1 && eventBucket != AllEventBuckets
-	scaled, scale := data[0] > 0, 1.0
+	from := max(span.From, oldest)
+	keep := func(t int64) bool {
+		return t >= from && t < span.To && (!filter || tiers.EventBucket(t, n) == eventBucket)
+	}
+	if f := data[0]; f >= decimalFormat && f <= decimalFormat+maxDigits {
+		return decodeDecimal(dst, data[2:], pow10[f-decimalFormat], span.To, keep)
+	}
+	// An XOR chunk's two-byte header is its sample count; chunkenc
+	// indexes it without a check.
+	if len(data) < 4 || int(data[0]) > maxDigits+1 {
+		return dst, fmt.Errorf("%w: format %d, %d bytes", ErrCorrupt, data[0], len(data))
+	}
+	scaled, scale := data[0] > xorFormat, 1.0
 	if scaled {
 		scale = pow10[data[0]-1]
 	}
@@ -157,14 +177,20 @@ func Decode(dst []tiers.Row, data []byte, span tiers.Span, oldest int64, eventBu
 	if err != nil {
 		return dst, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	from := max(span.From, oldest)
 	it := c.Iterator(nil)
+	last, seen := int64(0), false
 	for vt := it.Seek(from); vt == chunkenc.ValFloat; vt = it.Next() {
 		t, v := it.At()
 		if t >= span.To {
 			break
 		}
-		if t >= from && (!filter || tiers.EventBucket(t, n) == eventBucket) {
+		// chunkenc decodes whatever bits it is given; a chunk whose times
+		// do not ascend was never written by Encode.
+		if seen && t <= last {
+			return dst, fmt.Errorf("%w: times out of order", ErrCorrupt)
+		}
+		last, seen = t, true
+		if keep(t) {
 			if scaled {
 				v /= scale
 			}

@@ -1,9 +1,14 @@
 package query
 
 import (
+	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tsgate/tsgate/quantile"
+	"github.com/tsgate/tsgate/tiers"
 )
 
 func TestParseAggs(t *testing.T) {
@@ -91,6 +96,78 @@ func FuzzParseAggs(f *testing.F) {
 		back, err := ParseAggs(FormatAggs(aggs))
 		if err != nil || !slices.Equal(back, aggs) {
 			t.Fatalf("ParseAggs(FormatAggs(%v)) = %v, %v", aggs, back, err)
+		}
+	})
+}
+
+// rowsWithSketches are windows whose sketch is stored, derived, live or
+// unknown.
+func rowsWithSketches(t testing.TB) []tiers.Row {
+	r := rand.New(rand.NewPCG(4, 2))
+	var rows []tiers.Row
+	for kind := range 4 {
+		s := quantile.New()
+		row := tiers.Row{T: int64(kind), Min: math.Inf(1), Max: math.Inf(-1)}
+		for range 1 + r.IntN(500) {
+			v := math.Exp(r.NormFloat64() * 2)
+			s.Add(v)
+			row.Min, row.Max, row.Sum, row.Count = min(row.Min, v), max(row.Max, v), row.Sum+v, row.Count+1
+		}
+		switch kind {
+		case 0:
+			row.X = &tiers.Extras{Sketch: s.AppendBinary(nil)}
+		case 1:
+			row.X = &tiers.Extras{Derived: true}
+		case 2:
+			row.X = &tiers.Extras{Live: s}
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// RowAggs answers every aggregate as Agg.Of does, bit for bit.
+func TestRowAggsAsAggOf(t *testing.T) {
+	aggs := []Agg{Min, Max, Sum, Count, Avg}
+	for _, name := range []string{"p50", "p90", "p99", "p999", "p12.345"} {
+		a, ok := parseAgg(name)
+		if !ok {
+			t.Fatal(name)
+		}
+		aggs = append(aggs, a)
+	}
+	for _, row := range rowsWithSketches(t) {
+		ra := AggsOf(row)
+		for _, a := range aggs {
+			if got, want := ra.Of(a), a.Of(row); math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("row %d, %v: %v, Agg.Of says %v", row.T, a, got, want)
+			}
+		}
+	}
+}
+
+// BenchmarkPercentileColumns computes the columns of agg=p50,p90,p99 of
+// a window with a stored sketch: once per column, and once per window.
+func BenchmarkPercentileColumns(b *testing.B) {
+	row := rowsWithSketches(b)[0]
+	var aggs []Agg
+	for _, name := range []string{"p50", "p90", "p99"} {
+		a, _ := parseAgg(name)
+		aggs = append(aggs, a)
+	}
+	b.Run("decode-per-column", func(b *testing.B) {
+		for b.Loop() {
+			for _, a := range aggs {
+				_ = a.Of(row)
+			}
+		}
+	})
+	b.Run("decode-per-window", func(b *testing.B) {
+		for b.Loop() {
+			ra := AggsOf(row)
+			for _, a := range aggs {
+				_ = ra.Of(a)
+			}
 		}
 	})
 }

@@ -697,12 +697,13 @@ func (h *Head) AppendItem(b []byte, it Item) []byte {
 	}
 	b = append(b, '[')
 	b = jsonenc.AppendInt(b, it.T)
+	aggs := AggsOf(it.Row)
 	for _, a := range h.Aggs {
 		b = append(b, ',')
 		if a == Count {
 			b = jsonenc.AppendInt(b, it.Row.Count)
 		} else {
-			b = jsonenc.AppendFloat(b, a.Of(it.Row))
+			b = jsonenc.AppendFloat(b, aggs.Of(a))
 		}
 	}
 	return append(b, ']')

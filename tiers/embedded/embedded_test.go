@@ -303,8 +303,12 @@ func TestOpenRefusesADirectoryInUse(t *testing.T) {
 }
 
 // TestMain lets the test binary hold a store open in a child process, for
-// the test of a directory locked by another process.
+// the test of a directory locked by another process, and write and seal
+// in one until it is killed (seal_crash_test.go).
 func TestMain(m *testing.M) {
+	if dir := os.Getenv("TSGATE_TEST_SEAL_CRASH_DIR"); dir != "" {
+		sealCrashChild(dir)
+	}
 	if dir := os.Getenv("TSGATE_TEST_HOLD_DIR"); dir != "" {
 		s, err := Open(dir, Options{Now: storetest.Start})
 		if err != nil {

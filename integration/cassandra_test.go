@@ -37,6 +37,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "integration: CASSANDRA_HOSTS is not set; run `make test` or set it to host:port of a Cassandra cluster")
 		os.Exit(1)
 	}
+	if ks := os.Getenv(sealCrashKeyspaceEnv); ks != "" {
+		sealCrashChild(ks)
+	}
 	if err := waitForCluster(connectWait); err != nil {
 		fmt.Fprintf(os.Stderr, "integration: Cassandra at %s is not reachable after %s: %v\n", strings.Join(hosts, ","), connectWait, err)
 		os.Exit(1)

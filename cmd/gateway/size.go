@@ -17,6 +17,7 @@ func (m Main) size(_ context.Context, args []string) error {
 	rule := sizing.DefaultRule()
 	var rate, rowBytes, target string = "", "30", "50MB"
 	extrasBytes := "400"
+	sealedPointBytes := sizing.SealedPointBytes
 	err := m.parseFlags("size", args, func(fs *flag.FlagSet) {
 		c.registerStoreFlags(fs) // --tiers: the pyramid to size
 		fs.StringVar(&rate, "rate", rate, "points per second of one series (10/s, 600/m, 2/h)")
@@ -24,6 +25,8 @@ func (m Main) size(_ context.Context, args []string) error {
 		fs.StringVar(&target, "target", target, "partition size to aim at (the design aims at 10-100MB)")
 		fs.StringVar(&extrasBytes, "extras-bytes", extrasBytes,
 			fmt.Sprintf("mean stored bytes of a rollup row's quantile sketch and counter summary (docs/benchmarks.md: 26-106 B for 10 s gauges, 39-729 B for heavy-tailed latencies, minute to day rows; at most %d)", tiers.MaxExtrasLen))
+		fs.Float64Var(&sealedPointBytes, "sealed-point-bytes", sealedPointBytes,
+			"stored bytes of one sealed raw point (docs/benchmarks.md: 1.5-1.6 for decimal gauges, up to about 10 for values with a full float64 mantissa)")
 		fs.Int64Var(&rule.MaxRows, "max-rows", rule.MaxRows, "rows one partition may hold whatever their size (Cassandra guidance: about 100,000)")
 		fs.IntVar(&rule.MaxEventBuckets, "max-event-buckets", rule.MaxEventBuckets, "partitions one raw bucket may be split into")
 	})
@@ -49,6 +52,9 @@ func (m Main) size(_ context.Context, args []string) error {
 		if rule.ExtrasBytes > tiers.MaxExtrasLen {
 			return fmt.Errorf("--extras-bytes: a rollup row's extras take at most %d B", tiers.MaxExtrasLen)
 		}
+	}
+	if !(sealedPointBytes > 0 && sealedPointBytes <= 16) {
+		return fmt.Errorf("--sealed-point-bytes: %v is not a size of a sealed point (more than 0, at most 16)", sealedPointBytes)
 	}
 	if err := c.Finish(); err != nil {
 		return err
@@ -80,6 +86,11 @@ func (m Main) size(_ context.Context, args []string) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(plan) > 0 && ts[0].Step == 0 {
+		sz := sizing.SealedBucket(rule.Rate, plan[0].BucketWidth, sealedPointBytes)
+		fmt.Fprintf(m.Stdout, "\na sealed raw bucket (points_raw_chunks, once final): %.0f points in %.0f chunks, %s at %.2g B a point\n",
+			sz.Points, sz.Chunks, sizing.FormatBytes(sz.Bytes), sealedPointBytes)
 	}
 	fmt.Fprintf(m.Stdout, "\nas flags for a new store: %s\n", strings.Join(flags, " "))
 	fmt.Fprintln(m.Stdout, "for one series of an existing store: PUT /v1/admin/series/{id}/layout with the raw tier's values")

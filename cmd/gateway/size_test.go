@@ -16,7 +16,10 @@ func TestSizePrintsTheRuleForEachTier(t *testing.T) {
 	// 10/s × 2h × 30 B: 72,000 rows, 2.16 MB (see sizing's hand-computed
 	// cases). A minute row: 30 + 24 B and 400 B of extras by default,
 	// 2,048 at most: 43,200 × 454 B = 19.6 MB, × 2,102 B = 90.8 MB.
-	for _, want := range []string{`raw\s+2h\s+1\s+72000\s+2\.2 MB\s+2\.2 MB`, `minute\s+30d\s+1\s+43200\s+19\.6 MB\s+90\.8 MB`, `hour\s+365d\s+1\s+8760\s+4\.0 MB\s+18\.4 MB`, `day\s+365d\s+1\s+365`, `--raw-bucket 2h --raw-event-buckets 1`, `400 B of quantile sketch`} {
+	for _, want := range []string{`raw\s+2h\s+1\s+72000\s+2\.2 MB\s+2\.2 MB`, `minute\s+30d\s+1\s+43200\s+19\.6 MB\s+90\.8 MB`, `hour\s+365d\s+1\s+8760\s+4\.0 MB\s+18\.4 MB`, `day\s+365d\s+1\s+365`, `--raw-bucket 2h --raw-event-buckets 1`, `400 B of quantile sketch`,
+		// Sealed: 72,000 points in ⌈72,000 / 1,024⌉ = 71 chunks,
+		// 72,000 × 1.6 + 71 × 80 = 120,880 B.
+		`sealed raw bucket .*: 72000 points in 71 chunks, 120\.9 KB at 1\.6 B a point`} {
 		if !regexp.MustCompile(want).MatchString(out.String()) {
 			t.Errorf("output lacks %s:\n%s", want, out.String())
 		}
@@ -30,7 +33,7 @@ func TestSizePrintsTheRuleForEachTier(t *testing.T) {
 	if want := `minute\s+30d\s+1\s+43200\s+2\.3 MB\s+90\.8 MB`; !regexp.MustCompile(want).MatchString(out.String()) {
 		t.Errorf("output lacks %s:\n%s", want, out.String())
 	}
-	for _, bad := range [][]string{{"size"}, {"size", "--rate", "fast"}, {"size", "--rate", "10/s", "--target", "huge"}, {"size", "--rate", "10/s", "--extras-bytes", "3KiB"}} {
+	for _, bad := range [][]string{{"size"}, {"size", "--rate", "fast"}, {"size", "--rate", "10/s", "--target", "huge"}, {"size", "--rate", "10/s", "--extras-bytes", "3KiB"}, {"size", "--rate", "10/s", "--sealed-point-bytes", "0"}} {
 		out := &lockedBuffer{}
 		m := Main{Stdout: out, Stderr: out, LookupEnv: func(string) (string, bool) { return "", false }}
 		if code := m.Run(context.Background(), bad); code == 0 || !strings.Contains(out.String(), "--") {

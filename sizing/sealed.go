@@ -1,0 +1,33 @@
+package sizing
+
+import (
+	"math"
+
+	"github.com/tsgate/tsgate/tiers/sealed"
+)
+
+// SealedPointBytes is what a sealed raw point costs on disk when its values
+// are decimals of a few digits, as exporters print them: 1.53 B on the
+// embedded store and 1.62 B on Cassandra for 10 s gauges with three
+// decimals (docs/benchmarks.md, "Sealed raw buckets"). Values with a full
+// float64 mantissa are sealed as XOR chunks and cost up to some 10 B.
+const SealedPointBytes = 1.6
+
+// ChunkOverheadBytes is what a sealed chunk costs besides its points: its
+// record's key and the heads of its value and of its encoding.
+const ChunkOverheadBytes = 80
+
+// Sealed is the size of one series' raw bucket once sealed: its points
+// as chunks of at most sealed.MaxSamples points, in one partition of the
+// chunk table (a bucket's event buckets are sealed together).
+type Sealed struct {
+	Points, Chunks, Bytes float64
+}
+
+// SealedBucket sizes a sealed raw bucket of width milliseconds of points
+// at rate per second, each costing pointBytes.
+func SealedBucket(rate float64, width int64, pointBytes float64) Sealed {
+	points := rate * float64(width) / 1000
+	chunks := math.Ceil(points / sealed.MaxSamples)
+	return Sealed{Points: points, Chunks: chunks, Bytes: points*pointBytes + chunks*ChunkOverheadBytes}
+}

@@ -179,7 +179,7 @@ func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
 				continue
 			}
 			g.Go(func() error {
-				r, err := w.sealSeries(gctx, info.ID, from-w.cfg.Revisit.Milliseconds(), cutoff)
+				r, err := w.sealSeries(gctx, info.ID, from-w.cfg.Revisit.Milliseconds(), cutoff, cutoff)
 				buckets.Add(r.Buckets)
 				points.Add(r.Points)
 				chunks.Add(r.Chunks)
@@ -206,8 +206,47 @@ func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
 	return rep, nil
 }
 
-// sealSeries seals the series' raw buckets that end in (from, cutoff].
-func (w *Worker) sealSeries(ctx context.Context, id string, from, cutoff int64) (Report, error) {
+// SealSpans seals, now, the final raw buckets that hold a point of one of
+// spans (a series' ID, First and Last), whether sealed before or not: an
+// import that wrote into buckets the worker has passed hands it what it
+// wrote, so that those buckets hold chunks again rather than rows merged
+// over them until they expire. Buckets not final yet are left to the
+// worker's runs.
+func (w *Worker) SealSpans(ctx context.Context, spans []tiers.SeriesInfo) (Report, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	start := w.now()
+	cutoff := w.Cutoff(start)
+	oldest := w.raw.OldestAvailable(start.UnixMilli())
+	rep := Report{From: oldest, To: cutoff}
+	var buckets, points, chunks atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(w.cfg.Parallelism)
+	for _, sp := range spans {
+		first := max(sp.First, oldest)
+		if first >= cutoff || sp.Last < first {
+			continue
+		}
+		g.Go(func() error {
+			r, err := w.sealSeries(gctx, sp.ID, first-1, cutoff, sp.Last+1)
+			buckets.Add(r.Buckets)
+			points.Add(r.Points)
+			chunks.Add(r.Chunks)
+			return err
+		})
+	}
+	err := g.Wait()
+	rep.Buckets, rep.Points, rep.Chunks = buckets.Load(), points.Load(), chunks.Load()
+	rep.Elapsed = w.now().Sub(start)
+	if err != nil {
+		w.metrics.failed()
+	}
+	return rep, err
+}
+
+// sealSeries seals the series' raw buckets that end in (from, cutoff] and
+// begin before to.
+func (w *Worker) sealSeries(ctx context.Context, id string, from, cutoff, to int64) (Report, error) {
 	var rep Report
 	info, err := w.store.LookupSeries(ctx, id)
 	if errors.Is(err, tiers.ErrNotFound) {
@@ -222,7 +261,7 @@ func (w *Worker) sealSeries(ctx context.Context, id string, from, cutoff int64) 
 	}
 	// The bucket holding from ends after it: it is the first to seal, and
 	// its points may all lie before from.
-	span := tiers.Span{From: max(layout.BucketOf(from).Start, info.First), To: min(cutoff, info.Last+1)}
+	span := tiers.Span{From: max(layout.BucketOf(from).Start, info.First), To: min(cutoff, info.Last+1, to)}
 	for b := range layout.Buckets(span, false) {
 		if b.End > cutoff || b.End <= from {
 			continue

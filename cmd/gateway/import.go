@@ -26,6 +26,7 @@ import (
 	"github.com/tsgate/tsgate/gateway"
 	"github.com/tsgate/tsgate/ingest"
 	"github.com/tsgate/tsgate/rollup"
+	"github.com/tsgate/tsgate/seal"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -39,6 +40,7 @@ type importConfig struct {
 	checkpoint string
 	resume     bool
 	rollups    bool
+	seal       bool
 	progress   time.Duration
 	cpuProfile string
 }
@@ -79,7 +81,7 @@ func (m Main) importCmd(ctx context.Context, args []string) error {
 		defer debug.SetGCPercent(debug.SetGCPercent(400))
 	}
 	c := defaultServeConfig()
-	ic := importConfig{format: "auto", batch: 5000, parallel: 8, rollups: true, progress: time.Second}
+	ic := importConfig{format: "auto", batch: 5000, parallel: 8, rollups: true, seal: true, progress: time.Second}
 	fs := flag.NewFlagSet("gateway import", flag.ContinueOnError)
 	// Errors are printed below, once, with the hint; help goes to stdout.
 	fs.SetOutput(io.Discard)
@@ -108,6 +110,7 @@ flags:
 	fs.StringVar(&ic.checkpoint, "checkpoint", "", "file recording how far the input is written (default: FIRST-FILE.import-checkpoint; required to resume stdin)")
 	fs.BoolVar(&ic.resume, "resume", false, "continue after the last acknowledged batch of the checkpoint")
 	fs.BoolVar(&ic.rollups, "rollups", ic.rollups, "with the store: run the pending rollups at the end")
+	fs.BoolVar(&ic.seal, "seal", ic.seal, "with the store: seal the final raw buckets the import wrote into at the end, those sealed before included (a resumed import seals what the resumed run wrote)")
 	fs.StringVar(&ic.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole import to this file (go tool pprof reads it)")
 	gateway.DurationVar(fs, &ic.progress, "progress-interval", "how often the progress line is updated")
 	if err := flagconf.Parse(fs, args, "GATEWAY_", "config", m.LookupEnv); err != nil {
@@ -160,7 +163,7 @@ flags:
 		if err := c.Validate(); err != nil {
 			return err
 		}
-		s, done, err := m.storeImportSink(ctx, c.Config, ic.rollups)
+		s, done, err := m.storeImportSink(ctx, c.Config, ic.rollups, ic.seal)
 		if err != nil {
 			return err
 		}
@@ -222,7 +225,7 @@ func (m Main) importInputs(names []string, format string) ([]importInput, error)
 
 // storeImportSink assembles the gateway over the configured store, as
 // serve does, and imports through its importer.
-func (m Main) storeImportSink(ctx context.Context, c gateway.Config, runRollups bool) (*storeSink, func(), error) {
+func (m Main) storeImportSink(ctx context.Context, c gateway.Config, runRollups, runSeal bool) (*storeSink, func(), error) {
 	log := slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	// Nothing reads through the partition cache here.
 	c.CacheBytes = 0
@@ -235,29 +238,83 @@ func (m Main) storeImportSink(ctx context.Context, c gateway.Config, runRollups 
 			fmt.Fprintf(m.Stderr, "gateway import: closing the store: %v\n", err)
 		}
 	}
-	return &storeSink{Importer: g.Importer, worker: g.Rollups, rollups: runRollups, stderr: m.Stderr}, closeStore, nil
+	sink := &storeSink{Importer: g.Importer, worker: g.Rollups, rollups: runRollups, stderr: m.Stderr}
+	if runSeal {
+		sink.sealer = g.Sealer // nil for a store that does not seal
+	}
+	return sink, closeStore, nil
 }
 
 type storeSink struct {
 	*ingest.Importer
 	worker  *rollup.Worker
 	rollups bool
+	sealer  *seal.Worker
 	stderr  io.Writer
+
+	mu    sync.Mutex
+	spans map[string]tiers.SeriesInfo // what was written, by series
 }
 
-// finish rolls up the raw points' windows, as a gateway's worker would.
+// ImportBatch imports a batch and notes, when the import ends with a seal,
+// the times each series got.
+func (s *storeSink) ImportBatch(ctx context.Context, b ingest.Batch) (ingest.ImportResult, error) {
+	res, err := s.Importer.ImportBatch(ctx, b)
+	if err == nil && s.sealer != nil {
+		s.note(b.Points)
+	}
+	return res, err
+}
+
+// note widens the spans of the points' series. Input runs through one
+// series at a time, so the map is touched once per run, not per point.
+func (s *storeSink) note(points []ingest.Point) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.spans == nil {
+		s.spans = map[string]tiers.SeriesInfo{}
+	}
+	for i := 0; i < len(points); {
+		id, first, last := points[i].Series, points[i].T, points[i].T
+		j := i + 1
+		for ; j < len(points) && points[j].Series == id; j++ {
+			first, last = min(first, points[j].T), max(last, points[j].T)
+		}
+		sp, ok := s.spans[id]
+		if !ok {
+			sp = tiers.SeriesInfo{ID: id, First: first, Last: last}
+		}
+		sp.First, sp.Last = min(sp.First, first), max(sp.Last, last)
+		s.spans[id] = sp
+		i = j
+	}
+}
+
+// finish rolls up the raw points' windows, as a gateway's worker would,
+// then seals the final raw buckets the import wrote into: those the seal
+// worker has passed would otherwise keep their new points as rows merged
+// over their chunks until they expire.
 func (s *storeSink) finish(ctx context.Context) error {
-	if !s.rollups {
+	if s.rollups {
+		// A forced run takes the whole backlog of the rollup log.
+		rep, err := s.worker.RunOnce(ctx, true)
+		if err != nil {
+			return fmt.Errorf("rollups: %w", err)
+		}
+		if rep.Slots > 0 {
+			fmt.Fprintf(s.stderr, "import: rolled up %v\n", rep.Windows)
+		}
+	}
+	if s.sealer == nil || len(s.spans) == 0 {
 		return nil
 	}
-	// A forced run takes the whole backlog of the rollup log.
-	rep, err := s.worker.RunOnce(ctx, true)
+	spans := slices.Collect(maps.Values(s.spans))
+	rep, err := s.sealer.SealSpans(ctx, spans)
 	if err != nil {
-		return fmt.Errorf("rollups: %w", err)
+		return fmt.Errorf("seal: %w", err)
 	}
-	if rep.Slots > 0 {
-		fmt.Fprintf(s.stderr, "import: rolled up %v\n", rep.Windows)
-	}
+	fmt.Fprintf(s.stderr, "import: sealed %d raw buckets (%d points in %d chunks) in %v\n",
+		rep.Buckets, rep.Points, rep.Chunks, rep.Elapsed.Round(time.Millisecond))
 	return nil
 }
 

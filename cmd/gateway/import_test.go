@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -219,6 +221,71 @@ func TestImportFilesAndStdinIntoTheStore(t *testing.T) {
 	code, out = runMain(t, nil, "import", "--data-dir", t.TempDir(), bad)
 	if code == 0 || !strings.Contains(out, "line 3 v: must be a finite number") {
 		t.Fatalf("bad input: exit %d:\n%s", code, out)
+	}
+}
+
+// An import seals the final raw buckets it wrote into, those sealed before
+// included: after a first import and a second one into the same buckets,
+// every bucket holds chunks only (sealing it again finds no row) and reads
+// back the union of both imports.
+func TestImportSealsTheBucketsItWrote(t *testing.T) {
+	dir := t.TempDir()
+	h := newHistory(testClock().UnixMilli())
+	first := h.series[0] // raw: a day of 30 s points, 24 hourly buckets
+	second := histSeries{id: first.id, level: first.level}
+	for _, p := range first.points {
+		second.points = append(second.points, ingest.Point{Series: p.Series, T: p.T + 15*tiers.Second, V: p.V + 0.5})
+	}
+	data := filepath.Join(dir, "data")
+	for i, s := range []histSeries{first, second} {
+		code, out := runMain(t, strings.NewReader(history{series: []histSeries{s}}.ndjson(0)), "import", "--data-dir", data, "--format", "ndjson", "--checkpoint", filepath.Join(dir, "cp"))
+		if code != 0 {
+			t.Fatalf("import %d: exit %d:\n%s", i+1, code, out)
+		}
+		// Each import folds its own 2,880 rows into the 24 buckets' chunks.
+		if want := fmt.Sprintf("import: sealed 24 raw buckets (%d points in 24 chunks)", len(s.points)); !strings.Contains(out, want) {
+			t.Fatalf("import %d does not say %q:\n%s", i+1, want, out)
+		}
+	}
+	store, err := embedded.Open(data, embedded.Options{Now: testClock, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ctx := context.Background()
+	raw := tiers.DefaultPyramid().Raw()
+	span := tiers.Span{From: first.points[0].T, To: second.points[len(second.points)-1].T + 1}
+	var got []tiers.Row
+	for b := range raw.DefaultLayout().Buckets(span, false) {
+		for eb := range b.EventBuckets {
+			rows, _, err := storetest.ReadAll(store.Read(ctx, tiers.ReadRequest{Key: tiers.PartitionKey{Table: tiers.TableRaw, Series: first.id, Bucket: b.Start, EventBucket: eb}, Span: span, PageSize: 1000}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, rows...)
+		}
+		rep, err := store.SealBucket(ctx, first.id, b.Start, b.EventBuckets, raw.Retention)
+		if err != nil || rep.Rows != 0 {
+			t.Fatalf("bucket %d after the imports: %+v, %v; want no row left to seal", b.Start, rep, err)
+		}
+	}
+	slices.SortFunc(got, func(a, b tiers.Row) int { return cmp.Compare(a.T, b.T) })
+	if len(got) != len(first.points)+len(second.points) {
+		t.Fatalf("%d points read back, %d imported", len(got), len(first.points)+len(second.points))
+	}
+	for i, p := range got {
+		want := first.points[i/2]
+		if i%2 == 1 {
+			want = second.points[i/2]
+		}
+		if p.T != want.T || p.Value() != want.V {
+			t.Fatalf("point %d: %d=%v, want %d=%v", i, p.T, p.Value(), want.T, want.V)
+		}
+	}
+	// Without --seal the buckets keep the rows an import writes.
+	code, out := runMain(t, strings.NewReader(history{series: []histSeries{second}}.ndjson(0)), "import", "--data-dir", t.TempDir(), "--format", "ndjson", "--seal=false", "--checkpoint", filepath.Join(dir, "cp2"))
+	if code != 0 || strings.Contains(out, "sealed") {
+		t.Fatalf("--seal=false: exit %d:\n%s", code, out)
 	}
 }
 

@@ -150,9 +150,13 @@ type encoder interface {
 	Reset(io.Writer)
 }
 
+// The encoders' levels: gzip at its fastest, since an answer is compressed
+// on the read's own path and gzip's default level took twice the CPU for
+// 9 % fewer bytes (BenchmarkCompressedPage); zstd at its default, whose
+// fastest level saved a tenth of the time for 23 % more bytes.
 var (
 	gzipPool = sync.Pool{New: func() any {
-		w, _ := gzip.NewWriterLevel(nil, gzip.DefaultCompression)
+		w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
 		return w
 	}}
 	zstdPool = sync.Pool{New: func() any {

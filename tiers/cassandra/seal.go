@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tsgate/tsgate/tiers"
 	"github.com/tsgate/tsgate/tiers/sealed"
@@ -199,40 +200,50 @@ func (s *Store) SealBucket(ctx context.Context, series string, bucket int64, eve
 	now := s.now().UnixMilli()
 	args := func(eb int) []any { return []any{series, bucket, int16(eb)} }
 
-	// The chunks, with the time of the newest write and the oldest seal.
+	// The chunks, with the time of the newest write and the oldest seal,
+	// and each partition's rows, with its newest write time: independent
+	// reads, made at once, so that a seal costs three round trips in
+	// sequence (the reads, the batch of chunks, the deletes) rather than
+	// one per partition.
 	var old []tiers.Row
 	var newest, sealedAt int64 = math.MinInt64, math.MaxInt64
-	{
-		iter := s.read(session.Query(s.chunks.readAll, args(0)...)).IterContext(ctx)
+	ebRows := make([][]tiers.Row, eventBuckets)
+	written := make([]int64, eventBuckets)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		iter := s.read(session.Query(s.chunks.readAll, args(0)...)).IterContext(gctx)
 		var last, ret, at, wt int64
 		var data []byte
 		for iter.Scan(&last, &ret, &data, &at, &wt) {
+			var err error
 			if old, err = sealed.Decode(old, data, tiers.Span{From: tiers.MinTime, To: tiers.MaxTime}, sealed.Oldest(now, ret), sealed.AllEventBuckets); err != nil {
 				iter.Close()
-				return rep, fmt.Errorf("cassandra: seal %s: %w", what, err)
+				return err
 			}
 			newest, sealedAt = max(newest, wt), min(sealedAt, at)
 		}
-		if err := iter.Close(); err != nil {
-			return rep, fmt.Errorf("cassandra: seal %s: %w", what, wrapCtx(ctx, err))
-		}
-	}
-	// The rows, with the newest write time of each partition.
-	var rows []tiers.Row
-	written := make([]int64, eventBuckets)
-	rowsWritten := int64(math.MinInt64)
+		return wrapCtx(gctx, iter.Close())
+	})
 	for eb := range eventBuckets {
 		written[eb] = math.MinInt64
-		iter := s.read(session.Query(s.chunks.rowsWithTime, args(eb)...)).IterContext(ctx)
-		var t, wt int64
-		var v float64
-		for iter.Scan(&t, &v, &wt) {
-			rows = append(rows, tiers.PointRow(t, v))
-			written[eb] = max(written[eb], wt)
-		}
-		if err := iter.Close(); err != nil {
-			return rep, fmt.Errorf("cassandra: seal %s: %w", what, wrapCtx(ctx, err))
-		}
+		g.Go(func() error {
+			iter := s.read(session.Query(s.chunks.rowsWithTime, args(eb)...)).IterContext(gctx)
+			var t, wt int64
+			var v float64
+			for iter.Scan(&t, &v, &wt) {
+				ebRows[eb] = append(ebRows[eb], tiers.PointRow(t, v))
+				written[eb] = max(written[eb], wt)
+			}
+			return wrapCtx(gctx, iter.Close())
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return rep, fmt.Errorf("cassandra: seal %s: %w", what, err)
+	}
+	var rows []tiers.Row
+	rowsWritten := int64(math.MinInt64)
+	for eb := range eventBuckets {
+		rows = append(rows, ebRows[eb]...)
 		rowsWritten = max(rowsWritten, written[eb])
 	}
 	rep.Points = len(old)
@@ -275,13 +286,17 @@ func (s *Store) SealBucket(ctx context.Context, series string, bucket int64, eve
 	if now-sealedAt < s.cfg.SealedRowsGrace.Milliseconds() {
 		return rep, nil // the rows go once reads that missed the chunks are over
 	}
+	g, gctx = errgroup.WithContext(ctx)
 	for eb, wt := range written {
 		if wt == math.MinInt64 {
 			continue
 		}
-		if err := session.Query(s.chunks.deleteRows, append([]any{wt}, args(eb)...)...).Idempotent(true).ExecContext(ctx); err != nil {
-			return rep, fmt.Errorf("cassandra: seal %s: delete rows: %w", what, wrapCtx(ctx, err))
-		}
+		g.Go(func() error {
+			return wrapCtx(gctx, session.Query(s.chunks.deleteRows, append([]any{wt}, args(eb)...)...).Idempotent(true).ExecContext(gctx))
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return rep, fmt.Errorf("cassandra: seal %s: delete rows: %w", what, err)
 	}
 	return rep, nil
 }

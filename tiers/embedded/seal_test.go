@@ -1,7 +1,11 @@
 package embedded
 
 import (
+	"cmp"
 	"context"
+	"math"
+	"os"
+	"slices"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -65,5 +69,77 @@ func TestSealedPointsExpireLikeRows(t *testing.T) {
 	defer it.Close()
 	if it.First() {
 		t.Fatalf("the sweeper left the expired chunk %x", it.Key())
+	}
+}
+
+// TestReadsChunksSealedBeforeDecimalChunks opens a store sealed by the
+// build before decimal chunks (testdata/before-decimal-chunks: an hour of
+// 10 s gauges with three decimals in two event buckets, sealed as XOR
+// chunks of the values scaled to integers, and the same with a stale
+// marker, sealed as XOR chunks of the values as they are): every point
+// reads back bit for bit; a point written into a bucket afterwards and a
+// new seal turn the bucket into decimal chunks that read the same plus
+// that point.
+func TestReadsChunksSealedBeforeDecimalChunks(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("testdata/before-decimal-chunks")); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir, Options{Now: storetest.Start, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore(t, s)
+	base := tiers.AlignDown(storetest.Start().UnixMilli(), tiers.Hour) - 2*tiers.Hour
+	const retention, ebs = 100 * tiers.Day, 2
+	// The points the store was written with, by the generator that wrote
+	// them.
+	want := func(series string) []tiers.Row {
+		var rows []tiers.Row
+		for i := range 360 {
+			v := math.Round((50+3*math.Sin(float64(i)/10)+float64(i%7)*0.013)*1000) / 1000
+			if series == "old.stale" && i == 100 {
+				v = math.Float64frombits(tiers.StaleNaN)
+			}
+			rows = append(rows, tiers.PointRow(base+int64(i)*10*tiers.Second, v))
+		}
+		return rows
+	}
+	read := func(series string) []tiers.Row {
+		var got []tiers.Row
+		for eb := range ebs {
+			got = append(got, readAll(t, s, tiers.ReadRequest{Key: tiers.PartitionKey{Table: tiers.TableRaw, Series: series, Bucket: base, EventBucket: eb}, Span: tiers.Span{From: base, To: base + tiers.Hour}, PageSize: 50})...)
+		}
+		slices.SortFunc(got, func(a, b tiers.Row) int { return cmp.Compare(a.T, b.T) })
+		return got
+	}
+	same := func(what string, got, want []tiers.Row) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d points, want %d", what, len(got), len(want))
+		}
+		for i := range want {
+			if got[i].T != want[i].T || math.Float64bits(got[i].Sum) != math.Float64bits(want[i].Sum) {
+				t.Fatalf("%s: point %d is %v, want %v", what, i, got[i], want[i])
+			}
+		}
+	}
+	for _, series := range []string{"old.gauge", "old.stale"} {
+		same(series, read(series), want(series))
+		// Nothing is left to seal: the points are in the old chunks.
+		if rep, err := s.SealBucket(ctx, series, base, ebs, retention); err != nil || rep.Rows != 0 {
+			t.Fatalf("%s: seal %+v, %v", series, rep, err)
+		}
+		extra := tiers.PointRow(base+5*tiers.Second, 7.25)
+		if err := s.Write(ctx, []tiers.PartitionWrite{{Key: tiers.PartitionKey{Table: tiers.TableRaw, Series: series, Bucket: base, EventBucket: tiers.EventBucket(extra.T, ebs)}, Retention: retention, Rows: []tiers.Row{extra}}}); err != nil {
+			t.Fatal(err)
+		}
+		if rep, err := s.SealBucket(ctx, series, base, ebs, retention); err != nil || rep.Rows != 1 {
+			t.Fatalf("%s: reseal %+v, %v", series, rep, err)
+		}
+		w := want(series)
+		w = slices.Insert(w, 1, extra)
+		same(series+" resealed", read(series), w)
 	}
 }

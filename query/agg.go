@@ -84,10 +84,11 @@ func (a Agg) String() string {
 // row's sketch (tiers.Row.Quantile), NaN — null in answers — when the
 // window's sketch is unknown (rows written before rollups kept sketches).
 func (a Agg) Of(r tiers.Row) float64 {
+	if a.IsPercentile() {
+		aggs := AggsOf(r)
+		return aggs.Of(a)
+	}
 	switch {
-	case a.IsPercentile():
-		v, _ := r.Quantile(a.Quantile())
-		return v
 	case a == Min:
 		return r.Min
 	case a == Max:

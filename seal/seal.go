@@ -164,38 +164,26 @@ func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
 		return rep, nil
 	}
 	w.metrics.setBacklog(time.Duration(cutoff-from) * time.Millisecond)
-	var buckets, points, chunks atomic.Int64
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(w.cfg.Parallelism)
+	f := w.fanOut(ctx)
 	after := ""
-	for gctx.Err() == nil {
-		page, err := w.store.ListSeries(gctx, "", after, listPage)
+	for f.ctx.Err() == nil {
+		page, err := w.store.ListSeries(f.ctx, "", after, listPage)
 		if err != nil {
-			g.Go(func() error { return fmt.Errorf("list series: %w", err) })
+			f.g.Go(func() error { return fmt.Errorf("list series: %w", err) })
 			break
 		}
 		for _, info := range page {
 			if info.First >= cutoff || info.Last < w.raw.OldestAvailable(start.UnixMilli()) {
 				continue
 			}
-			g.Go(func() error {
-				r, err := w.sealSeries(gctx, info.ID, from-w.cfg.Revisit.Milliseconds(), cutoff, cutoff)
-				buckets.Add(r.Buckets)
-				points.Add(r.Points)
-				chunks.Add(r.Chunks)
-				return err
-			})
+			f.seal(info.ID, from-w.cfg.Revisit.Milliseconds(), cutoff, cutoff)
 		}
 		if len(page) < listPage {
 			break
 		}
 		after = page[len(page)-1].ID
 	}
-	err = g.Wait()
-	rep.Buckets, rep.Points, rep.Chunks = buckets.Load(), points.Load(), chunks.Load()
-	rep.Elapsed = w.now().Sub(start)
-	if err != nil {
-		w.metrics.failed()
+	if err := f.wait(&rep, start); err != nil {
 		return rep, err
 	}
 	if err := w.store.AdvanceCheckpoint(ctx, CheckpointName, cutoff); err != nil {
@@ -219,29 +207,54 @@ func (w *Worker) SealSpans(ctx context.Context, spans []tiers.SeriesInfo) (Repor
 	cutoff := w.Cutoff(start)
 	oldest := w.raw.OldestAvailable(start.UnixMilli())
 	rep := Report{From: oldest, To: cutoff}
-	var buckets, points, chunks atomic.Int64
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(w.cfg.Parallelism)
+	f := w.fanOut(ctx)
 	for _, sp := range spans {
 		first := max(sp.First, oldest)
 		if first >= cutoff || sp.Last < first {
 			continue
 		}
-		g.Go(func() error {
-			r, err := w.sealSeries(gctx, sp.ID, first-1, cutoff, sp.Last+1)
-			buckets.Add(r.Buckets)
-			points.Add(r.Points)
-			chunks.Add(r.Chunks)
-			return err
-		})
+		f.seal(sp.ID, first-1, cutoff, sp.Last+1)
 	}
-	err := g.Wait()
-	rep.Buckets, rep.Points, rep.Chunks = buckets.Load(), points.Load(), chunks.Load()
-	rep.Elapsed = w.now().Sub(start)
-	if err != nil {
-		w.metrics.failed()
-	}
+	err := f.wait(&rep, start)
 	return rep, err
+}
+
+// fanOut seals series at once, Parallelism of them, and adds up what
+// they did.
+type fanOut struct {
+	w                       *Worker
+	g                       *errgroup.Group
+	ctx                     context.Context
+	buckets, points, chunks atomic.Int64
+}
+
+func (w *Worker) fanOut(ctx context.Context) *fanOut {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(w.cfg.Parallelism)
+	return &fanOut{w: w, g: g, ctx: gctx}
+}
+
+// seal seals a series' buckets as sealSeries does.
+func (f *fanOut) seal(id string, from, cutoff, to int64) {
+	f.g.Go(func() error {
+		r, err := f.w.sealSeries(f.ctx, id, from, cutoff, to)
+		f.buckets.Add(r.Buckets)
+		f.points.Add(r.Points)
+		f.chunks.Add(r.Chunks)
+		return err
+	})
+}
+
+// wait waits for every seal, puts their sums and the time since start
+// into rep, and counts a failure.
+func (f *fanOut) wait(rep *Report, start time.Time) error {
+	err := f.g.Wait()
+	rep.Buckets, rep.Points, rep.Chunks = f.buckets.Load(), f.points.Load(), f.chunks.Load()
+	rep.Elapsed = f.w.now().Sub(start)
+	if err != nil {
+		f.w.metrics.failed()
+	}
+	return err
 }
 
 // sealSeries seals the series' raw buckets that end in (from, cutoff] and

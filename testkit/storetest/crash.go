@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -61,14 +62,9 @@ func crashWrite(base int64, id int) []tiers.PartitionWrite {
 		eb := tiers.EventBucket(t, crashEventBuckets)
 		writes[eb].Rows = append(writes[eb].Rows, tiers.PointRow(t, math.Round(r.NormFloat64()*1e5)/1e3))
 	}
-	for eb := range writes {
-		rows := writes[eb].Rows
+	for _, w := range writes {
 		// A partition write's rows ascend.
-		for i := 1; i < len(rows); i++ {
-			for j := i; j > 0 && rows[j].T < rows[j-1].T; j-- {
-				rows[j], rows[j-1] = rows[j-1], rows[j]
-			}
-		}
+		slices.SortFunc(w.Rows, func(a, b tiers.Row) int { return cmp.Compare(a.T, b.T) })
 	}
 	return writes
 }
@@ -255,7 +251,7 @@ func checkCrashStore(t *testing.T, s CrashStore, base int64, acked, pending []in
 			if !ok {
 				t.Fatalf("pass %d: acknowledged point %s@%d lost", pass, k.series, k.t)
 			}
-			if g != v && !containsFloat(maybe[k], g) {
+			if g != v && !slices.Contains(maybe[k], g) {
 				t.Fatalf("pass %d: %s@%d is %v, acknowledged %v (pending %v)", pass, k.series, k.t, g, v, maybe[k])
 			}
 		}
@@ -263,19 +259,10 @@ func checkCrashStore(t *testing.T, s CrashStore, base int64, acked, pending []in
 			if _, ok := want[k]; ok {
 				continue
 			}
-			if !containsFloat(maybe[k], g) {
+			if !slices.Contains(maybe[k], g) {
 				t.Fatalf("pass %d: %s@%d = %v was never written", pass, k.series, k.t, g)
 			}
 		}
 		t.Logf("pass %d: %d points, %d acknowledged writes, %d pending", pass, len(got), len(acked), len(pending))
 	}
-}
-
-func containsFloat(vs []float64, v float64) bool {
-	for _, x := range vs {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

@@ -11,7 +11,7 @@ import { readdirSync } from "node:fs";
 import { describe, it } from "node:test";
 
 import {
-  DAY, HOUR, MINUTE, MIN_SPAN, ROUND_STEPS, SECOND, WEEK, aggsFor, alignedWindows, annotateTimes, columnsOf, csvName,
+  DAY, HOUR, MINUTE, MIN_SPAN, ROUND_STEPS, SECOND, WEEK, aggsFor, alignedWindows, bandLabel, annotateTimes, columnsOf, csvName,
   describeProblem, endsAtNow, explainProblem, formatAgo, formatCount, formatDuration, formatExact, formatHash,
   formatOffset, formatTime, formatValue, groupingText, isTime, labelsText, legendText, lineNames, lineSlots,
   linearScale, matchQuery, mergeMatchPages, mergePages, nearestIndex, panRange, parseDuration, parseHash,
@@ -451,6 +451,23 @@ describe("queries", () => {
     assert.deepEqual(aggsFor(st("#agg=count")), ["count"]);
     assert.deepEqual(aggsFor(st("#agg=avg&band=0")), ["avg"]);
     assert.deepEqual(aggsFor(st("#agg=min")), ["min", "max"]);
+  });
+  it("bounds a percentile band by the percentiles it names, for any aggregate on the values' scale", () => {
+    assert.deepEqual(aggsFor(st("#agg=p99&band_of=p5-p95")), ["p5", "p95", "p99"]);
+    assert.deepEqual(aggsFor(st("#agg=p95&band_of=p5-p95")), ["p5", "p95"]);
+    assert.deepEqual(aggsFor(st("#agg=avg&band_of=p25-p75")), ["p25", "p75", "avg"]);
+    assert.deepEqual(aggsFor(st("#agg=p50")), ["min", "max", "p50"]);
+    assert.deepEqual(aggsFor(st("#agg=count&band_of=p5-p95")), ["count"]);
+    assert.deepEqual(aggsFor(st("#agg=p99&band=0&band_of=p5-p95")), ["p99"]);
+    assert.equal(bandLabel("p5-p95"), "p5–p95");
+    assert.equal(bandLabel("nonsense"), "min–max");
+    const { state, invalid } = parseHash("#series=x&agg=p999&band_of=p1-p99");
+    assert.deepEqual(invalid, ["band_of"]);
+    assert.deepEqual([state.agg, state.bandOf], ["p999", "minmax"]);
+    for (const hash of ["#series=x&range=1h&agg=p99&band_of=p5-p95", "#series=x&range=1h&agg=p50&band_of=p25-p75"]) {
+      assert.equal(formatHash(parseHash(hash).state), hash);
+    }
+    assert.equal(formatHash(parseHash("#series=x&range=1h&band=0&band_of=p5-p95").state), "#series=x&range=1h&band=0");
   });
 });
 

@@ -489,4 +489,30 @@ describe("dashboard in Chromium", { timeout: 180_000 }, () => {
     const st = await hashState();
     assert.deepEqual([st.series, st.match, st.group_by], ["e2e.temperature", undefined, undefined]);
   });
+
+  it("draws a percentile line with a percentile band from the rollups' sketches", async () => {
+    await afterLoad(page, () => page.selectOption("#agg", "p99"));
+    await afterLoad(page, () => page.selectOption("#band", "p5-p95"));
+    const state = await hashState();
+    assert.deepEqual([state.agg, state.band_of], ["p99", "p5-p95"]);
+    const req = new URL(await page.getAttribute("#request", "href"), gw.url);
+    assert.equal(req.searchParams.get("agg"), "p5,p95,p99");
+    const answer = await getJSON(gw.url, req.pathname + req.search);
+    assert.deepEqual(answer.columns, ["t", "p5", "p95", "p99"]);
+    assert.ok(answer.points.length > 0 && answer.points.every((p) => p[1] <= p[2]), "p5 is at most p95 in every window");
+    assert.match(await page.textContent("#legend"), /p5–p95/);
+    assert.doesNotMatch(await page.textContent("#legend"), /min–max/);
+    // Sum has no band: the control says so.
+    await afterLoad(page, () => page.selectOption("#agg", "sum"));
+    assert.equal(await page.isDisabled("#band"), true);
+    assert.equal(await page.inputValue("#band"), "off");
+    await afterLoad(page, () => page.selectOption("#agg", "avg"));
+    assert.equal(await page.inputValue("#band"), "p5-p95");
+    await afterLoad(page, () => page.selectOption("#band", "off"));
+    assert.equal((await hashState()).band, "0");
+    assert.match(await page.getAttribute("#request", "href"), /agg=avg(&|$)/);
+    await afterLoad(page, () => page.selectOption("#band", "minmax"));
+    const back = await hashState();
+    assert.deepEqual([back.band, back.band_of], [undefined, undefined]);
+  });
 });

@@ -8,7 +8,7 @@ import { Chart, SERIES_COLORS, seriesSlot } from "./chart.js";
 import { attachCompletion } from "./completion.js";
 import { layoutRows } from "./layout.js";
 import {
-  MAX_SELECTOR, annotateTimes, columnsOf, csvName, endsAtNow, explainProblem, formatAgo, formatCount, formatDuration,
+  BANDS, MAX_SELECTOR, annotateTimes, bandLabel, bandable, columnsOf, csvName, endsAtNow, explainProblem, formatAgo, formatCount, formatDuration,
   formatHash, formatOffset, formatShort, formatTime, groupingText, labelsText, legendText, lineSlots, localOffset,
   matchQuery, mergeMatchPages, mergePages, parseDuration, parseHash, partialWhy, pointsQuery, rangeMs, rangeParams,
   readableURL, resolutionError, seriesOf, tierSlots, timeOf, toCSV, uncovered,
@@ -62,7 +62,7 @@ function setState(patch, { push = false } = {}) {
 
 // The parts of the state that change what is read. Hiding a series in the
 // legend reads nothing: every series of the chart is read, shown or not.
-const queryKey = (s) => [seriesOf(s).join(","), s.match, String(s.groupBy), s.range, s.from, s.to, s.res, s.agg, s.band].join("\n");
+const queryKey = (s) => [seriesOf(s).join(","), s.match, String(s.groupBy), s.range, s.from, s.to, s.res, s.agg, s.band, s.bandOf].join("\n");
 
 function applyState(next) {
   const prev = state;
@@ -113,9 +113,9 @@ function renderControls() {
   showResolutionError("");
   $("agg").value = state.agg;
   $("agg").disabled = state.res === "raw";
-  const bandable = state.res !== "raw" && ["avg", "min", "max"].includes(state.agg);
-  $("band").checked = state.band && bandable;
-  $("band").disabled = !bandable;
+  const canBand = state.res !== "raw" && bandable(state.agg);
+  $("band").value = state.band && canBand ? state.bandOf : "off";
+  $("band").disabled = !canBand;
   const live = endsAtNow(state);
   $("refresh").disabled = !live;
   $("refresh").value = live && state.refresh ? state.refresh : "off";
@@ -172,7 +172,10 @@ function showResolutionError(why) {
 }
 $("res").addEventListener("keydown", (e) => e.key === "Enter" && (e.preventDefault(), $("res").dispatchEvent(new Event("change"))));
 $("agg").addEventListener("change", () => setState({ agg: $("agg").value }, { push: true }));
-$("band").addEventListener("change", () => setState({ band: $("band").checked }));
+$("band").addEventListener("change", () => {
+  const v = $("band").value;
+  setState(v === "off" ? { band: false } : { band: true, bandOf: v });
+});
 $("refresh").addEventListener("change", () => setState({ refresh: $("refresh").value === "off" ? "" : $("refresh").value }));
 $("reload").addEventListener("click", () => loadPoints({ force: true }));
 $("export").addEventListener("click", exportCSV);
@@ -548,7 +551,8 @@ function seriesData(id, a, slot) {
   const { t, cols } = columnsOf(a);
   const aggregated = a.resolution_ms > 0;
   const lineName = aggregated ? state.agg : "v";
-  const band = aggregated && state.band && cols.min && cols.max ? { min: cols.min, max: cols.max } : null;
+  const [lo, hi] = BANDS[state.bandOf] ?? BANDS.minmax;
+  const band = aggregated && state.band && cols[lo] && cols[hi] ? { min: cols[lo], max: cols[hi] } : null;
   // The tooltip lists the chosen aggregate first.
   const columns = {};
   for (const name of [lineName, ...Object.keys(cols)]) if (cols[name]) columns[name] = cols[name];
@@ -639,8 +643,9 @@ function renderLegend(lines, visible) {
   }
   if (lines.length > LEGEND_MAX) legend.append(el("span", { class: "key more", text: `and ${formatCount(lines.length - LEGEND_MAX)} more` }));
   const shown = visible.map((l) => l.answer);
-  if (shown.some((a) => a.resolution_ms > 0) && state.band && shown.some((a) => a.columns.includes("min"))) {
-    legend.append(el("span", { class: "key" }, el("i", { class: "sw band" }), "min–max"));
+  const [lo] = BANDS[state.bandOf] ?? BANDS.minmax;
+  if (shown.some((a) => a.resolution_ms > 0) && state.band && shown.some((a) => a.columns.includes(lo))) {
+    legend.append(el("span", { class: "key" }, el("i", { class: "sw band" }), bandLabel(state.bandOf)));
   }
   if (shown.some((a) => uncovered(a.from, a.to, a.covered).length)) {
     legend.append(el("span", { class: "key" }, el("i", { class: "sw uncovered" }), "not covered"));

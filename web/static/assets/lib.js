@@ -507,11 +507,26 @@ export function uncovered(from, to, covered) {
 // ---------------------------------------------------------------- URL state
 
 export const RANGES = ["15m", "1h", "6h", "24h", "7d", "30d", "90d", "1y"];
-export const AGGS = ["avg", "min", "max", "sum", "count"];
+export const AGGS = ["avg", "min", "max", "sum", "count", "p50", "p90", "p95", "p99", "p999"];
+/**
+ * The bands the chart can shade, by name: the two aggregates that bound
+ * them. The percentile bands come from the sketches the rollups keep, so
+ * they cost a rollup read like min and max do.
+ */
+export const BANDS = Object.freeze({ minmax: ["min", "max"], "p5-p95": ["p5", "p95"], "p25-p75": ["p25", "p75"] });
+/** What a band is called in the legend. */
+export function bandLabel(name) {
+  const [lo, hi] = BANDS[name] ?? BANDS.minmax;
+  return `${lo}–${hi}`;
+}
+/** Whether the aggregate is drawn on the values' own scale, so that a band can go with it (not sum and count). */
+export function bandable(agg) {
+  return agg === "avg" || agg === "min" || agg === "max" || /^p\d/.test(agg);
+}
 export const REFRESH_INTERVALS = ["5s", "10s", "30s", "1m", "5m"];
 export const DEFAULT_STATE = Object.freeze({
   series: "", overlay: [], hidden: [], match: "", groupBy: null, hiddenGroups: [], range: "1h", from: "", to: "", res: "auto",
-  agg: "avg", band: true, refresh: "", plan: false,
+  agg: "avg", band: true, bandOf: "minmax", refresh: "", plan: false,
 });
 
 const SERIES_ID = /^[A-Za-z0-9_.:-]{1,200}$/;
@@ -577,6 +592,7 @@ export function parseHash(hash) {
   take("res", isResolution, (v) => (s.res = v));
   take("agg", (v) => AGGS.includes(v), (v) => (s.agg = v));
   take("band", (v) => v === "0" || v === "1", (v) => (s.band = v === "1"));
+  take("band_of", (v) => Object.hasOwn(BANDS, v), (v) => (s.bandOf = v));
   take("refresh", (v) => v === "0" || v === "1" || v === "off" || REFRESH_INTERVALS.includes(v),
     (v) => (s.refresh = v === "1" ? "10s" : REFRESH_INTERVALS.includes(v) ? v : ""));
   take("plan", (v) => v === "0" || v === "1", (v) => (s.plan = v === "1"));
@@ -608,6 +624,7 @@ export function formatHash(state) {
   if (state.res && state.res !== "auto") q.set("res", state.res);
   if (state.agg && state.agg !== "avg") q.set("agg", state.agg);
   if (state.band === false) q.set("band", "0");
+  else if (state.bandOf && state.bandOf !== DEFAULT_STATE.bandOf) q.set("band_of", state.bandOf);
   if (REFRESH_INTERVALS.includes(state.refresh) && endsAtNow(state)) q.set("refresh", state.refresh);
   if (state.plan) q.set("plan", "1");
   return "#" + q.toString();
@@ -626,12 +643,13 @@ export function endsAtNow(state) {
 }
 
 /**
- * The aggregates to ask for: the chosen one, and min and max for the band
- * when it is drawn (not for sum and count, which live on another scale).
+ * The aggregates to ask for: the chosen one, and the two that bound the
+ * band when it is drawn (not for sum and count, which live on another
+ * scale).
  */
 export function aggsFor(state) {
-  if (state.band !== false && (state.agg === "avg" || state.agg === "min" || state.agg === "max")) {
-    return ["min", "max", state.agg].filter((a, i, all) => all.indexOf(a) === i);
+  if (state.band !== false && bandable(state.agg)) {
+    return [...(BANDS[state.bandOf] ?? BANDS.minmax), state.agg].filter((a, i, all) => all.indexOf(a) === i);
   }
   return [state.agg];
 }

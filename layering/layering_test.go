@@ -21,6 +21,9 @@ var layers = [][]string{
 	// What went wrong, in kinds every front end renders (the one error
 	// classification).
 	{"failure"},
+	// Rice codes over a bit stream, which sealed chunks and sketches
+	// code their numbers with.
+	{"ricecode"},
 	// The quantile sketch rollup rows keep (DDSketch), under the storage
 	// model that holds it.
 	{"quantile"},
@@ -71,7 +74,7 @@ var adapterImports = []string{"tiers", "tiers/sealed", "merge"}
 // pure packages do no I/O: everything they read or write comes through
 // interfaces, so they are tested with fakes and never touch the network,
 // the disk or the process.
-var pure = []string{"failure", "quantile", "cursor", "index", "tiers", "tiers/sealed", "merge", "jsonenc", "params", "router", "partial", "scan", "query", "membudget"}
+var pure = []string{"failure", "ricecode", "quantile", "cursor", "index", "tiers", "tiers/sealed", "merge", "jsonenc", "params", "router", "partial", "scan", "query", "membudget"}
 
 // ioPackages are the standard library's doors to the outside.
 var ioPackages = []string{"os", "os/exec", "os/signal", "net", "net/http", "io/fs", "io/ioutil", "syscall", "path/filepath", "database/sql"}

@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"math/bits"
 
+	"github.com/tsgate/tsgate/ricecode"
 	"github.com/tsgate/tsgate/tiers"
 )
 
@@ -56,14 +56,6 @@ const (
 	valueDelta  = 0
 	valueDelta2 = 1
 	valueMean4  = 2
-	// riceEscape is the quotient from which a Rice code gives up: it
-	// writes riceEscape one bits, 7 bits of length L and the value in L
-	// bits, so that an outlier (a counter reset, a gap) costs tens of bits
-	// rather than a unary run as long as the outlier is large.
-	riceEscape = 32
-	// maxRice is the largest Rice parameter tried: a zigzagged 64-bit
-	// difference needs no more.
-	maxRice = 63
 )
 
 // valueModes is how many value modes there are.
@@ -84,188 +76,6 @@ func (h *history) predict(mode, i int) int64 {
 		return (h[0] + h[1] + h[2] + h[3]) >> 2
 	}
 	return h[0]
-}
-
-// zigzag maps signed to unsigned, small magnitudes to small numbers.
-func zigzag(x int64) uint64 { return uint64(x<<1) ^ uint64(x>>63) }
-
-func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
-
-// riceBits is the length of u's Rice code with parameter k.
-func riceBits(u uint64, k uint) int {
-	if q := u >> k; q < riceEscape {
-		return int(q) + 1 + int(k)
-	}
-	return riceEscape + 7 + bits.Len64(u)
-}
-
-// bestRice returns the Rice parameter coding us in the fewest bits, and
-// that many bits.
-func bestRice(us []uint64) (uint, int) {
-	if len(us) == 0 {
-		return 0, 0
-	}
-	// The best parameter lies near log2 of the mean; trying every one
-	// from there down to the first that costs more keeps the search to a
-	// few passes.
-	var sum uint64
-	for _, u := range us {
-		sum += u >> 8 // the mean's order of magnitude, without overflow
-	}
-	start := uint(0)
-	if m := sum / uint64(len(us)); m > 0 {
-		start = uint(bits.Len64(m)) + 8
-	} else {
-		var s uint64
-		for _, u := range us {
-			s += u
-		}
-		start = uint(bits.Len64(s / uint64(len(us))))
-	}
-	start = min(start, maxRice)
-	cost := func(k uint) int {
-		n := 0
-		for _, u := range us {
-			n += riceBits(u, k)
-		}
-		return n
-	}
-	best, bestCost := start, cost(start)
-	for k := start; k > 0; {
-		k--
-		c := cost(k)
-		if c >= bestCost {
-			break
-		}
-		best, bestCost = k, c
-	}
-	for k := best + 1; k <= maxRice; k++ {
-		c := cost(k)
-		if c >= bestCost {
-			break
-		}
-		best, bestCost = k, c
-	}
-	return best, bestCost
-}
-
-// bitWriter appends bits to a byte slice, most significant first.
-type bitWriter struct {
-	buf  []byte
-	acc  uint64 // pending bits, right-aligned
-	nacc uint   // how many
-}
-
-// write appends the low n bits of v, n ≤ 57.
-func (w *bitWriter) write(v uint64, n uint) {
-	w.acc = w.acc<<n | v&(1<<n-1)
-	w.nacc += n
-	for w.nacc >= 8 {
-		w.nacc -= 8
-		w.buf = append(w.buf, byte(w.acc>>w.nacc))
-	}
-}
-
-// writeWide appends the low n bits of v, n ≤ 64.
-func (w *bitWriter) writeWide(v uint64, n uint) {
-	if n > 32 {
-		w.write(v>>32, n-32)
-		n = 32
-	}
-	w.write(v, n)
-}
-
-func (w *bitWriter) rice(u uint64, k uint) {
-	q := u >> k
-	if q >= riceEscape {
-		w.write(1<<riceEscape-1, riceEscape)
-		n := uint(bits.Len64(u))
-		w.write(uint64(n), 7)
-		w.writeWide(u, n)
-		return
-	}
-	// q ones and a zero, then the k low bits.
-	w.write((1<<q-1)<<1, uint(q)+1)
-	w.writeWide(u, k)
-}
-
-// flush pads the last byte with zeros.
-func (w *bitWriter) flush() []byte {
-	if w.nacc > 0 {
-		w.buf = append(w.buf, byte(w.acc<<(8-w.nacc)))
-		w.nacc = 0
-	}
-	return w.buf
-}
-
-// bitReader reads what bitWriter wrote.
-type bitReader struct {
-	buf  []byte
-	pos  int    // next byte of buf
-	acc  uint64 // buffered bits, left-aligned
-	nacc uint
-	bad  bool // an escape with an impossible length
-}
-
-func (r *bitReader) fill() {
-	for r.nacc <= 56 {
-		// Past the end the reader reads zeros; overrun tells afterwards
-		// whether any of them was taken.
-		var b byte
-		if r.pos < len(r.buf) {
-			b = r.buf[r.pos]
-		}
-		r.pos++
-		r.acc |= uint64(b) << (56 - r.nacc)
-		r.nacc += 8
-	}
-}
-
-// read returns the next n bits, n ≤ 56.
-func (r *bitReader) read(n uint) uint64 {
-	if n == 0 {
-		return 0
-	}
-	if r.nacc < n {
-		r.fill()
-	}
-	v := r.acc >> (64 - n)
-	r.acc <<= n
-	r.nacc -= n
-	return v
-}
-
-func (r *bitReader) readWide(n uint) uint64 {
-	if n > 32 {
-		hi := r.read(n - 32)
-		return hi<<32 | r.read(32)
-	}
-	return r.read(n)
-}
-
-func (r *bitReader) rice(k uint) uint64 {
-	if r.nacc < riceEscape+1 {
-		r.fill()
-	}
-	// Count the leading ones, at most riceEscape.
-	q := uint(bits.LeadingZeros64(^r.acc))
-	if q >= riceEscape {
-		r.read(riceEscape)
-		n := uint(r.read(7))
-		if n > 64 {
-			r.bad = true
-			return 0
-		}
-		return r.readWide(n)
-	}
-	r.read(q + 1)
-	return uint64(q)<<k | r.readWide(k)
-}
-
-// overrun says whether the reader took bits past its data, or met an
-// impossible code: the chunk is corrupt.
-func (r *bitReader) overrun() bool {
-	return r.bad || 8*r.pos-int(r.nacc) > 8*len(r.buf)
 }
 
 // encodeDecimal appends to dst the decimal chunk of points whose values
@@ -290,11 +100,11 @@ func encodeDecimal(dst []byte, points []tiers.Row, d int) []byte {
 	for i := 2; i < n; i++ {
 		dod := (points[i].T - points[i-1].T) - (points[i-1].T - points[i-2].T)
 		regular = regular && points[i].T-points[i-1].T == interval
-		times = append(times, zigzag(dod))
+		times = append(times, ricecode.Zigzag(dod))
 	}
 	tk := uint(riceRegular)
 	if !regular {
-		tk, _ = bestRice(times)
+		tk, _ = ricecode.Best(times)
 	}
 
 	mode, vk, cost := -1, uint(0), 0
@@ -304,10 +114,10 @@ func encodeDecimal(dst []byte, points []tiers.Row, d int) []byte {
 		var h history
 		h.push(scaled[0])
 		for i := 1; i < n; i++ {
-			misses[i-1] = zigzag(scaled[i] - h.predict(m, i))
+			misses[i-1] = ricecode.Zigzag(scaled[i] - h.predict(m, i))
 			h.push(scaled[i])
 		}
-		if k, c := bestRice(misses); mode < 0 || c < cost {
+		if k, c := ricecode.Best(misses); mode < 0 || c < cost {
 			mode, vk, cost, values = m, k, c, misses
 		}
 	}
@@ -315,19 +125,19 @@ func encodeDecimal(dst []byte, points []tiers.Row, d int) []byte {
 
 	var timeCodes []byte
 	if tk != riceRegular {
-		w := bitWriter{}
+		w := ricecode.NewWriter(nil)
 		for _, u := range times {
-			w.rice(u, tk)
+			w.Rice(u, tk)
 		}
-		timeCodes = w.flush()
+		timeCodes = w.Flush()
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(timeCodes)))
 	dst = append(dst, timeCodes...)
-	w := bitWriter{buf: dst}
+	w := ricecode.NewWriter(dst)
 	for _, u := range values {
-		w.rice(u, vk)
+		w.Rice(u, vk)
 	}
-	return w.flush()
+	return w.Flush()
 }
 
 // decodeDecimal appends to dst the points of the decimal chunk b (after
@@ -363,7 +173,7 @@ func decodeDecimal(dst []tiers.Row, b []byte, scale float64, end int64, keep fun
 	b = b[k:]
 	regular, tk := b[0] == riceRegular, uint(b[0])
 	mode, vk := b[1]>>6, uint(b[1]&0x3f)
-	if (!regular && tk > maxRice) || int(mode) >= valueModes || interval <= 0 {
+	if (!regular && tk > ricecode.MaxParameter) || int(mode) >= valueModes || interval <= 0 {
 		return dst, fmt.Errorf("%w: parameters", ErrCorrupt)
 	}
 	b = b[2:]
@@ -373,13 +183,13 @@ func decodeDecimal(dst []tiers.Row, b []byte, scale float64, end int64, keep fun
 	}
 	// The time codes and the value codes are read side by side, so that a
 	// read stops at the end of its span without decoding the rest.
-	times := bitReader{buf: b[k : k+int(timeLen)]}
-	values := bitReader{buf: b[k+int(timeLen):]}
+	times := ricecode.NewReader(b[k : k+int(timeLen)])
+	values := ricecode.NewReader(b[k+int(timeLen):])
 	var h history
 	h.push(v)
 	for i := 1; i < int(n); i++ {
 		if !regular && i > 1 {
-			interval += unzigzag(times.rice(tk))
+			interval += ricecode.Unzigzag(times.Rice(tk))
 			if interval <= 0 {
 				return dst, fmt.Errorf("%w: times out of order", ErrCorrupt)
 			}
@@ -388,7 +198,7 @@ func decodeDecimal(dst []tiers.Row, b []byte, scale float64, end int64, keep fun
 			return dst, fmt.Errorf("%w: time overflows", ErrCorrupt)
 		}
 		t += interval
-		v = h.predict(int(mode), i) + unzigzag(values.rice(vk))
+		v = h.predict(int(mode), i) + ricecode.Unzigzag(values.Rice(vk))
 		h.push(v)
 		if t >= end {
 			break
@@ -397,7 +207,7 @@ func decodeDecimal(dst []tiers.Row, b []byte, scale float64, end int64, keep fun
 			dst = append(dst, tiers.PointRow(t, float64(v)/scale))
 		}
 	}
-	if times.overrun() || values.overrun() {
+	if times.Overrun() || values.Overrun() {
 		return dst, fmt.Errorf("%w: truncated", ErrCorrupt)
 	}
 	return dst, nil

@@ -265,3 +265,26 @@ func TestValueModeChosen(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkEncodeChunk encodes a chunk of 10 s gauge points printed with
+// three decimals: the sealer's work per chunk, most of it choosing each
+// stream's prediction and Rice parameter.
+func BenchmarkEncodeChunk(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var points []tiers.Row
+	walk := 0.0
+	for i := range MaxSamples {
+		walk += r.NormFloat64() * 0.03
+		points = append(points, tiers.PointRow(int64(i)*10_000, math.Round((50+walk+r.NormFloat64()*0.2)*1000)/1000))
+	}
+	var size int
+	for b.Loop() {
+		chunks, err := Encode(points, 4)
+		if err != nil || len(chunks) != 1 {
+			b.Fatal(len(chunks), err)
+		}
+		size = len(chunks[0].Data)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(points)), "ns/point")
+	b.ReportMetric(float64(size)/float64(len(points)), "bytes/point")
+}

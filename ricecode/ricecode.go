@@ -1,0 +1,185 @@
+// Package ricecode holds Rice codes over a bit stream: the writer and the
+// reader of a stream of bits, most significant first, the Rice code of
+// unsigned integers with an escape for outliers, and the choice of the
+// parameter that codes a set of integers in the fewest bits. The sealed
+// chunks of raw points and the quantile sketches of rollup rows code what
+// is left of their numbers once predicted with it.
+package ricecode
+
+import "math/bits"
+
+const (
+	// Escape is the quotient from which a Rice code gives up: it writes
+	// Escape one bits, 7 bits of length L and the value in L bits, so
+	// that an outlier (a counter reset, a gap) costs tens of bits rather
+	// than a unary run as long as the outlier is large.
+	Escape = 32
+	// MaxParameter is the largest Rice parameter tried: a zigzagged
+	// 64-bit difference needs no more.
+	MaxParameter = 63
+)
+
+// Zigzag maps signed to unsigned, small magnitudes to small numbers.
+func Zigzag(x int64) uint64 { return uint64(x<<1) ^ uint64(x>>63) }
+
+func Unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
+
+// Bits is the length of u's Rice code with parameter k.
+func Bits(u uint64, k uint) int {
+	if q := u >> k; q < Escape {
+		return int(q) + 1 + int(k)
+	}
+	return Escape + 7 + bits.Len64(u)
+}
+
+// Best returns the Rice parameter coding us in the fewest bits, and
+// that many bits. It tries every parameter up to the bit length of the
+// largest code (a larger one only lengthens every code): the cost is not
+// unimodal in the parameter once outliers escape, so a search from the
+// mean can stop at a local minimum far from the best.
+func Best(us []uint64) (uint, int) {
+	if len(us) == 0 {
+		return 0, 0
+	}
+	var most uint64
+	for _, u := range us {
+		most |= u
+	}
+	best, bestCost := uint(0), -1
+	for k := uint(0); k <= min(uint(bits.Len64(most)), MaxParameter); k++ {
+		c := 0
+		for _, u := range us {
+			c += Bits(u, k)
+		}
+		if bestCost < 0 || c < bestCost {
+			best, bestCost = k, c
+		}
+	}
+	return best, bestCost
+}
+
+// Writer appends bits to a byte slice, most significant first.
+type Writer struct {
+	buf  []byte
+	acc  uint64 // pending bits, right-aligned
+	nacc uint   // how many
+}
+
+// Write appends the low n bits of v, n ≤ 57.
+func (w *Writer) Write(v uint64, n uint) {
+	w.acc = w.acc<<n | v&(1<<n-1)
+	w.nacc += n
+	for w.nacc >= 8 {
+		w.nacc -= 8
+		w.buf = append(w.buf, byte(w.acc>>w.nacc))
+	}
+}
+
+// WriteWide appends the low n bits of v, n ≤ 64.
+func (w *Writer) WriteWide(v uint64, n uint) {
+	if n > 32 {
+		w.Write(v>>32, n-32)
+		n = 32
+	}
+	w.Write(v, n)
+}
+
+func (w *Writer) Rice(u uint64, k uint) {
+	q := u >> k
+	if q >= Escape {
+		w.Write(1<<Escape-1, Escape)
+		n := uint(bits.Len64(u))
+		w.Write(uint64(n), 7)
+		w.WriteWide(u, n)
+		return
+	}
+	// q ones and a zero, then the k low bits.
+	w.Write((1<<q-1)<<1, uint(q)+1)
+	w.WriteWide(u, k)
+}
+
+// Flush pads the last byte with zeros.
+func (w *Writer) Flush() []byte {
+	if w.nacc > 0 {
+		w.buf = append(w.buf, byte(w.acc<<(8-w.nacc)))
+		w.nacc = 0
+	}
+	return w.buf
+}
+
+// Reader reads what Writer wrote.
+type Reader struct {
+	buf  []byte
+	pos  int    // next byte of buf
+	acc  uint64 // buffered bits, left-aligned
+	nacc uint
+	bad  bool // an escape with an impossible length
+}
+
+func (r *Reader) fill() {
+	for r.nacc <= 56 {
+		// Past the end the reader reads zeros; overrun tells afterwards
+		// whether any of them was taken.
+		var b byte
+		if r.pos < len(r.buf) {
+			b = r.buf[r.pos]
+		}
+		r.pos++
+		r.acc |= uint64(b) << (56 - r.nacc)
+		r.nacc += 8
+	}
+}
+
+// Read returns the next n bits, n ≤ 56.
+func (r *Reader) Read(n uint) uint64 {
+	if n == 0 {
+		return 0
+	}
+	if r.nacc < n {
+		r.fill()
+	}
+	v := r.acc >> (64 - n)
+	r.acc <<= n
+	r.nacc -= n
+	return v
+}
+
+func (r *Reader) ReadWide(n uint) uint64 {
+	if n > 32 {
+		hi := r.Read(n - 32)
+		return hi<<32 | r.Read(32)
+	}
+	return r.Read(n)
+}
+
+func (r *Reader) Rice(k uint) uint64 {
+	if r.nacc < Escape+1 {
+		r.fill()
+	}
+	// Count the leading ones, at most Escape.
+	q := uint(bits.LeadingZeros64(^r.acc))
+	if q >= Escape {
+		r.Read(Escape)
+		n := uint(r.Read(7))
+		if n > 64 {
+			r.bad = true
+			return 0
+		}
+		return r.ReadWide(n)
+	}
+	r.Read(q + 1)
+	return uint64(q)<<k | r.ReadWide(k)
+}
+
+// Overrun says whether the reader took bits past its data, or met an
+// impossible code: the chunk is corrupt.
+func (r *Reader) Overrun() bool {
+	return r.bad || 8*r.pos-int(r.nacc) > 8*len(r.buf)
+}
+
+// NewWriter returns a writer appending to dst.
+func NewWriter(dst []byte) Writer { return Writer{buf: dst} }
+
+// NewReader returns a reader of b. Past its end it reads zeros; Overrun
+// tells afterwards whether any of them was taken.
+func NewReader(b []byte) Reader { return Reader{buf: b} }

@@ -19,17 +19,39 @@ export const updating = () => process.env.UPDATE_SCREENSHOTS === "1";
 
 /**
  * The share of pixels of two PNG images that differ, and an image that
- * marks them in red. An element whose box ends on a fraction of a pixel
- * is captured one pixel taller or wider depending on where the page was
- * scrolled: images one pixel apart in a dimension are compared over
- * what they share, the extra row or column counting as differing; images
- * further apart differ entirely.
+ * marks them in red. A pixel differs when neither image has its colour
+ * within one pixel of where the other has it: layout that ends on a
+ * fraction of a pixel is rasterized a pixel up or down depending on the
+ * fraction (an element's box, a canvas sized to whole pixels inside it),
+ * which moves the text and lines under it by a pixel but never by two,
+ * and never removes one. An element whose box ends on a fraction of a
+ * pixel is also captured one pixel taller or wider: images one pixel
+ * apart in a dimension are compared over what they share, the extra row
+ * or column counting as differing; images further apart differ entirely.
  */
 export function diff(a, b) {
   if (Math.abs(a.width - b.width) > 1 || Math.abs(a.height - b.height) > 1) return { ratio: 1, image: null };
   const width = Math.max(a.width, b.width);
   const height = Math.max(a.height, b.height);
   const out = new PNG({ width, height });
+  // Whether the pixel (x, y) of p has a colour within tolerance of some
+  // pixel of q at most one pixel away.
+  const near = (p, q, x, y) => {
+    const i = (y * p.width + x) * 4;
+    for (let dy = -1; dy <= 1; dy++) {
+      const qy = y + dy;
+      if (qy < 0 || qy >= q.height) continue;
+      for (let dx = -1; dx <= 1; dx++) {
+        const qx = x + dx;
+        if (qx < 0 || qx >= q.width) continue;
+        const j = (qy * q.width + qx) * 4;
+        let d = 0;
+        for (let c = 0; c < 3; c++) d = Math.max(d, Math.abs(p.data[i + c] - q.data[j + c]));
+        if (d <= CHANNEL_TOLERANCE) return true;
+      }
+    }
+    return false;
+  };
   let n = 0;
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) {
@@ -37,11 +59,8 @@ export function diff(a, b) {
       let differs = true;
       let grey = 0;
       if (x < a.width && y < a.height && x < b.width && y < b.height) {
+        differs = !near(a, b, x, y) || !near(b, a, x, y);
         const i = (y * a.width + x) * 4;
-        const j = (y * b.width + x) * 4;
-        let d = 0;
-        for (let c = 0; c < 3; c++) d = Math.max(d, Math.abs(a.data[i + c] - b.data[j + c]));
-        differs = d > CHANNEL_TOLERANCE;
         grey = (a.data[i] + a.data[i + 1] + a.data[i + 2]) / 3;
       }
       if (differs) n++;

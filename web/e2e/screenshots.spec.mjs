@@ -30,6 +30,14 @@ describe("screenshot diff", () => {
     assert.equal(diff(image(40, 30), image(40, 32)).ratio, 1);
     assert.equal(diff(image(40, 30), image(38, 30)).ratio, 1);
   });
+  it("takes text and lines moved by one pixel as equal, not by two, and not a line missing", () => {
+    const text = (x0, y0) => (x, y) => (x >= x0 && x < x0 + 6 && y >= y0 && y < y0 + 3 ? [20, 20, 20] : [255, 255, 255]);
+    assert.equal(diff(image(40, 30, text(10, 10)), image(40, 30, text(11, 9))).ratio, 0);
+    assert.ok(diff(image(40, 30, text(10, 10)), image(40, 30, text(10, 12))).ratio > 0, "two pixels down");
+    const line = (x, y) => (y === 15 ? [37, 99, 235] : [255, 255, 255]);
+    assert.equal(diff(image(40, 30, line), image(40, 30)).ratio, 40 / 1200, "a line one pixel thin, missing");
+    assert.equal(diff(image(40, 30), image(40, 30, line)).ratio, 40 / 1200, "a line one pixel thin, added");
+  });
   it("counts the pixels that differ by more than the channel tolerance", () => {
     const b = image(40, 30, (x, y) => (x < 4 && y < 5 ? [0, 0, 0] : x === 10 ? [240, 240, 240] : [255, 255, 255]));
     const { ratio, image: marked } = diff(image(40, 30), b);

@@ -242,8 +242,8 @@ const (
 // keep: a flags byte, then the counter (FirstT as a varint offset from the
 // row's T, LastT as a uvarint offset from FirstT, then First, Last and Inc
 // as little-endian float64s, each left out when the flags say it equals
-// Min or Max, or Last - First for Inc), then the sketch in the library's
-// encoding, left out when it is Derived (quantile.Derivable). Nothing is
+// Min or Max, or Last - First for Inc), then the sketch as
+// quantile.Sketch.AppendBinary encodes it, left out when it is Derived (quantile.Derivable). Nothing is
 // appended for a row without Extras; unknown extras encode as one byte.
 // A live sketch whose encoding would pass its bound is collapsed (see
 // quantile.Sketch.AppendBinary).

@@ -1,0 +1,357 @@
+package quantile
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+
+	"github.com/DataDog/sketches-go/ddsketch/store"
+
+	"github.com/tsgate/tsgate/ricecode"
+)
+
+// The Rice format of a sketch codes its bin counts the way sealed chunks
+// code their values: each count predicted from the counts before it and
+// the miss Rice-coded.
+//
+// The library's encoding writes each count as a varfloat of one to two
+// bytes (or an index delta and a count per bin, sparsely): a day of
+// heavy-tailed latencies fills some 360 bins at about 2 bytes each. The
+// bins of a window's histogram change smoothly from one to the next, and
+// what is left once a count is predicted from its neighbours is its
+// sampling noise, a few bits; where a store's counts are small (a minute
+// row's six values over thirty bins) the Rice parameter adapts down to a
+// bit or two a bin.
+//
+//	byte    riceFormat
+//	uvarint count of zeros
+//	per store, positive then negative:
+//	  uvarint bins of its index range (0: empty; then nothing more)
+//	  varint  lowest index
+//	  byte    prediction (low 2 bits) | fixed parameter << 2, or
+//	          adaptive << 2 (the parameter follows the recent misses)
+//	bits    the stores' codes, one per bin of each range, padded to a byte
+//
+// Decoders tell the format from its first byte: the library's encoding
+// starts with a flag whose low two bits name its type, and no flag it
+// writes is riceFormat.
+const riceFormat = 0xC1
+
+// The predictions of a count from the counts before it in its store.
+const (
+	predictNone  = 0 // the count itself (small counts, few bins)
+	predictLast  = 1 // the previous count
+	predictMean4 = 2 // the mean of the last four: less of their noise
+	predictions  = 3
+)
+
+// riceAdaptive as the parameter says each code's parameter is chosen from
+// the codes before it (as LOCO-I does): a store's tails cost a bit or two
+// a bin, its body a few.
+const riceAdaptive = 63
+
+// maxRiceCount bounds the counts the format holds: integers a float64
+// holds exactly. A sketch with another count (never one this package
+// builds) keeps the library's encoding.
+const maxRiceCount = 1 << 53
+
+// counts returns a store's index range and the counts of every index of
+// it, or false when a count is not a whole number the format holds.
+func counts(st store.Store) (lo int, cs []uint64, ok bool) {
+	if st.IsEmpty() {
+		return 0, nil, true
+	}
+	lo, _ = st.MinIndex()
+	hi, _ := st.MaxIndex()
+	cs = make([]uint64, hi-lo+1)
+	ok = true
+	st.ForEach(func(index int, count float64) bool {
+		if count != math.Trunc(count) || count < 0 || count > maxRiceCount {
+			ok = false
+			return true
+		}
+		cs[index-lo] = uint64(count)
+		return false
+	})
+	return lo, cs, ok
+}
+
+// predictor predicts each count of a store from those before it.
+type predictor struct {
+	mode int
+	h    [4]uint64
+}
+
+func (p *predictor) predict() uint64 {
+	switch p.mode {
+	case predictLast:
+		return p.h[0]
+	case predictMean4:
+		return (p.h[0] + p.h[1] + p.h[2] + p.h[3] + 2) / 4
+	}
+	return 0
+}
+
+func (p *predictor) push(c uint64) { p.h[0], p.h[1], p.h[2], p.h[3] = c, p.h[0], p.h[1], p.h[2] }
+
+// missCode is what is coded of count c predicted as pred.
+func missCode(mode int, c, pred uint64) uint64 {
+	if mode == predictNone {
+		return c
+	}
+	return ricecode.Zigzag(int64(c - pred))
+}
+
+// adapter chooses each code's parameter from the last four codes, so the
+// decoder can follow without side information.
+type adapter struct{ h [4]uint64 }
+
+func (a *adapter) k() uint {
+	s := a.h[0] + a.h[1] + a.h[2] + a.h[3]
+	k := uint(0)
+	for k < ricecode.MaxParameter && 4<<k < s {
+		k++
+	}
+	return k
+}
+
+func (a *adapter) push(u uint64) { a.h[0], a.h[1], a.h[2], a.h[3] = u, a.h[0], a.h[1], a.h[2] }
+
+// codes returns the codes of cs under a prediction.
+func codes(mode int, cs []uint64) []uint64 {
+	us := make([]uint64, len(cs))
+	p := predictor{mode: mode}
+	for i, c := range cs {
+		us[i] = missCode(mode, c, p.predict())
+		p.push(c)
+	}
+	return us
+}
+
+// adaptiveBits is the length of us coded with adaptive parameters.
+func adaptiveBits(us []uint64) int {
+	var a adapter
+	n := 0
+	for _, u := range us {
+		n += ricecode.Bits(u, a.k())
+		a.push(u)
+	}
+	return n
+}
+
+// storeCoding is how one store's counts are coded.
+type storeCoding struct {
+	lo int
+	// us are the codes of the counts of every index from lo (dense), or
+	// of the non-empty bins' counts less one (sparse).
+	us   []uint64
+	mode int
+	// param is riceAdaptive or the counts' fixed parameter; a sparse
+	// store's gaps (index steps less one) have their own.
+	param, gapParam uint
+	gaps            []uint64
+}
+
+// sparse as the prediction says the store codes its non-empty bins
+// alone: each one's step from the previous index, less one, and its
+// count less one. A minute row's few values lie bins apart.
+const sparse = 3
+
+// headerBytes is the length of the store's header.
+func (c storeCoding) headerBytes() int {
+	n := len(c.us)
+	h := len(binary.AppendUvarint(nil, uint64(n))) + len(binary.AppendVarint(nil, int64(c.lo))) + 1
+	if c.mode == sparse {
+		h++
+	}
+	return h
+}
+
+// chooseCoding picks the coding of cs, counts of the indexes from lo,
+// in the fewest bits.
+func chooseCoding(lo int, cs []uint64) storeCoding {
+	var best storeCoding
+	bestBits := -1
+	try := func(c storeCoding, bits int) {
+		if bits += 8 * c.headerBytes(); bestBits < 0 || bits < bestBits {
+			best, bestBits = c, bits
+		}
+	}
+	for mode := range predictions {
+		us := codes(mode, cs)
+		try(storeCoding{lo: lo, us: us, mode: mode, param: riceAdaptive}, adaptiveBits(us))
+		if k, n := ricecode.Best(us); k < riceAdaptive {
+			try(storeCoding{lo: lo, us: us, mode: mode, param: k}, n)
+		}
+	}
+	var gaps, us []uint64
+	last := -1
+	for i, c := range cs {
+		if c == 0 {
+			continue
+		}
+		if last >= 0 {
+			gaps = append(gaps, uint64(i-last-1))
+		}
+		us = append(us, c-1)
+		last = i
+	}
+	gk, gn := ricecode.Best(gaps)
+	ck, cn := ricecode.Best(us)
+	try(storeCoding{lo: lo, us: us, mode: sparse, param: ck, gapParam: gk, gaps: gaps}, gn+cn)
+	return best
+}
+
+// appendRice appends the sketch in the Rice format, or returns false
+// when a count is not one the format holds.
+func (s *Sketch) appendRice(b []byte) ([]byte, bool) {
+	zeros := s.dd.GetZeroCount()
+	if zeros != math.Trunc(zeros) || zeros < 0 || zeros > maxRiceCount {
+		return b, false
+	}
+	var coded [2]storeCoding
+	for i, st := range [2]store.Store{s.dd.GetPositiveValueStore(), s.dd.GetNegativeValueStore()} {
+		lo, cs, ok := counts(st)
+		if !ok {
+			return b, false
+		}
+		if len(cs) > 0 {
+			coded[i] = chooseCoding(lo, cs)
+		}
+	}
+	b = append(b, riceFormat)
+	b = binary.AppendUvarint(b, uint64(zeros))
+	for _, c := range coded {
+		b = binary.AppendUvarint(b, uint64(len(c.us)))
+		if len(c.us) == 0 {
+			continue
+		}
+		b = binary.AppendVarint(b, int64(c.lo))
+		if c.mode == sparse {
+			b = append(b, byte(c.mode)|byte(c.gapParam)<<2, byte(c.param))
+			continue
+		}
+		b = append(b, byte(c.mode)|byte(c.param)<<2)
+	}
+	w := ricecode.NewWriter(b)
+	for _, c := range coded {
+		for _, g := range c.gaps {
+			w.Rice(g, c.gapParam)
+		}
+		var a adapter
+		for _, u := range c.us {
+			k := c.param
+			if k == riceAdaptive {
+				k = a.k()
+				a.push(u)
+			}
+			w.Rice(u, k)
+		}
+	}
+	return w.Flush(), true
+}
+
+var errCorruptRice = errors.New("corrupt Rice-coded sketch")
+
+// minIndex and maxIndex bound the indexes of the mapping's bins: a store
+// of the format never holds another (a corrupt one may claim any).
+var (
+	minIndex = theMapping.Index(theMapping.MinIndexableValue())
+	maxIndex = theMapping.Index(theMapping.MaxIndexableValue())
+)
+
+// maxRiceBins bounds the index range a store of the format may claim: the
+// mapping's indexes of finite magnitudes span fewer (about 2·36,000 at
+// 1 %), so a larger range is corrupt, and a decoder never allocates for
+// more.
+const maxRiceBins = 1 << 17
+
+// mergeRice adds the values of a Rice-format encoding to s.
+func (s *Sketch) mergeRice(b []byte) error {
+	b = b[1:]
+	zeros, n := binary.Uvarint(b)
+	if n <= 0 || zeros > maxRiceCount {
+		return errCorruptRice
+	}
+	b = b[n:]
+	var stores [2]storeCoding
+	for i := range stores {
+		bins, n := binary.Uvarint(b)
+		if n <= 0 || bins > maxRiceBins {
+			return errCorruptRice
+		}
+		b = b[n:]
+		if bins == 0 {
+			continue
+		}
+		lo, n := binary.Varint(b)
+		if n <= 0 || len(b) < n+1 || lo < int64(minIndex) || lo+int64(bins)-1 > int64(maxIndex) {
+			return errCorruptRice
+		}
+		c := storeCoding{lo: int(lo), us: make([]uint64, bins), mode: int(b[n] & 3), param: uint(b[n] >> 2)}
+		b = b[n+1:]
+		if c.mode == sparse {
+			if len(b) < 1 {
+				return errCorruptRice
+			}
+			c.gapParam, c.param = c.param, uint(b[0])
+			c.gaps = make([]uint64, bins-1)
+			b = b[1:]
+		}
+		stores[i] = c
+	}
+	r := ricecode.NewReader(b)
+	for i := range stores {
+		c := &stores[i]
+		// A sparse store's indexes must stay within the mapping's.
+		end := int64(c.lo)
+		for j := range c.gaps {
+			c.gaps[j] = r.Rice(c.gapParam)
+			if end += int64(min(c.gaps[j], maxRiceBins)) + 1; end > int64(maxIndex) {
+				return errCorruptRice
+			}
+		}
+		var a adapter
+		p := predictor{mode: c.mode}
+		for j := range c.us {
+			k := c.param
+			if k == riceAdaptive {
+				k = a.k()
+			}
+			u := r.Rice(k)
+			a.push(u)
+			count := u
+			switch c.mode {
+			case sparse:
+				count = u + 1
+			case predictLast, predictMean4:
+				count = p.predict() + uint64(ricecode.Unzigzag(u))
+			}
+			if count > maxRiceCount {
+				return errCorruptRice
+			}
+			p.push(count)
+			c.us[j] = count
+		}
+	}
+	if r.Overrun() {
+		return errCorruptRice
+	}
+	if zeros > 0 {
+		_ = s.dd.AddWithCount(0, float64(zeros))
+	}
+	for i, st := range [2]store.Store{s.dd.GetPositiveValueStore(), s.dd.GetNegativeValueStore()} {
+		c := stores[i]
+		index := c.lo
+		for j, count := range c.us {
+			if c.mode == sparse && j > 0 {
+				index += int(c.gaps[j-1]) + 1
+			}
+			st.AddWithCount(index, float64(count))
+			if c.mode != sparse {
+				index++
+			}
+		}
+	}
+	return nil
+}

@@ -236,6 +236,10 @@ const (
 	xSketchMask  = 3 << 6
 	xSketchEnc   = 1 << 6
 	xSketchDer   = 2 << 6
+	// xDecimalCounter, a counter whose First is both Min and Max (which
+	// the plain form never says: it tells Min first), flags the counter's
+	// decimal form (appendDecimalCounter).
+	xDecimalCounter = xCounter | xFirstIsMin | xFirstIsMax
 )
 
 // AppendExtras appends the encoding of r's extras, the form both stores
@@ -243,10 +247,12 @@ const (
 // row's T, LastT as a uvarint offset from FirstT, then First, Last and Inc
 // as little-endian float64s, each left out when the flags say it equals
 // Min or Max, or Last - First for Inc), then the sketch as
-// quantile.Sketch.AppendBinary encodes it, left out when it is Derived (quantile.Derivable). Nothing is
-// appended for a row without Extras; unknown extras encode as one byte.
-// A live sketch whose encoding would pass its bound is collapsed (see
-// quantile.Sketch.AppendBinary).
+// quantile.Sketch.AppendBinary encodes it, left out when it is Derived
+// (quantile.Derivable). When one of the counter's floats is a decimal
+// (see decimalDigits) and its decimal form (see appendDecimalCounter) is
+// shorter, the counter takes that form instead. Nothing is appended for a row without Extras;
+// unknown extras encode as one byte. A live sketch whose encoding would
+// pass its bound is collapsed (see quantile.Sketch.AppendBinary).
 func AppendExtras(b []byte, r Row) []byte {
 	x := r.X
 	if x == nil {
@@ -258,14 +264,24 @@ func AppendExtras(b []byte, r Row) []byte {
 	if x.HasCounter {
 		c := x.Counter
 		flags |= xCounter
-		b = binary.AppendVarint(b, c.FirstT-r.T)
-		b = binary.AppendUvarint(b, uint64(c.LastT-c.FirstT))
-		b, flags = appendUnless(b, flags, c.First, r, xFirstIsMin, xFirstIsMax)
-		b, flags = appendUnless(b, flags, c.Last, r, xLastIsMin, xLastIsMax)
 		if sameBits(c.Inc, c.Last-c.First) {
 			flags |= xIncIsSpread
-		} else {
+		}
+		start := len(b)
+		plainFlags := flags
+		b = binary.AppendVarint(b, c.FirstT-r.T)
+		b = binary.AppendUvarint(b, uint64(c.LastT-c.FirstT))
+		b, plainFlags = appendUnless(b, plainFlags, c.First, r, xFirstIsMin, xFirstIsMax)
+		b, plainFlags = appendUnless(b, plainFlags, c.Last, r, xLastIsMin, xLastIsMax)
+		if flags&xIncIsSpread == 0 {
 			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(c.Inc))
+		}
+		flags = plainFlags
+		// The decimal form, after the plain one, replaces it when shorter.
+		plainEnd := len(b)
+		if dec, ok := appendDecimalCounter(b, c, r, flags&xIncIsSpread != 0); ok && len(dec)-plainEnd < plainEnd-start {
+			b = append(b[:start], dec[plainEnd:]...)
+			flags = flags&^(xFirstIsMin|xFirstIsMax|xLastIsMin|xLastIsMax) | xDecimalCounter
 		}
 	}
 	switch {
@@ -297,6 +313,171 @@ func appendUnless(b []byte, flags byte, v float64, r Row, isMin, isMax byte) ([]
 	return binary.LittleEndian.AppendUint64(b, math.Float64bits(v)), flags
 }
 
+// maxDecimalDigits bounds the digits after the point a decimal float of a
+// counter may have: what gauges and counters are printed with.
+const maxDecimalDigits = 6
+
+// powersOfTen are exact in a float64, so that m / 10^d is the float
+// nearest the decimal, the float a parser makes of its text.
+var powersOfTen = [maxDecimalDigits + 1]float64{1, 10, 100, 1e3, 1e4, 1e5, 1e6}
+
+// decimalDigits returns the fewest digits d ≤ maxDecimalDigits after the
+// point with which v is m / 10^d for an integer m of at most 53 bits,
+// bit for bit, or -1. A value with d digits is one with any more too: m
+// and 10^d are exact, and the quotient of the same rational, correctly
+// rounded, is the same float.
+func decimalDigits(v float64) int {
+	for d, p := range powersOfTen {
+		// Through int64, as the decoder goes: -0 is no decimal.
+		if m := math.Round(v * p); math.Abs(m) < 1<<53 && sameBits(float64(int64(m))/p, v) {
+			return d
+		}
+	}
+	return -1
+}
+
+// The decimal form of a counter, flagged by xDecimalCounter, codes each of
+// First, Last and Inc that is a decimal as the integer m of m / 10^d, one
+// d for the row, as a varint: a gauge printed with three decimals takes 3
+// bytes a float instead of 8. After the flags byte:
+//
+//	byte    which floats are left out (equal to Min or Max) and which
+//	        are decimals (the dc flags)
+//	varint  FirstT − T, uvarint LastT − FirstT
+//	byte    d, when any float is a decimal
+//	        First, Last, Inc (unless the flags leave it out): a varint m
+//	        for a decimal, else a little-endian float64
+const (
+	dcFirstIsMin = 1 << iota
+	dcFirstIsMax
+	dcLastIsMin
+	dcLastIsMax
+	dcFirstDecimal
+	dcLastDecimal
+	dcIncDecimal
+)
+
+// appendDecimalCounter appends c in its decimal form, or returns false
+// (and b as it was) when none of the floats it would store is a decimal.
+func appendDecimalCounter(b []byte, c Counter, r Row, incIsSpread bool) ([]byte, bool) {
+	type stored struct {
+		v        float64
+		decimal  byte
+		min, max byte
+	}
+	fs := [3]stored{{c.First, dcFirstDecimal, dcFirstIsMin, dcFirstIsMax}, {c.Last, dcLastDecimal, dcLastIsMin, dcLastIsMax}, {c.Inc, dcIncDecimal, 0, 0}}
+	var dc byte
+	d := -1
+	var keep [3]bool
+	for i, f := range fs {
+		switch {
+		case i == 2 && incIsSpread:
+			continue
+		case f.min != 0 && sameBits(f.v, r.Min):
+			dc |= f.min
+			continue
+		case f.max != 0 && sameBits(f.v, r.Max):
+			dc |= f.max
+			continue
+		}
+		keep[i] = true
+		if fd := decimalDigits(f.v); fd >= 0 {
+			d = max(d, fd)
+		}
+	}
+	if d < 0 {
+		return b, false
+	}
+	p := powersOfTen[d]
+	for i, f := range fs {
+		if keep[i] {
+			if m := math.Round(f.v * p); math.Abs(m) < 1<<53 && sameBits(float64(int64(m))/p, f.v) {
+				dc |= f.decimal
+			}
+		}
+	}
+	b = append(b, dc)
+	b = binary.AppendVarint(b, c.FirstT-r.T)
+	b = binary.AppendUvarint(b, uint64(c.LastT-c.FirstT))
+	b = append(b, byte(d))
+	for i, f := range fs {
+		switch {
+		case !keep[i]:
+		case dc&f.decimal != 0:
+			b = binary.AppendVarint(b, int64(math.Round(f.v*p)))
+		default:
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f.v))
+		}
+	}
+	return b, true
+}
+
+// decodeDecimalCounter reads what appendDecimalCounter wrote, and returns
+// the rest of b.
+func decodeDecimalCounter(b []byte, r Row, incIsSpread bool) (Counter, []byte, error) {
+	if len(b) < 1 {
+		return Counter{}, nil, ErrBadExtras
+	}
+	dc := b[0]
+	b = b[1:]
+	off, n := binary.Varint(b)
+	if n <= 0 {
+		return Counter{}, nil, ErrBadExtras
+	}
+	b = b[n:]
+	spread, n := binary.Uvarint(b)
+	if n <= 0 || spread > math.MaxInt64/2 || len(b) < n+1 || int(b[n]) > maxDecimalDigits {
+		return Counter{}, nil, ErrBadExtras
+	}
+	p := powersOfTen[b[n]]
+	b = b[n+1:]
+	c := Counter{FirstT: r.T + off}
+	c.LastT = c.FirstT + int64(spread)
+	read := func(decimal byte) (float64, bool) {
+		if dc&decimal != 0 {
+			m, n := binary.Varint(b)
+			if n <= 0 || m >= 1<<53 || m <= -1<<53 {
+				return 0, false
+			}
+			b = b[n:]
+			return float64(m) / p, true
+		}
+		if len(b) < 8 {
+			return 0, false
+		}
+		v := math.Float64frombits(binary.LittleEndian.Uint64(b))
+		b = b[8:]
+		return v, true
+	}
+	var ok bool
+	switch {
+	case dc&dcFirstIsMin != 0:
+		c.First = r.Min
+	case dc&dcFirstIsMax != 0:
+		c.First = r.Max
+	default:
+		if c.First, ok = read(dcFirstDecimal); !ok {
+			return Counter{}, nil, ErrBadExtras
+		}
+	}
+	switch {
+	case dc&dcLastIsMin != 0:
+		c.Last = r.Min
+	case dc&dcLastIsMax != 0:
+		c.Last = r.Max
+	default:
+		if c.Last, ok = read(dcLastDecimal); !ok {
+			return Counter{}, nil, ErrBadExtras
+		}
+	}
+	if incIsSpread {
+		c.Inc = c.Last - c.First
+	} else if c.Inc, ok = read(dcIncDecimal); !ok {
+		return Counter{}, nil, ErrBadExtras
+	}
+	return c, b, nil
+}
+
 // ErrBadExtras is the error of an encoding of extras that cannot be read.
 var ErrBadExtras = errors.New("tiers: corrupt rollup extras")
 
@@ -325,7 +506,13 @@ func (x *Extras) decode(r Row, b []byte) error {
 	}
 	flags := b[0]
 	b = b[1:]
-	if flags&xCounter != 0 {
+	if flags&xDecimalCounter == xDecimalCounter {
+		c, rest, err := decodeDecimalCounter(b, r, flags&xIncIsSpread != 0)
+		if err != nil {
+			return err
+		}
+		x.Counter, x.HasCounter, b = c, true, rest
+	} else if flags&xCounter != 0 {
 		off, n := binary.Varint(b)
 		if n <= 0 {
 			return ErrBadExtras

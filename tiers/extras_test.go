@@ -1,6 +1,7 @@
 package tiers
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -196,4 +197,127 @@ func TestSameRow(t *testing.T) {
 			t.Fatal("a row without its extras equals one with them")
 		}
 	}
+}
+
+// randomCounterValue is a float as counters and gauges hold them: a
+// decimal of 0 to 7 digits after the point (7 is past the decimal form),
+// negative, zero of either sign, huge, or any float.
+func randomCounterValue(r *rand.Rand) float64 {
+	switch r.IntN(8) {
+	case 0:
+		return math.Copysign(0, -1)
+	case 1:
+		return (r.Float64() - 0.5) * 1e300
+	case 2:
+		return math.Float64frombits(r.Uint64() &^ (0x7ff << 52)) // subnormal or zero
+	case 3:
+		return float64(r.Int64N(1<<60)) / 1000 // past 53 bits of m
+	default:
+		d := r.IntN(8)
+		return float64(r.Int64N(2_000_000)-1_000_000) / math.Pow(10, float64(d))
+	}
+}
+
+// TestCounterDecimalForm: every counter round-trips bit for bit through
+// AppendExtras, in whichever form it chose; the decimal form is chosen
+// only when a float it stores is a decimal of at most six digits, and
+// only when it is shorter than the plain form.
+func TestCounterDecimalForm(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	decimals := 0
+	for trial := range 20000 {
+		v := [5]float64{}
+		for i := range v {
+			v[i] = randomCounterValue(r)
+		}
+		lo, hi := min(v[0], v[1], v[2], v[3], v[4]), max(v[0], v[1], v[2], v[3], v[4])
+		c := Counter{FirstT: 10 + r.Int64N(100), First: v[r.IntN(5)], Last: v[r.IntN(5)], Inc: v[r.IntN(5)]}
+		c.LastT = c.FirstT + r.Int64N(1000)
+		if r.IntN(4) == 0 {
+			c.Inc = c.Last - c.First
+		}
+		row := Row{T: 0, Min: lo, Max: hi, Sum: 1, Count: 5, X: &Extras{Counter: c, HasCounter: true}}
+		enc := AppendExtras(nil, row)
+		x, err := DecodeExtras(row, enc)
+		if err != nil {
+			t.Fatalf("trial %d: %v (%+v)", trial, err, c)
+		}
+		got := x.Counter
+		if !x.HasCounter || got.FirstT != c.FirstT || got.LastT != c.LastT || !sameBits(got.First, c.First) || !sameBits(got.Last, c.Last) || !sameBits(got.Inc, c.Inc) {
+			t.Fatalf("trial %d: %+v came back as %+v", trial, c, got)
+		}
+		// Which floats the plain form would store, and whether one is a
+		// decimal the decimal form takes.
+		anyDecimal := false
+		for i, f := range []float64{c.First, c.Last, c.Inc} {
+			left := sameBits(f, lo) || sameBits(f, hi)
+			if i == 2 {
+				left = sameBits(c.Inc, c.Last-c.First)
+			}
+			if !left && decimalDigits(f) >= 0 {
+				anyDecimal = true
+			}
+		}
+		decimal := enc[0]&xDecimalCounter == xDecimalCounter
+		if decimal && !anyDecimal {
+			t.Fatalf("trial %d: decimal form for %+v (min %g, max %g), with no decimal to store", trial, c, lo, hi)
+		}
+		if plain := plainCounterLen(row); len(enc) > plain || (decimal && len(enc) == plain) {
+			t.Fatalf("trial %d: %d bytes (decimal form: %v), the plain form takes %d", trial, len(enc), decimal, plain)
+		}
+		if decimal {
+			decimals++
+		}
+	}
+	if decimals < 5000 {
+		t.Fatalf("only %d of 20,000 counters took the decimal form", decimals)
+	}
+}
+
+// plainCounterLen is the length of row's extras in the plain form: the
+// flags byte, the times, and 8 bytes a float stored.
+func plainCounterLen(row Row) int {
+	c := row.X.Counter
+	n := 1 + len(binary.AppendVarint(nil, c.FirstT-row.T)) + len(binary.AppendUvarint(nil, uint64(c.LastT-c.FirstT)))
+	for _, f := range []float64{c.First, c.Last} {
+		if !sameBits(f, row.Min) && !sameBits(f, row.Max) {
+			n += 8
+		}
+	}
+	if !sameBits(c.Inc, c.Last-c.First) {
+		n += 8
+	}
+	return n
+}
+
+func TestDecimalDigits(t *testing.T) {
+	point1, point2 := 0.1, 0.2
+	for _, c := range []struct {
+		v    float64
+		want int
+	}{{0, 0}, {-3, 0}, {20.123, 3}, {0.1, 1}, {point1 + point2, -1}, {1e-6, 6}, {1e-7, -1}, {math.Inf(1), -1}, {math.NaN(), -1}, {1 << 60, -1}, {math.Copysign(0, -1), -1}} {
+		if got := decimalDigits(c.v); got != c.want {
+			t.Errorf("decimalDigits(%v) = %d, want %d", c.v, got, c.want)
+		}
+	}
+}
+
+// FuzzDecodeExtras: any bytes decode to extras or an error, never a panic.
+func FuzzDecodeExtras(f *testing.F) {
+	row := Row{T: 1000, Min: -2.5, Max: 7.125, Sum: 9, Count: 4}
+	r := rand.New(rand.NewPCG(1, 3))
+	for range 10 {
+		var acc Row
+		for i := range 4 {
+			acc.AddExtras(PointRow(1000+int64(i), math.Round(r.NormFloat64()*1000)/1000))
+		}
+		f.Add(AppendExtras(nil, acc))
+	}
+	f.Add([]byte{xDecimalCounter, 0x70, 0, 0, 9})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		x, err := DecodeExtras(row, b)
+		if err == nil && x == nil {
+			t.Fatal("no extras and no error")
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"math/bits"
 
 	"github.com/DataDog/sketches-go/ddsketch/store"
 
@@ -107,36 +108,66 @@ func missCode(mode int, c, pred uint64) uint64 {
 type adapter struct{ h [4]uint64 }
 
 func (a *adapter) k() uint {
-	s := a.h[0] + a.h[1] + a.h[2] + a.h[3]
-	k := uint(0)
-	for k < ricecode.MaxParameter && 4<<k < s {
-		k++
+	// The least k with 4·2^k ≥ the sum of the last four codes.
+	if s := a.h[0] + a.h[1] + a.h[2] + a.h[3]; s > 4 {
+		return min(uint(bits.Len64((s-1)>>2)), ricecode.MaxParameter)
 	}
-	return k
+	return 0
 }
 
 func (a *adapter) push(u uint64) { a.h[0], a.h[1], a.h[2], a.h[3] = u, a.h[0], a.h[1], a.h[2] }
 
-// codes returns the codes of cs under a prediction.
-func codes(mode int, cs []uint64) []uint64 {
-	us := make([]uint64, len(cs))
+// codes writes into us the codes of cs under a prediction, and returns
+// their length coded with adaptive parameters and their sum.
+func codes(mode int, cs, us []uint64) (adaptiveBits int, sum uint64) {
 	p := predictor{mode: mode}
+	var a adapter
 	for i, c := range cs {
-		us[i] = missCode(mode, c, p.predict())
+		u := missCode(mode, c, p.predict())
 		p.push(c)
+		us[i] = u
+		adaptiveBits += ricecode.Bits(u, a.k())
+		a.push(u)
+		sum += u >> 8 // the mean's order of magnitude, without overflow
 	}
-	return us
+	return adaptiveBits, sum
 }
 
-// adaptiveBits is the length of us coded with adaptive parameters.
-func adaptiveBits(us []uint64) int {
-	var a adapter
-	n := 0
+// sumShifted is the sum of us, each shifted right by 8.
+func sumShifted(us []uint64) (sum8 uint64) {
 	for _, u := range us {
-		n += ricecode.Bits(u, a.k())
-		a.push(u)
+		sum8 += u >> 8
 	}
-	return n
+	return sum8
+}
+
+// fixedParameter returns a fixed Rice parameter for us, whose sum>>8 is
+// sum8, and the bits it takes: the best of the parameters around log2 of
+// the mean. Counts of a histogram have no outliers to make the cost
+// bumpy there (ricecode.Best searches every parameter, at several times
+// the cost, for data that has them).
+func fixedParameter(us []uint64, sum8 uint64) (uint, int) {
+	k0 := uint(0)
+	if m := sum8 / uint64(max(len(us), 1)); m > 0 {
+		k0 = uint(bits.Len64(m)) + 8
+	} else {
+		var s uint64
+		for _, u := range us {
+			s += u
+		}
+		k0 = uint(bits.Len64(s / uint64(max(len(us), 1))))
+	}
+	best, bestBits := uint(0), -1
+	for k := max(k0, 1) - 1; k <= min(k0+1, riceAdaptive-1); k++ {
+		n := 0
+		for _, u := range us {
+			n += ricecode.Bits(u, k)
+		}
+		if bestBits < 0 || n < bestBits {
+			best, bestBits = k, n
+		}
+	}
+	return best, bestBits
 }
 
 // storeCoding is how one store's counts are coded.
@@ -177,13 +208,6 @@ func chooseCoding(lo int, cs []uint64) storeCoding {
 			best, bestBits = c, bits
 		}
 	}
-	for mode := range predictions {
-		us := codes(mode, cs)
-		try(storeCoding{lo: lo, us: us, mode: mode, param: riceAdaptive}, adaptiveBits(us))
-		if k, n := ricecode.Best(us); k < riceAdaptive {
-			try(storeCoding{lo: lo, us: us, mode: mode, param: k}, n)
-		}
-	}
 	var gaps, us []uint64
 	last := -1
 	for i, c := range cs {
@@ -197,8 +221,25 @@ func chooseCoding(lo int, cs []uint64) storeCoding {
 		last = i
 	}
 	gk, gn := ricecode.Best(gaps)
-	ck, cn := ricecode.Best(us)
+	ck, cn := fixedParameter(us, sumShifted(us))
 	try(storeCoding{lo: lo, us: us, mode: sparse, param: ck, gapParam: gk, gaps: gaps}, gn+cn)
+	if len(cs) >= 8*len(us) {
+		// At least 8 bins a value: a dense coding takes a bit a bin or
+		// more, the sparse one some log2(8)+4 bits a value.
+		return best
+	}
+	// The dense codings share one buffer of codes; the winner's are
+	// made again at the end.
+	buf := make([]uint64, len(cs))
+	for mode := range predictions {
+		adaptive, sum8 := codes(mode, cs, buf)
+		try(storeCoding{lo: lo, us: buf, mode: mode, param: riceAdaptive}, adaptive)
+		k, n := fixedParameter(buf, sum8)
+		try(storeCoding{lo: lo, us: buf, mode: mode, param: k}, n)
+	}
+	if best.mode != sparse {
+		codes(best.mode, cs, buf)
+	}
 	return best
 }
 

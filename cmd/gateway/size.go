@@ -16,7 +16,7 @@ func (m Main) size(_ context.Context, args []string) error {
 	c := defaultServeConfig()
 	rule := sizing.DefaultRule()
 	var rate, rowBytes, target string = "", "30", "50MB"
-	extrasBytes := "400"
+	extrasBytes := "256"
 	sealedPointBytes := sizing.SealedPointBytes
 	err := m.parseFlags("size", args, func(fs *flag.FlagSet) {
 		c.registerStoreFlags(fs) // --tiers: the pyramid to size
@@ -24,7 +24,7 @@ func (m Main) size(_ context.Context, args []string) error {
 		fs.StringVar(&rowBytes, "row-bytes", rowBytes, "stored bytes of one raw row")
 		fs.StringVar(&target, "target", target, "partition size to aim at (the design aims at 10-100MB)")
 		fs.StringVar(&extrasBytes, "extras-bytes", extrasBytes,
-			fmt.Sprintf("mean stored bytes of a rollup row's quantile sketch and counter summary (docs/benchmarks.md: 26-106 B for 10 s gauges, 39-729 B for heavy-tailed latencies, minute to day rows; at most %d)", tiers.MaxExtrasLen))
+			fmt.Sprintf("mean stored bytes of a rollup row's quantile sketch and counter summary (docs/benchmarks.md: 19-72 B for 10 s gauges, 28-250 B for heavy-tailed latencies, minute to day rows; at most %d)", tiers.MaxExtrasLen))
 		fs.Float64Var(&sealedPointBytes, "sealed-point-bytes", sealedPointBytes,
 			"stored bytes of one sealed raw point (docs/benchmarks.md: 1.5-1.6 for decimal gauges, up to about 10 for values with a full float64 mantissa)")
 		fs.Int64Var(&rule.MaxRows, "max-rows", rule.MaxRows, "rows one partition may hold whatever their size (Cassandra guidance: about 100,000)")

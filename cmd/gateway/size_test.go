@@ -14,9 +14,10 @@ func TestSizePrintsTheRuleForEachTier(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, out.String())
 	}
 	// 10/s × 2h × 30 B: 72,000 rows, 2.16 MB (see sizing's hand-computed
-	// cases). A minute row: 30 + 24 B and 400 B of extras by default,
-	// 2,048 at most: 43,200 × 454 B = 19.6 MB, × 2,102 B = 90.8 MB.
-	for _, want := range []string{`raw\s+2h\s+1\s+72000\s+2\.2 MB\s+2\.2 MB`, `minute\s+30d\s+1\s+43200\s+19\.6 MB\s+90\.8 MB`, `hour\s+365d\s+1\s+8760\s+4\.0 MB\s+18\.4 MB`, `day\s+365d\s+1\s+365`, `--raw-bucket 2h --raw-event-buckets 1`, `400 B of quantile sketch`,
+	// cases). A minute row: 30 + 24 B and 256 B of extras by default,
+	// 2,048 at most: 43,200 × 310 B = 13.4 MB, × 2,102 B = 90.8 MB; an
+	// hour row: 8,760 × 310 B = 2.7 MB.
+	for _, want := range []string{`raw\s+2h\s+1\s+72000\s+2\.2 MB\s+2\.2 MB`, `minute\s+30d\s+1\s+43200\s+13\.4 MB\s+90\.8 MB`, `hour\s+365d\s+1\s+8760\s+2\.7 MB\s+18\.4 MB`, `day\s+365d\s+1\s+365`, `--raw-bucket 2h --raw-event-buckets 1`, `256 B of quantile sketch`,
 		// Sealed: 72,000 points in ⌈72,000 / 1,024⌉ = 71 chunks,
 		// 72,000 × 1.6 + 71 × 80 = 120,880 B.
 		`sealed raw bucket .*: 72000 points in 71 chunks, 120\.9 KB at 1\.6 B a point`} {

@@ -216,7 +216,12 @@ func (b *bench) dashboard(ctx context.Context) error {
 			b.notes = append(b.notes, fmt.Sprintf("%s differed from Prometheus in %d dashboard answers", sideNames[s], n))
 		}
 	}
-	if mismatches != [nSides]int{} {
+	// The gateway must agree with Prometheus in every answer. A peer
+	// that lags the points just written (VictoriaMetrics now and then
+	// answers the newest window from the sample before, its buffers not
+	// yet searchable although flushed) is noted, not failed: the run
+	// measures the gateway.
+	if mismatches[gwNative] > 0 || mismatches[gwPromQL] > 0 {
 		b.failed = true
 	}
 	return nil

@@ -257,9 +257,18 @@ func (s *Sketch) Bins() int { return s.bins }
 func (s *Sketch) AppendBinary(b []byte) []byte {
 	start := len(b)
 	for {
-		s.dd.Encode(&b, true)
-		if rice, ok := s.appendRice(b); ok && len(rice)-len(b) < len(b)-start {
-			b = append(b[:start], rice[len(b):]...)
+		rice, libraryMin, ok := s.appendRice(b)
+		if ok && len(rice)-start <= libraryMin {
+			// No shorter than the library's could be: no need to make it.
+			b = rice
+		} else {
+			riceEnd := len(rice)
+			s.dd.Encode(&rice, true)
+			if ok && riceEnd-start < len(rice)-riceEnd {
+				b = rice[:riceEnd]
+			} else {
+				b = append(rice[:start], rice[riceEnd:]...)
+			}
 		}
 		if len(b)-start <= MaxEncodedLen || s.bins <= 1 {
 			return b

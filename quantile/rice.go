@@ -56,25 +56,25 @@ const riceAdaptive = 63
 // builds) keeps the library's encoding.
 const maxRiceCount = 1 << 53
 
-// counts returns a store's index range and the counts of every index of
-// it, or false when a count is not a whole number the format holds.
-func counts(st store.Store) (lo int, cs []uint64, ok bool) {
-	if st.IsEmpty() {
-		return 0, nil, true
+// nonEmpty returns a store's non-empty bins in ascending order of
+// index, or false when a count is not a whole number the format holds.
+func nonEmpty(st store.Store) (index []int, count []uint64, ok bool) {
+	// At most a bin a value: a minute row's few values take one
+	// allocation each.
+	if n := st.TotalCount(); n >= 1 {
+		index, count = make([]int, 0, int(min(n, 64))), make([]uint64, 0, int(min(n, 64)))
 	}
-	lo, _ = st.MinIndex()
-	hi, _ := st.MaxIndex()
-	cs = make([]uint64, hi-lo+1)
 	ok = true
-	st.ForEach(func(index int, count float64) bool {
-		if count != math.Trunc(count) || count < 0 || count > maxRiceCount {
+	st.ForEach(func(i int, c float64) bool {
+		if c != math.Trunc(c) || c < 0 || c > maxRiceCount {
 			ok = false
 			return true
 		}
-		cs[index-lo] = uint64(count)
+		index = append(index, i)
+		count = append(count, uint64(c))
 		return false
 	})
-	return lo, cs, ok
+	return index, count, ok
 }
 
 // predictor predicts each count of a store from those before it.
@@ -190,17 +190,17 @@ const sparse = 3
 
 // headerBytes is the length of the store's header.
 func (c storeCoding) headerBytes() int {
-	n := len(c.us)
-	h := len(binary.AppendUvarint(nil, uint64(n))) + len(binary.AppendVarint(nil, int64(c.lo))) + 1
+	var tmp [binary.MaxVarintLen64]byte
+	h := binary.PutUvarint(tmp[:], uint64(len(c.us))) + binary.PutVarint(tmp[:], int64(c.lo)) + 1
 	if c.mode == sparse {
 		h++
 	}
 	return h
 }
 
-// chooseCoding picks the coding of cs, counts of the indexes from lo,
-// in the fewest bits.
-func chooseCoding(lo int, cs []uint64) storeCoding {
+// chooseCoding picks the coding of a store's non-empty bins (ascending
+// indexes, their counts) in the fewest bits.
+func chooseCoding(index []int, count []uint64) storeCoding {
 	var best storeCoding
 	bestBits := -1
 	try := func(c storeCoding, bits int) {
@@ -208,25 +208,27 @@ func chooseCoding(lo int, cs []uint64) storeCoding {
 			best, bestBits = c, bits
 		}
 	}
-	var gaps, us []uint64
-	last := -1
-	for i, c := range cs {
-		if c == 0 {
-			continue
+	lo := index[0]
+	gaps := make([]uint64, len(index)-1)
+	us := make([]uint64, len(count))
+	for i := range index {
+		if i > 0 {
+			gaps[i-1] = uint64(index[i] - index[i-1] - 1)
 		}
-		if last >= 0 {
-			gaps = append(gaps, uint64(i-last-1))
-		}
-		us = append(us, c-1)
-		last = i
+		us[i] = count[i] - 1
 	}
 	gk, gn := ricecode.Best(gaps)
 	ck, cn := fixedParameter(us, sumShifted(us))
 	try(storeCoding{lo: lo, us: us, mode: sparse, param: ck, gapParam: gk, gaps: gaps}, gn+cn)
-	if len(cs) >= 8*len(us) {
+	bins := index[len(index)-1] - lo + 1
+	if bins >= 8*len(index) {
 		// At least 8 bins a value: a dense coding takes a bit a bin or
 		// more, the sparse one some log2(8)+4 bits a value.
 		return best
+	}
+	cs := make([]uint64, bins)
+	for i, at := range index {
+		cs[at-lo] = count[i]
 	}
 	// The dense codings share one buffer of codes; the winner's are
 	// made again at the end.
@@ -244,20 +246,29 @@ func chooseCoding(lo int, cs []uint64) storeCoding {
 }
 
 // appendRice appends the sketch in the Rice format, or returns false
-// when a count is not one the format holds.
-func (s *Sketch) appendRice(b []byte) ([]byte, bool) {
+// when a count is not one the format holds. libraryMin is a length the
+// library's encoding of the sketch cannot be shorter than: a flag and a
+// count of zeros (2 bytes), and per store a flag, the number of bins and
+// either a byte or more for every index of its range with its lowest
+// index and step (dense: 4 + range) or two bytes or more for every
+// non-empty bin (sparse: 2 + 2n).
+func (s *Sketch) appendRice(b []byte) (out []byte, libraryMin int, ok bool) {
 	zeros := s.dd.GetZeroCount()
 	if zeros != math.Trunc(zeros) || zeros < 0 || zeros > maxRiceCount {
-		return b, false
+		return b, 0, false
+	}
+	if zeros > 0 {
+		libraryMin += 2
 	}
 	var coded [2]storeCoding
 	for i, st := range [2]store.Store{s.dd.GetPositiveValueStore(), s.dd.GetNegativeValueStore()} {
-		lo, cs, ok := counts(st)
+		index, count, ok := nonEmpty(st)
 		if !ok {
-			return b, false
+			return b, 0, false
 		}
-		if len(cs) > 0 {
-			coded[i] = chooseCoding(lo, cs)
+		if n := len(index); n > 0 {
+			coded[i] = chooseCoding(index, count)
+			libraryMin += min(4+index[n-1]-index[0]+1, 2+2*n)
 		}
 	}
 	b = append(b, riceFormat)
@@ -289,7 +300,7 @@ func (s *Sketch) appendRice(b []byte) ([]byte, bool) {
 			w.Rice(u, k)
 		}
 	}
-	return w.Flush(), true
+	return w.Flush(), libraryMin, true
 }
 
 var errCorruptRice = errors.New("corrupt Rice-coded sketch")

@@ -63,7 +63,9 @@
 // and the quantile sketch, tens of bytes for a minute row, never more than
 // 2 KiB). A rollup row of exactly 40 bytes has no extras: every row of a
 // format 1 store, the format before rollup rows kept them, which Open
-// reads as it is and stamps with format 2. Extras sit in the row's value
+// reads as it is and stamps with the current format (3; format 2 stores,
+// whose chunks and extras predate the compact forms, are read as they
+// are and stamped too). Extras sit in the row's value
 // so that they cost no key of their own on disk; reads that do not ask
 // for them skip them without decoding. A sealed chunk holds its expiry (its last point plus the
 // retention it was sealed with), that retention as an int64 and the XOR

@@ -416,7 +416,7 @@ func TestOpensAStoreWrittenBeforeLabels(t *testing.T) {
 // TestOpensAStoreWrittenBeforeExtras opens a store written by the build
 // before rollup rows kept extras (testdata/before-extras: a series with
 // raw points and a row in each rollup tier, format 1): it opens and is
-// stamped with format 2; its rows read as before; read with extras, its
+// stamped with the current format; its rows read as before; read with extras, its
 // rollup rows carry extras that know nothing, and a rewrite of a row
 // gives it extras.
 func TestOpensAStoreWrittenBeforeExtras(t *testing.T) {
@@ -502,11 +502,11 @@ func TestRefusesAnotherFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.db.Set(formatKey, int64Value(3), pebble.Sync); err != nil {
+	if err := s.db.Set(formatKey, int64Value(formatVersion+1), pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
 	closeStore(t, s)
-	if _, err := Open(dir, Options{Now: storetest.Start, SweepInterval: -1}); err == nil || !strings.Contains(err.Error(), "reads formats 1 and 2") {
+	if _, err := Open(dir, Options{Now: storetest.Start, SweepInterval: -1}); err == nil || !strings.Contains(err.Error(), "reads formats 1 to 3") {
 		t.Fatalf("Open: %v", err)
 	}
 }

@@ -91,6 +91,15 @@ func TestReadsChunksSealedBeforeDecimalChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closeStore(t, s)
+	// A format 2 store, stamped with the current format once opened.
+	v, closer, err := s.db.Get(formatKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if getInt64(v) != formatVersion {
+		t.Fatalf("format stamp %d after opening a format 2 store", getInt64(v))
+	}
+	_ = closer.Close()
 	base := tiers.AlignDown(storetest.Start().UnixMilli(), tiers.Hour) - 2*tiers.Hour
 	const retention, ebs = 100 * tiers.Day, 2
 	// The points the store was written with, by the generator that wrote

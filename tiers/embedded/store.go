@@ -29,14 +29,22 @@ var ErrInUse = errors.New("directory locked")
 
 // formatVersion is the version of the key and value encoding described in
 // the package doc; Open refuses a store written in another one, except
-// format 1, the format before rollup rows kept extras, which it reads as
-// is (its rollup rows have no extras) and stamps with 2. The stamp keeps
-// a build that reads only format 1 from misreading rows with extras.
-const formatVersion = 2
+// the formats before it, which it reads as they are and stamps with the
+// current one: format 1, before rollup rows kept extras (its rollup rows
+// have none), and format 2, before sealed chunks kept decimals as
+// Rice-coded integers and rows' extras took their compact forms (Rice-coded
+// sketches, decimal counters), all of which this build still decodes. The
+// stamp keeps an older build, which decodes none of the newer forms, from
+// misreading what this one writes.
+const formatVersion = 3
 
 // formatBeforeExtras is the format of stores written before rollup rows
 // kept extras.
 const formatBeforeExtras = 1
+
+// formatBeforeCompactForms is the format of stores written before decimal
+// chunks, Rice-coded sketches and decimal counters.
+const formatBeforeCompactForms = 2
 
 // Options configures a store. The zero value is usable.
 type Options struct {
@@ -213,10 +221,10 @@ func (s *Store) checkFormat() error {
 	switch version {
 	case formatVersion:
 		return nil
-	case formatBeforeExtras:
+	case formatBeforeExtras, formatBeforeCompactForms:
 		return s.db.Set(formatKey, int64Value(formatVersion), pebble.Sync)
 	}
-	return fmt.Errorf("embedded: store has format %x, this build reads formats %d and %d", v, formatBeforeExtras, formatVersion)
+	return fmt.Errorf("embedded: store has format %x, this build reads formats %d to %d", v, formatBeforeExtras, formatVersion)
 }
 
 // nowMs is the store clock in Unix milliseconds.

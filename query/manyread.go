@@ -205,6 +205,11 @@ func (m *Many) Read(ctx context.Context, req ManyRequest) (*ManyAnswer, error) {
 			return nil
 		}
 		pages[i].head = res.Head()
+		// Windows come one per step of the span, at most a page of them:
+		// sized once rather than grown through doublings.
+		if h := pages[i].head; h.Plan.Step > 0 && h.Limit > 0 {
+			pages[i].items = make([]Item, 0, min(int((h.Span.To-h.Span.From)/h.Plan.Step)+1, h.Limit+1))
+		}
 		extra := 0
 		for res.Next() {
 			it := res.Item()

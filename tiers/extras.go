@@ -449,26 +449,22 @@ func decodeDecimalCounter(b []byte, r Row, incIsSpread bool) (Counter, []byte, e
 		b = b[8:]
 		return v, true
 	}
-	var ok bool
-	switch {
-	case dc&dcFirstIsMin != 0:
-		c.First = r.Min
-	case dc&dcFirstIsMax != 0:
-		c.First = r.Max
-	default:
-		if c.First, ok = read(dcFirstDecimal); !ok {
-			return Counter{}, nil, ErrBadExtras
+	// readUnless reads a float the flags do not say is Min or Max.
+	readUnless := func(isMin, isMax, decimal byte) (float64, bool) {
+		switch {
+		case dc&isMin != 0:
+			return r.Min, true
+		case dc&isMax != 0:
+			return r.Max, true
 		}
+		return read(decimal)
 	}
-	switch {
-	case dc&dcLastIsMin != 0:
-		c.Last = r.Min
-	case dc&dcLastIsMax != 0:
-		c.Last = r.Max
-	default:
-		if c.Last, ok = read(dcLastDecimal); !ok {
-			return Counter{}, nil, ErrBadExtras
-		}
+	var ok bool
+	if c.First, ok = readUnless(dcFirstIsMin, dcFirstIsMax, dcFirstDecimal); !ok {
+		return Counter{}, nil, ErrBadExtras
+	}
+	if c.Last, ok = readUnless(dcLastIsMin, dcLastIsMax, dcLastDecimal); !ok {
+		return Counter{}, nil, ErrBadExtras
 	}
 	if incIsSpread {
 		c.Inc = c.Last - c.First

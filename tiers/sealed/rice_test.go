@@ -171,10 +171,9 @@ func xorBytes(t *testing.T, points []tiers.Row, scale float64) int {
 	return len(c.Bytes())
 }
 
-// BenchmarkDecodeChunk decodes a chunk of 10 s gauge points printed with
-// three decimals, in the decimal format and as the XOR chunk of scaled
-// values that stores sealed before it hold.
-func BenchmarkDecodeChunk(b *testing.B) {
+// gaugeChunk is a chunk's worth of 10 s gauge points printed with three
+// decimals: a slow walk with noise.
+func gaugeChunk() []tiers.Row {
 	r := rand.New(rand.NewPCG(1, 2))
 	var points []tiers.Row
 	walk := 0.0
@@ -182,6 +181,14 @@ func BenchmarkDecodeChunk(b *testing.B) {
 		walk += r.NormFloat64() * 0.03
 		points = append(points, tiers.PointRow(int64(i)*10_000, math.Round((50+walk+r.NormFloat64()*0.2)*1000)/1000))
 	}
+	return points
+}
+
+// BenchmarkDecodeChunk decodes a chunk of 10 s gauge points printed with
+// three decimals, in the decimal format and as the XOR chunk of scaled
+// values that stores sealed before it hold.
+func BenchmarkDecodeChunk(b *testing.B) {
+	points := gaugeChunk()
 	chunks, err := Encode(points, 4)
 	if err != nil {
 		b.Fatal(err)
@@ -270,13 +277,7 @@ func TestValueModeChosen(t *testing.T) {
 // three decimals: the sealer's work per chunk, most of it choosing each
 // stream's prediction and Rice parameter.
 func BenchmarkEncodeChunk(b *testing.B) {
-	r := rand.New(rand.NewPCG(1, 2))
-	var points []tiers.Row
-	walk := 0.0
-	for i := range MaxSamples {
-		walk += r.NormFloat64() * 0.03
-		points = append(points, tiers.PointRow(int64(i)*10_000, math.Round((50+walk+r.NormFloat64()*0.2)*1000)/1000))
-	}
+	points := gaugeChunk()
 	var size int
 	for b.Loop() {
 		chunks, err := Encode(points, 4)

@@ -343,7 +343,7 @@ func (s *Sketch) mergeRice(b []byte) error {
 		c := storeCoding{lo: int(lo), us: make([]uint64, bins), mode: int(b[n] & 3), param: uint(b[n] >> 2)}
 		b = b[n+1:]
 		if c.mode == sparse {
-			if len(b) < 1 {
+			if len(b) < 1 || b[0] > ricecode.MaxParameter {
 				return errCorruptRice
 			}
 			c.gapParam, c.param = c.param, uint(b[0])

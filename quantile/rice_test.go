@@ -196,3 +196,19 @@ func BenchmarkAppendBinary(b *testing.B) {
 		})
 	}
 }
+
+// TestRiceRefusesImpossibleParameters: a sparse store's count parameter
+// past what a Rice code can take is corrupt, not read.
+func TestRiceRefusesImpossibleParameters(t *testing.T) {
+	// Zeros 0; positive store of 2 bins from index 0, sparse, gap
+	// parameter 0, count parameter 200; no negative store; the codes: a
+	// gap of 0 and two counts of 1, all zero bits at parameter 1.
+	b := []byte{riceFormat, 0, 2, 0, sparse, 200, 0, 0x00}
+	if _, err := Decode(b); err == nil {
+		t.Fatal("decoded a count parameter of 200")
+	}
+	b[5] = 1
+	if s, err := Decode(b); err != nil || s.Count() != 2 {
+		t.Fatalf("a count parameter of 1: %v, %v", s, err)
+	}
+}

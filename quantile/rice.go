@@ -27,11 +27,17 @@ import (
 //	byte    riceFormat
 //	uvarint count of zeros
 //	per store, positive then negative:
-//	  uvarint bins of its index range (0: empty; then nothing more)
+//	  uvarint its codes' count n: the bins of its index range (dense), or
+//	          its non-empty bins (sparse); 0: empty, nothing more
 //	  varint  lowest index
-//	  byte    prediction (low 2 bits) | fixed parameter << 2, or
-//	          adaptive << 2 (the parameter follows the recent misses)
-//	bits    the stores' codes, one per bin of each range, padded to a byte
+//	  byte    dense: the prediction (low 2 bits: none, last, mean of four)
+//	          | the fixed parameter << 2, or riceAdaptive << 2 (each
+//	          code's parameter follows the codes before it);
+//	          sparse: 3 | the gaps' parameter << 2
+//	  byte    sparse only: the counts' parameter
+//	bits    per store: dense, n codes of counts' misses; sparse, n−1 codes
+//	        of the steps between indexes less one, then n codes of the
+//	        counts less one; padded to a byte at the end
 //
 // Decoders tell the format from its first byte: the library's encoding
 // starts with a flag whose low two bits name its type, and no flag it

@@ -344,7 +344,7 @@ func decimalDigits(v float64) int {
 //	byte    which floats are left out (equal to Min or Max) and which
 //	        are decimals (the dc flags)
 //	varint  FirstT − T, uvarint LastT − FirstT
-//	byte    d, when any float is a decimal
+//	byte    d
 //	        First, Last, Inc (unless the flags leave it out): a varint m
 //	        for a decimal, else a little-endian float64
 const (

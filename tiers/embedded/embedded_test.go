@@ -352,20 +352,39 @@ func TestOpenRefusesADirectoryHeldByAnotherProcess(t *testing.T) {
 	}
 }
 
-// TestOpensAStoreWrittenBeforeLabels opens a store written by the build
-// before the label index (testdata/before-labels: three series with a
-// raw partition each, one with a layout entry): it opens, reads as it
-// did, its series have no labels, and labels set on it survive a reopen.
-func TestOpensAStoreWrittenBeforeLabels(t *testing.T) {
-	ctx := context.Background()
+// openEarlierStore opens a copy of testdata/name, a store an earlier build
+// wrote, and returns it with its directory.
+func openEarlierStore(t *testing.T, name string) (*Store, string) {
+	t.Helper()
 	dir := t.TempDir()
-	if err := os.CopyFS(dir, os.DirFS("testdata/before-labels")); err != nil {
+	if err := os.CopyFS(dir, os.DirFS("testdata/"+name)); err != nil {
 		t.Fatal(err)
 	}
 	s, err := Open(dir, Options{Now: storetest.Start, SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, dir
+}
+
+// formatStamp is the format version the store is stamped with.
+func formatStamp(t *testing.T, s *Store) int64 {
+	t.Helper()
+	v, closer, err := s.db.Get(formatKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	return getInt64(v)
+}
+
+// TestOpensAStoreWrittenBeforeLabels opens a store written by the build
+// before the label index (testdata/before-labels: three series with a
+// raw partition each, one with a layout entry): it opens, reads as it
+// did, its series have no labels, and labels set on it survive a reopen.
+func TestOpensAStoreWrittenBeforeLabels(t *testing.T) {
+	ctx := context.Background()
+	s, dir := openEarlierStore(t, "before-labels")
 	base := tiers.AlignDown(storetest.Start().UnixMilli(), tiers.Hour)
 	ids := []string{"old.a", "old.b", "old.c"}
 	listed, err := s.ListSeries(ctx, "old.", "", 10)
@@ -421,14 +440,7 @@ func TestOpensAStoreWrittenBeforeLabels(t *testing.T) {
 // gives it extras.
 func TestOpensAStoreWrittenBeforeExtras(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	if err := os.CopyFS(dir, os.DirFS("testdata/before-extras")); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(dir, Options{Now: storetest.Start, SweepInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, dir := openEarlierStore(t, "before-extras")
 	base := tiers.AlignDown(storetest.Start().UnixMilli(), tiers.Day)
 	raw := readAll(t, s, tiers.ReadRequest{Key: tiers.PartitionKey{Table: tiers.TableRaw, Series: "old.r", Bucket: tiers.AlignDown(base, tiers.Hour)},
 		Span: tiers.Span{From: base, To: base + tiers.Hour}, PageSize: 10, Extras: true})
@@ -473,7 +485,8 @@ func TestOpensAStoreWrittenBeforeExtras(t *testing.T) {
 		t.Fatal(err)
 	}
 	closeStore(t, s)
-	if s, err = Open(dir, Options{Now: storetest.Start, SweepInterval: -1}); err != nil {
+	s, err := Open(dir, Options{Now: storetest.Start, SweepInterval: -1})
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer closeStore(t, s)
@@ -484,13 +497,8 @@ func TestOpensAStoreWrittenBeforeExtras(t *testing.T) {
 	if rows[1].X.HasSketch() {
 		t.Fatalf("the row not rewritten has extras: %+v", rows[1].X)
 	}
-	v, closer, err := s.db.Get(formatKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closer.Close()
-	if getInt64(v) != formatVersion {
-		t.Fatalf("format stamp %d after opening a format 1 store", getInt64(v))
+	if v := formatStamp(t, s); v != formatVersion {
+		t.Fatalf("format stamp %d after opening a format 1 store", v)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"math"
-	"os"
 	"slices"
 	"testing"
 
@@ -82,24 +81,12 @@ func TestSealedPointsExpireLikeRows(t *testing.T) {
 // that point.
 func TestReadsChunksSealedBeforeDecimalChunks(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	if err := os.CopyFS(dir, os.DirFS("testdata/before-decimal-chunks")); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(dir, Options{Now: storetest.Start, SweepInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, _ := openEarlierStore(t, "before-decimal-chunks")
 	defer closeStore(t, s)
 	// A format 2 store, stamped with the current format once opened.
-	v, closer, err := s.db.Get(formatKey)
-	if err != nil {
-		t.Fatal(err)
+	if v := formatStamp(t, s); v != formatVersion {
+		t.Fatalf("format stamp %d after opening a format 2 store", v)
 	}
-	if getInt64(v) != formatVersion {
-		t.Fatalf("format stamp %d after opening a format 2 store", getInt64(v))
-	}
-	_ = closer.Close()
 	base := tiers.AlignDown(storetest.Start().UnixMilli(), tiers.Hour) - 2*tiers.Hour
 	const retention, ebs = 100 * tiers.Day, 2
 	// The points the store was written with, by the generator that wrote

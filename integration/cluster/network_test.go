@@ -156,7 +156,10 @@ func TestSlowReplica(t *testing.T) {
 	if slowP50 < 200*time.Millisecond {
 		t.Fatalf("with +200 ms on a node and no speculative reads the median read took %v: the fault did not apply", slowP50)
 	}
-	if specP50 > slowP50-100*time.Millisecond {
+	// A speculative read leaves the slow node after 50 ms instead of
+	// 200: it saves up to 150 ms; half of that is the least taken as
+	// the fault avoided, on a machine whose load moves every read.
+	if specP50 > slowP50-75*time.Millisecond {
 		t.Fatalf("with speculative reads the median read under the fault took %v, not well below the %v without them", specP50, slowP50)
 	}
 

@@ -78,7 +78,8 @@ type Gateway struct {
 	Index   *index.Index
 	Writer  *ingest.Writer
 	Rollups *rollup.Worker
-	// Sealer rewrites final raw buckets as compressed chunks; nil when
+	// Sealer rewrites final raw buckets and complete rollup partitions as
+	// compressed chunks; nil when
 	// the store does not seal.
 	Sealer *seal.Worker
 	// Importer writes history (POST /v1/import, gateway import).
@@ -174,7 +175,7 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 	if ss, ok := g.Store.(seal.Store); ok {
 		sc := cfg.Seal
 		sc.Lateness, sc.Grace = cfg.Ingest.Lateness, rc.Grace
-		g.Sealer = seal.New(ss, *cfg.Pyramid.Raw(), sc, now, log, seal.NewMetrics(reg))
+		g.Sealer = seal.New(ss, *cfg.Pyramid.Raw(), sc, now, log, seal.NewMetrics(reg)).SealRollups(cfg.Pyramid, g.Rollups.Watermarks)
 	}
 
 	var reader tiers.PartitionReader = timedReader{store, sm}

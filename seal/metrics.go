@@ -14,6 +14,9 @@ type Metrics struct {
 	buckets prometheus.Counter
 	points  prometheus.Counter
 	chunks  prometheus.Counter
+	// Rollup partitions and rows, by tier.
+	partitions *prometheus.CounterVec
+	rows       *prometheus.CounterVec
 	errors  prometheus.Counter
 	backlog prometheus.Gauge
 }
@@ -33,6 +36,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "tsgate_seal_chunks_total",
 			Help: "Compressed chunks written by seals.",
 		}),
+		partitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tsgate_seal_rollup_partitions_total",
+			Help: "Rollup partitions rewritten as compressed chunks, by tier.",
+		}, []string{"tier"}),
+		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tsgate_seal_rollup_rows_total",
+			Help: "Rollup rows folded into compressed chunks, by tier.",
+		}, []string{"tier"}),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tsgate_seal_errors_total",
 			Help: "Seal runs that failed (the next run does their work again).",
@@ -42,17 +53,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Span of final raw buckets not sealed yet: from the seal checkpoint to the newest final bucket end, while a run works on it.",
 		}),
 	}
-	reg.MustRegister(m.buckets, m.points, m.chunks, m.errors, m.backlog)
+	reg.MustRegister(m.buckets, m.points, m.chunks, m.partitions, m.rows, m.errors, m.backlog)
 	return m
 }
 
-func (m *Metrics) sealed(r tiers.SealReport) {
+func (m *Metrics) sealed(t tiers.Tier, r tiers.SealReport) {
 	if m == nil {
+		return
+	}
+	m.chunks.Add(float64(r.Chunks))
+	if t.Level != tiers.LevelRaw {
+		m.partitions.WithLabelValues(t.Name).Inc()
+		m.rows.WithLabelValues(t.Name).Add(float64(r.Rows))
 		return
 	}
 	m.buckets.Inc()
 	m.points.Add(float64(r.Rows))
-	m.chunks.Add(float64(r.Chunks))
 }
 
 func (m *Metrics) failed() {

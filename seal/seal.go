@@ -1,12 +1,17 @@
-// Package seal keeps final raw buckets sealed: it walks the registry and
-// asks the store (tiers.Sealer) to rewrite every raw bucket that can no
-// longer receive on-time points as compressed chunks and to delete its
-// rows. A bucket is final once its end plus the lateness (and the
-// grace of lagging writers) is past, the rule the partition cache takes raw
-// reads as final by.
+// Package seal keeps final raw buckets and complete rollup partitions
+// sealed: it walks the registry and asks the store (tiers.Sealer) to
+// rewrite every raw bucket that can no longer receive on-time points, and
+// every rollup partition whose windows the rollup worker has all
+// computed, as compressed chunks and to delete their rows. A raw bucket is
+// final once its end plus the lateness (and the grace of lagging writers)
+// is past, the rule the partition cache takes raw reads as final by; a
+// rollup partition is complete once its tier's watermark is past its end
+// (and its end is final). A correction written later (late points, an
+// import) is a row the store merges over the chunks until a seal folds it
+// in, so sealing never changes an answer, only what it costs.
 //
-// Progress is a checkpoint in the store: the bucket end up to which every
-// raw bucket has been sealed. A run seals the buckets that ended after
+// Progress is a checkpoint per tier in the store: the partition end up to
+// which every partition of the tier has been sealed. A run seals the buckets that ended after
 // it and are final now, then advances it; a store that never ran the
 // worker starts from the raw tier's retention, so an existing store is
 // sealed in place, online. Sealing is idempotent, so several gateways may
@@ -30,6 +35,9 @@ import (
 // CheckpointName is the checkpoint the worker advances: the end of the
 // last raw bucket sealed in every series.
 const CheckpointName = "seal"
+
+// RollupCheckpointName is the checkpoint of a rollup table's partitions.
+func RollupCheckpointName(t tiers.Table) string { return CheckpointName + "_" + string(t) }
 
 // Store is what the worker reads and seals.
 type Store interface {
@@ -101,8 +109,63 @@ type Worker struct {
 	now     func() time.Time
 	log     *slog.Logger
 	metrics *Metrics
+	// rollups are the rollup tiers sealed; watermarks says how far each
+	// is complete (see SealRollups).
+	rollups    []tiers.Tier
+	watermarks func(context.Context) tiers.Watermarks
 
 	mu sync.Mutex // one run at a time in this process
+}
+
+// SealRollups has the worker seal the complete partitions of the rollup
+// tiers of p too, complete as far as watermarks says (rollup.Worker's
+// Watermarks, indexed by level). It returns w.
+func (w *Worker) SealRollups(p tiers.Pyramid, watermarks func(context.Context) tiers.Watermarks) *Worker {
+	w.rollups = nil
+	for _, l := range p.Rollups() {
+		w.rollups = append(w.rollups, *p.Tier(l))
+	}
+	w.watermarks = watermarks
+	return w
+}
+
+// cut is what a run seals of one tier: the partitions that end in
+// (from, cutoff].
+type cut struct {
+	tier       tiers.Tier
+	checkpoint string
+	from       int64
+	cutoff     int64
+}
+
+// rollupCuts returns the rollup tiers' cuts: each from its checkpoint (its
+// retention when there is none) to the end its watermark and rawCutoff
+// allow; none when nothing is complete.
+func (w *Worker) rollupCuts(ctx context.Context, now time.Time, rawCutoff int64, checkpoints bool) ([]cut, error) {
+	if len(w.rollups) == 0 || w.watermarks == nil {
+		return nil, nil
+	}
+	wm := w.watermarks(ctx)
+	var cuts []cut
+	for _, t := range w.rollups {
+		if int(t.Level) >= len(wm) || wm[t.Level] == tiers.MinTime {
+			continue
+		}
+		c := cut{tier: t, checkpoint: RollupCheckpointName(t.Table), from: t.OldestAvailable(now.UnixMilli()), cutoff: min(rawCutoff, wm[t.Level])}
+		if checkpoints {
+			from, ok, err := w.store.Checkpoint(ctx, c.checkpoint)
+			if err != nil {
+				return nil, fmt.Errorf("read the seal checkpoint of %s: %w", t.Table, err)
+			}
+			if ok {
+				c.from = from
+			}
+		}
+		if c.cutoff > c.from {
+			cuts = append(cuts, c)
+		}
+	}
+	return cuts, nil
 }
 
 // New returns a worker sealing the partitions of the raw tier raw.
@@ -159,11 +222,23 @@ func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
 		from = w.raw.OldestAvailable(start.UnixMilli())
 	}
 	rep := Report{From: from, To: cutoff}
-	if cutoff <= from {
+	rollups, err := w.rollupCuts(ctx, start, cutoff, true)
+	if err != nil {
+		return rep, err
+	}
+	if cutoff <= from && len(rollups) == 0 {
 		w.metrics.setBacklog(0)
 		return rep, nil
 	}
-	w.metrics.setBacklog(time.Duration(cutoff-from) * time.Millisecond)
+	w.metrics.setBacklog(time.Duration(max(cutoff-from, 0)) * time.Millisecond)
+	cuts := rollups
+	if cutoff > from {
+		cuts = append([]cut{{tier: w.raw, checkpoint: CheckpointName, from: from, cutoff: cutoff}}, rollups...)
+	}
+	last := int64(tiers.MinTime)
+	for _, c := range cuts {
+		last = max(last, c.cutoff)
+	}
 	f := w.fanOut(ctx)
 	after := ""
 	for f.ctx.Err() == nil {
@@ -173,10 +248,10 @@ func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
 			break
 		}
 		for _, info := range page {
-			if info.First >= cutoff || info.Last < w.raw.OldestAvailable(start.UnixMilli()) {
+			if info.First >= last || (info.Last < w.raw.OldestAvailable(start.UnixMilli()) && len(rollups) == 0) {
 				continue
 			}
-			f.seal(info.ID, from-w.cfg.Revisit.Milliseconds(), cutoff, cutoff)
+			f.seal(info.ID, cuts, w.cfg.Revisit.Milliseconds(), info.Last+1)
 		}
 		if len(page) < listPage {
 			break
@@ -186,9 +261,11 @@ func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
 	if err := f.wait(&rep, start); err != nil {
 		return rep, err
 	}
-	if err := w.store.AdvanceCheckpoint(ctx, CheckpointName, cutoff); err != nil {
-		w.metrics.failed()
-		return rep, fmt.Errorf("advance the seal checkpoint: %w", err)
+	for _, c := range cuts {
+		if err := w.store.AdvanceCheckpoint(ctx, c.checkpoint, c.cutoff); err != nil {
+			w.metrics.failed()
+			return rep, fmt.Errorf("advance the seal checkpoint %s: %w", c.checkpoint, err)
+		}
 	}
 	w.metrics.setBacklog(0)
 	return rep, nil
@@ -207,15 +284,24 @@ func (w *Worker) SealSpans(ctx context.Context, spans []tiers.SeriesInfo) (Repor
 	cutoff := w.Cutoff(start)
 	oldest := w.raw.OldestAvailable(start.UnixMilli())
 	rep := Report{From: oldest, To: cutoff}
+	rollups, err := w.rollupCuts(ctx, start, cutoff, false)
+	if err != nil {
+		return rep, err
+	}
 	f := w.fanOut(ctx)
 	for _, sp := range spans {
-		first := max(sp.First, oldest)
-		if first >= cutoff || sp.Last < first {
-			continue
+		cuts := make([]cut, 0, 1+len(rollups))
+		for _, c := range append([]cut{{tier: w.raw, from: oldest, cutoff: cutoff}}, rollups...) {
+			// Every partition holding a point of the span, sealed before
+			// or not.
+			c.from = max(sp.First, c.from) - 1
+			if c.cutoff > c.from && sp.Last > c.from {
+				cuts = append(cuts, c)
+			}
 		}
-		f.seal(sp.ID, first-1, cutoff, sp.Last+1)
+		f.seal(sp.ID, cuts, 0, sp.Last+1)
 	}
-	err := f.wait(&rep, start)
+	err = f.wait(&rep, start)
 	return rep, err
 }
 
@@ -234,10 +320,13 @@ func (w *Worker) fanOut(ctx context.Context) *fanOut {
 	return &fanOut{w: w, g: g, ctx: gctx}
 }
 
-// seal seals a series' buckets as sealSeries does.
-func (f *fanOut) seal(id string, from, cutoff, to int64) {
+// seal seals a series' partitions as sealSeries does.
+func (f *fanOut) seal(id string, cuts []cut, revisit, to int64) {
+	if len(cuts) == 0 {
+		return
+	}
 	f.g.Go(func() error {
-		r, err := f.w.sealSeries(f.ctx, id, from, cutoff, to)
+		r, err := f.w.sealSeries(f.ctx, id, cuts, revisit, to)
 		f.buckets.Add(r.Buckets)
 		f.points.Add(r.Points)
 		f.chunks.Add(r.Chunks)
@@ -257,9 +346,9 @@ func (f *fanOut) wait(rep *Report, start time.Time) error {
 	return err
 }
 
-// sealSeries seals the series' raw buckets that end in (from, cutoff] and
-// begin before to.
-func (w *Worker) sealSeries(ctx context.Context, id string, from, cutoff, to int64) (Report, error) {
+// sealSeries seals the series' partitions of each cut that end in
+// (from − revisit, cutoff] and begin before to.
+func (w *Worker) sealSeries(ctx context.Context, id string, cuts []cut, revisit, to int64) (Report, error) {
 	var rep Report
 	info, err := w.store.LookupSeries(ctx, id)
 	if errors.Is(err, tiers.ErrNotFound) {
@@ -268,26 +357,34 @@ func (w *Worker) sealSeries(ctx context.Context, id string, from, cutoff, to int
 	if err != nil {
 		return rep, fmt.Errorf("look up %s: %w", id, err)
 	}
-	layout := info.Layout
-	if layout == nil {
-		layout = w.raw.DefaultLayout()
-	}
-	// The bucket holding from ends after it: it is the first to seal, and
-	// its points may all lie before from.
-	span := tiers.Span{From: max(layout.BucketOf(from).Start, info.First), To: min(cutoff, info.Last+1, to)}
-	for b := range layout.Buckets(span, false) {
-		if b.End > cutoff || b.End <= from {
-			continue
+	for _, c := range cuts {
+		layout := c.tier.DefaultLayout()
+		if c.tier.Level == tiers.LevelRaw && info.Layout != nil {
+			layout = info.Layout
 		}
-		r, err := w.store.SealBucket(ctx, id, b.Start, b.EventBuckets, w.raw.Retention)
-		if err != nil {
-			return rep, fmt.Errorf("seal %s bucket %d: %w", id, b.Start, err)
-		}
-		if r.Rows > 0 {
-			rep.Buckets++
-			rep.Points += int64(r.Rows)
-			rep.Chunks += int64(r.Chunks)
-			w.metrics.sealed(r)
+		from := c.from - revisit
+		// The partition holding from ends after it: it is the first to
+		// seal, and its points may all lie before from.
+		span := tiers.Span{From: max(layout.BucketOf(from).Start, info.First), To: min(c.cutoff, info.Last+1, to)}
+		for b := range layout.Buckets(span, false) {
+			if b.End > c.cutoff || b.End <= from {
+				continue
+			}
+			var r tiers.SealReport
+			if c.tier.Level == tiers.LevelRaw {
+				r, err = w.store.SealBucket(ctx, id, b.Start, b.EventBuckets, c.tier.Retention)
+			} else {
+				r, err = w.store.SealRollup(ctx, tiers.PartitionKey{Table: c.tier.Table, Series: id, Bucket: b.Start}, c.tier.Retention)
+			}
+			if err != nil {
+				return rep, fmt.Errorf("seal %s %s bucket %d: %w", c.tier.Name, id, b.Start, err)
+			}
+			if r.Rows > 0 {
+				rep.Buckets++
+				rep.Points += int64(r.Rows)
+				rep.Chunks += int64(r.Chunks)
+				w.metrics.sealed(c.tier, r)
+			}
 		}
 	}
 	return rep, nil

@@ -28,6 +28,14 @@ func (f *fakeStore) SealBucket(_ context.Context, series string, bucket int64, e
 	return tiers.SealReport{Points: 10, Rows: 10, Chunks: 1}, nil
 }
 
+// SealRollup records the rollup partition as sealed.
+func (f *fakeStore) SealRollup(_ context.Context, key tiers.PartitionKey, _ int64) (tiers.SealReport, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sealed[key]++
+	return tiers.SealReport{Points: 10, Rows: 10, Chunks: 1}, nil
+}
+
 func (f *fakeStore) ListSeries(_ context.Context, prefix, after string, limit int) ([]tiers.SeriesInfo, error) {
 	var ids []string
 	for id := range f.series {
@@ -196,5 +204,70 @@ func TestRevisitsRecentBuckets(t *testing.T) {
 	}
 	if f.sealed[last] != 3 {
 		t.Fatalf("the bucket ending at 12:00 was sealed %d times, want 3", f.sealed[last])
+	}
+}
+
+// With SealRollups, a run also seals the rollup partitions that end by
+// their tier's watermark (and the raw cutoff), each once, and advances a
+// checkpoint per tier; a tier with no watermark yet is left alone.
+func TestSealsCompleteRollupPartitions(t *testing.T) {
+	p := tiers.DefaultPyramid()
+	clock := time.Date(2026, 3, 10, 12, 7, 0, 0, time.UTC)
+	n := clock.UnixMilli()
+	f := &fakeStore{series: map[string]tiers.SeriesInfo{
+		"a":   {ID: "a", First: n - 40*tiers.Day, Last: n},
+		"old": {ID: "old", First: n - 20*tiers.Day, Last: n - 12*tiers.Day}, // its raw points expired
+	}, checkpoints: map[string]int64{}, sealed: map[tiers.PartitionKey]int{}}
+	wm := tiers.NoWatermarks(p)
+	wm[1] = tiers.AlignDown(n, tiers.Day) + 3*tiers.Hour // today's minute partition is not complete
+	w := New(f, *p.Raw(), Config{Interval: time.Minute, Lateness: 15 * time.Minute, Grace: time.Minute, Parallelism: 2},
+		func() time.Time { return clock }, nil, nil).SealRollups(p, func(context.Context) tiers.Watermarks { return wm })
+	if _, err := w.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	minute := *p.Tier(1)
+	var want []tiers.PartitionKey
+	for _, info := range f.series {
+		for day := tiers.AlignDown(info.First, tiers.Day); day <= info.Last && day+tiers.Day <= wm[1]; day += tiers.Day {
+			if day+tiers.Day > n-minute.Retention {
+				want = append(want, tiers.PartitionKey{Table: minute.Table, Series: info.ID, Bucket: day})
+			}
+		}
+	}
+	got := 0
+	for k, times := range f.sealed {
+		if k.Table == tiers.TableRaw {
+			continue
+		}
+		got++
+		if k.Table != minute.Table || times != 1 || !slices.Contains(want, k) {
+			t.Errorf("%+v sealed %d times", k, times)
+		}
+	}
+	if got != len(want) {
+		t.Errorf("%d rollup partitions sealed, want %d", got, len(want))
+	}
+	if cp := f.checkpoints[RollupCheckpointName(minute.Table)]; cp != wm[1] {
+		t.Errorf("minute checkpoint %d, want the watermark %d", cp, wm[1])
+	}
+	if _, ok := f.checkpoints[RollupCheckpointName(p.Tier(2).Table)]; ok {
+		t.Error("the hour tier, with no watermark, got a checkpoint")
+	}
+	// The next run, with the watermark a day on, seals today's partition
+	// only.
+	clear(f.sealed)
+	clock = clock.Add(24 * time.Hour)
+	wm[1] += tiers.Day
+	if _, err := w.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	today := tiers.PartitionKey{Table: minute.Table, Series: "a", Bucket: tiers.AlignDown(n, tiers.Day)}
+	for k := range f.sealed {
+		if k.Table != tiers.TableRaw && k != today {
+			t.Errorf("%+v sealed again", k)
+		}
+	}
+	if f.sealed[today] != 1 {
+		t.Errorf("today's minute partition sealed %d times", f.sealed[today])
 	}
 }

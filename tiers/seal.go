@@ -11,9 +11,9 @@ type SealReport struct {
 	Chunks int
 }
 
-// Sealer is implemented by stores that keep sealed raw buckets in a
-// compressed form. Reads of a raw partition return the same points before
-// and after a seal: a store merges the sealed points of the partition
+// Sealer is implemented by stores that keep sealed raw buckets and rollup
+// partitions in a compressed form. Reads of a partition return the same
+// rows before and after a seal: a store merges the sealed points of the partition
 // with the rows written to it since, a row winning over a sealed point of
 // the same time, and drops sealed points older than the retention they
 // were sealed with, as their rows would have expired.
@@ -28,4 +28,11 @@ type Sealer interface {
 	// kept, as a row or in the chunks. Several gateways may seal the same
 	// bucket at once.
 	SealBucket(ctx context.Context, series string, bucket int64, eventBuckets int, retention int64) (SealReport, error)
+	// SealRollup rewrites the rows of one partition of a rollup table as
+	// compressed chunks that expire with their last row after retention
+	// (the tier's), extras included, then deletes the rows, with the
+	// guarantees of SealBucket. A rollup row written to the partition
+	// afterwards (a correction, an import) stays a row and wins over the
+	// sealed row of its time until the next seal folds it in.
+	SealRollup(ctx context.Context, key PartitionKey, retention int64) (SealReport, error)
 }

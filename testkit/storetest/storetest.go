@@ -81,6 +81,7 @@ func Run(t *testing.T, store tiers.Store, p tiers.Pyramid) {
 	t.Run("LabelsConcurrently", s.labelsConcurrently)
 	t.Run("LabelsRefusedAndAbsent", s.labelsRefusedAndAbsent)
 	t.Run("SealedEqualsBruteForce", s.sealedEqualsBruteForce)
+	t.Run("SealedRollupsEqualBruteForce", s.sealedRollupsEqualBruteForce)
 	t.Run("Ping", func(t *testing.T) {
 		if err := store.Ping(context.Background()); err != nil {
 			t.Fatalf("Ping: %v", err)

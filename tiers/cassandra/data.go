@@ -173,8 +173,8 @@ func (s *Store) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPages 
 	// trip, and the driver's prefetch of the next page overlaps with the
 	// caller's work on this one.
 	p.query = s.read(session.Query(cql, args...).PageSize(p.pageSize))
-	if t.kind == kindRaw {
-		return &sealedPages{s: s, ctx: ctx, req: req, rows: p, size: p.pageSize}
+	if t.chunks != nil {
+		return &sealedPages{s: s, chunks: t.chunks, ctx: ctx, req: req, rows: p, size: p.pageSize}
 	}
 	return p
 }

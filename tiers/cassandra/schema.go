@@ -68,10 +68,12 @@ func Schema(cfg Config, p tiers.Pyramid) []string {
 			// written before have none until their window is rolled up
 			// again.
 			stmts = append(stmts, fmt.Sprintf("ALTER TABLE %s.%s ADD IF NOT EXISTS extras blob", ks, t.Table))
+			// Sealed rollup partitions: their rows as compressed chunks.
+			stmts = append(stmts, chunkSchema(ks, *t))
 		}
 		if l == tiers.LevelRaw {
 			// Sealed raw partitions: their points as compressed chunks.
-			stmts = append(stmts, chunkSchema(ks, raw))
+			stmts = append(stmts, chunkSchema(ks, *raw))
 			// Late points arrive out of order by definition; a one-day
 			// window keeps them from being spread over the raw tier's many
 			// small windows. Partitions are the raw tier's buckets, so they

@@ -33,8 +33,8 @@ func tableStatement(t *testing.T, stmts []string, ks, table string) string {
 func TestSchemaOfTheDefaultPyramid(t *testing.T) {
 	cfg := DefaultConfig()
 	stmts := Schema(cfg, tiers.DefaultPyramid())
-	if len(stmts) != 25 {
-		t.Fatalf("%d statements, want a keyspace, 16 tables, the late index's version and rewritten columns, the registry's generation, labels and pending labels, and the rollup tables' extras:\n%s", len(stmts), strings.Join(stmts, "\n\n"))
+	if len(stmts) != 28 {
+		t.Fatalf("%d statements, want a keyspace, 19 tables, the late index's version and rewritten columns, the registry's generation, labels and pending labels, and the rollup tables' extras:\n%s", len(stmts), strings.Join(stmts, "\n\n"))
 	}
 	for _, col := range []string{"late_buckets ADD IF NOT EXISTS version bigint", "late_buckets ADD IF NOT EXISTS rewritten bigint", "series ADD IF NOT EXISTS generation bigint",
 		"series ADD IF NOT EXISTS labels frozen<map<text, text>>", "series ADD IF NOT EXISTS labels_pending blob",
@@ -74,6 +74,24 @@ func TestSchemaOfTheDefaultPyramid(t *testing.T) {
 		"WITH CLUSTERING ORDER BY (first ASC)", "'compaction_window_unit': 'HOURS', 'compaction_window_size': '1'", "default_time_to_live = 604800\n", "gc_grace_seconds = 14400"} {
 		if !strings.Contains(chunks, w) {
 			t.Errorf("points_raw_chunks lacks %q:\n%s", w, chunks)
+		}
+	}
+	// So are the rollup tables' chunks like their rows.
+	for _, tt := range []struct {
+		table        string
+		ttl, gcGrace int64
+		unit, size   string
+	}{{"rollup_1m_chunks", 30 * d, d, "DAYS", "1"}, {"rollup_1h_chunks", 365 * d, 7 * d, "DAYS", "30"}, {"rollup_1d_chunks", 0, 7 * d, "DAYS", "365"}} {
+		chunks := tableStatement(t, stmts, "tsgate", tt.table)
+		for _, w := range []string{"PRIMARY KEY ((series, bucket), first)", "data blob,", "WITH CLUSTERING ORDER BY (first ASC)",
+			fmt.Sprintf("'compaction_window_unit': '%s', 'compaction_window_size': '%s'", tt.unit, tt.size),
+			fmt.Sprintf("default_time_to_live = %d\n", tt.ttl), fmt.Sprintf("gc_grace_seconds = %d", tt.gcGrace)} {
+			if !strings.Contains(chunks, w) {
+				t.Errorf("%s lacks %q:\n%s", tt.table, w, chunks)
+			}
+		}
+		if strings.Contains(chunks, "eb smallint") {
+			t.Errorf("%s has event buckets:\n%s", tt.table, chunks)
 		}
 	}
 	for _, tt := range tierTables {

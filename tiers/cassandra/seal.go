@@ -21,79 +21,118 @@ import (
 // are kept under event bucket 0.
 const tableRawChunks = "points_raw_chunks"
 
-// chunkStmts are the statements of the chunk table and of sealing.
+// chunkTable is the table of the sealed chunks of the data table t:
+// points_raw_chunks, or the rollup table's name and "_chunks".
+func chunkTable(t tiers.Table) string {
+	if t == tiers.TableRaw {
+		return tableRawChunks
+	}
+	return string(t) + "_chunks"
+}
+
+// chunkStmts are the statements of a chunk table and of sealing.
 type chunkStmts struct {
-	// read selects the chunks of a bucket that start before a time.
+	// rollup says the chunks are rollup rows' (sealed.EncodeRollup).
+	rollup bool
+	// read selects the chunks of a partition that start before a time.
 	read string
-	// readAll selects every chunk of a bucket with its write time.
+	// readAll selects every chunk of a partition with its write time.
 	readAll string
-	// rowsWithTime selects a raw partition's rows with their write times.
+	// rowsWithTime selects a data partition's rows with their write times.
 	rowsWithTime string
 	// clear deletes a partition's chunks written up to a timestamp; insert
 	// writes one chunk.
 	clear, insert string
-	// deleteRows deletes a raw partition's rows written up to a timestamp.
+	// deleteRows deletes a data partition's rows written up to a timestamp.
 	deleteRows string
 }
 
-func newChunkStmts(ks string) chunkStmts {
-	where := "series = ? AND bucket = ? AND eb = ?"
-	return chunkStmts{
-		read:         fmt.Sprintf("SELECT last, retention, data FROM %s.%s WHERE %s AND first < ?", ks, tableRawChunks, where),
-		readAll:      fmt.Sprintf("SELECT last, retention, data, sealed_at, WRITETIME(data) FROM %s.%s WHERE %s", ks, tableRawChunks, where),
-		rowsWithTime: fmt.Sprintf("SELECT t, v, WRITETIME(v) FROM %s.%s WHERE %s", ks, tiers.TableRaw, where),
-		clear:        fmt.Sprintf("DELETE FROM %s.%s USING TIMESTAMP ? WHERE %s", ks, tableRawChunks, where),
-		insert: fmt.Sprintf("INSERT INTO %s.%s (series, bucket, eb, first, last, retention, sealed_at, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TTL ? AND TIMESTAMP ?",
-			ks, tableRawChunks),
-		deleteRows: fmt.Sprintf("DELETE FROM %s.%s USING TIMESTAMP ? WHERE %s", ks, tiers.TableRaw, where),
+// newChunkStmts returns the statements of the chunks of table t, of kind
+// kindRaw or kindRollup.
+func newChunkStmts(ks string, t tiers.Table, k kind) *chunkStmts {
+	where, keyCols, keyVals, rows := "series = ? AND bucket = ?", "series, bucket", "?, ?", "t, min, max, sum, count, extras, WRITETIME(sum)"
+	if k == kindRaw {
+		where, keyCols, keyVals, rows = where+" AND eb = ?", keyCols+", eb", keyVals+", ?", "t, v, WRITETIME(v)"
+	}
+	ct := chunkTable(t)
+	return &chunkStmts{
+		rollup:       k == kindRollup,
+		read:         fmt.Sprintf("SELECT last, retention, data FROM %s.%s WHERE %s AND first < ?", ks, ct, where),
+		readAll:      fmt.Sprintf("SELECT last, retention, data, sealed_at, WRITETIME(data) FROM %s.%s WHERE %s", ks, ct, where),
+		rowsWithTime: fmt.Sprintf("SELECT %s FROM %s.%s WHERE %s", rows, ks, t, where),
+		clear:        fmt.Sprintf("DELETE FROM %s.%s USING TIMESTAMP ? WHERE %s", ks, ct, where),
+		insert: fmt.Sprintf("INSERT INTO %s.%s (%s, first, last, retention, sealed_at, data) VALUES (%s, ?, ?, ?, ?, ?) USING TTL ? AND TIMESTAMP ?",
+			ks, ct, keyCols, keyVals),
+		deleteRows: fmt.Sprintf("DELETE FROM %s.%s USING TIMESTAMP ? WHERE %s", ks, t, where),
 	}
 }
 
-// chunkSchema is the CQL of the chunk table: partitioned and compacted
-// like points_raw, a chunk expiring (by its TTL) with its last point.
-func chunkSchema(ks string, raw *tiers.Tier) string {
-	return fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (\n    series text,\n    bucket timestamp,\n    eb smallint,\n    first timestamp,\n"+
-		"    last timestamp,\n    retention bigint,\n    sealed_at timestamp,\n    data blob,\n    PRIMARY KEY ((series, bucket, eb), first)\n) WITH CLUSTERING ORDER BY (first ASC)\n  AND %s",
-		ks, tableRawChunks, tierOptions(raw.BucketWidth, raw.BucketWidth, raw.Retention))
+// chunkSchema is the CQL of the chunk table of tier t: partitioned and
+// compacted like its data table, a chunk expiring (by its TTL) with its
+// last row.
+func chunkSchema(ks string, t tiers.Tier) string {
+	key, eb := "(series, bucket)", ""
+	if t.Level == tiers.LevelRaw {
+		key, eb = "(series, bucket, eb)", "    eb smallint,\n"
+	}
+	return fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (\n    series text,\n    bucket timestamp,\n%s    first timestamp,\n"+
+		"    last timestamp,\n    retention bigint,\n    sealed_at timestamp,\n    data blob,\n    PRIMARY KEY (%s, first)\n) WITH CLUSTERING ORDER BY (first ASC)\n  AND %s",
+		ks, chunkTable(t.Table), eb, key, tierOptions(t.BucketWidth, t.BucketWidth, t.Retention))
 }
 
-// readChunks returns the points of a raw partition's chunks in span that
-// have not expired, ascending.
-func (s *Store) readChunks(ctx context.Context, key tiers.PartitionKey, span tiers.Span) ([]tiers.Row, error) {
+// readChunks returns the rows of a partition's chunks in span that have
+// not expired, ascending: for a raw partition the points of its event
+// bucket, for a rollup partition its rows, with their extras when extras
+// is set.
+func (s *Store) readChunks(ctx context.Context, cs *chunkStmts, key tiers.PartitionKey, span tiers.Span, extras bool) ([]tiers.Row, error) {
 	session, err := s.sess()
 	if err != nil {
 		return nil, err
 	}
 	now := s.now().UnixMilli()
-	// A bucket's chunks are kept under event bucket 0 and hold every
-	// event bucket's points.
-	iter := s.read(session.Query(s.chunks.read, key.Series, key.Bucket, int16(0), span.To)).IterContext(ctx)
-	var points []tiers.Row
+	args := []any{key.Series, key.Bucket}
+	if !cs.rollup {
+		// A bucket's chunks are kept under event bucket 0 and hold every
+		// event bucket's points.
+		args = append(args, int16(0))
+	}
+	iter := s.read(session.Query(cs.read, append(args, span.To)...)).IterContext(ctx)
+	var rows []tiers.Row
 	var last, retention int64
 	var data []byte
 	for iter.Scan(&last, &retention, &data) {
 		if last < span.From {
 			continue
 		}
-		if points, err = sealed.Decode(points, data, span, sealed.Oldest(now, retention), key.EventBucket); err != nil {
+		oldest := sealed.Oldest(now, retention)
+		if cs.rollup {
+			// The driver gives each blob a slice of its own, which the
+			// rows' sketches may keep.
+			rows, err = sealed.DecodeRollup(rows, data, span, oldest, extras)
+			data = nil
+		} else {
+			rows, err = sealed.Decode(rows, data, span, oldest, key.EventBucket)
+		}
+		if err != nil {
 			iter.Close()
-			return nil, fmt.Errorf("cassandra: chunk of %q bucket %d/%d: %w", key.Series, key.Bucket, key.EventBucket, err)
+			return nil, fmt.Errorf("cassandra: chunk of %s %q bucket %d/%d: %w", key.Table, key.Series, key.Bucket, key.EventBucket, err)
 		}
 	}
 	if err := iter.Close(); err != nil {
 		return nil, err
 	}
-	return points, nil
+	return rows, nil
 }
 
-// sealedPages reads a raw partition: its row pages merged over the points
-// of its chunks. The chunks are read at the first Next, while the first
+// sealedPages reads a raw or rollup partition: its row pages merged over
+// the rows of its chunks. The chunks are read at the first Next, while the first
 // page of rows is: a seal writes chunks before it deletes rows, and
 // deletes them only SealedRowsGrace after that, longer than a read lasts,
 // so a read sees every point in its rows or in its chunks. A partition
 // that was never sealed costs the read one empty query, in parallel.
 type sealedPages struct {
 	s      *Store
+	chunks *chunkStmts
 	ctx    context.Context
 	req    tiers.ReadRequest
 	rows   tiers.RowPages
@@ -111,7 +150,7 @@ func (p *sealedPages) Next() ([]tiers.Row, error) {
 	if p.merged == nil {
 		chunks := make(chan chunkRead, 1)
 		go func() {
-			points, err := p.s.readChunks(p.ctx, p.req.Key, p.req.Span)
+			points, err := p.s.readChunks(p.ctx, p.chunks, p.req.Key, p.req.Span, p.req.Extras)
 			chunks <- chunkRead{points, err}
 		}()
 		first, err := p.rows.Next()
@@ -182,13 +221,33 @@ func (p *failedPages) Close() error               { return nil }
 // written concurrently by a client whose clock lags that much could be
 // deleted unread.)
 func (s *Store) SealBucket(ctx context.Context, series string, bucket int64, eventBuckets int, retention int64) (tiers.SealReport, error) {
-	var rep tiers.SealReport
-	if _, err := s.table(tiers.PartitionKey{Table: tiers.TableRaw, Series: series, Bucket: bucket}); err != nil {
-		return rep, err
+	key := tiers.PartitionKey{Table: tiers.TableRaw, Series: series, Bucket: bucket}
+	if _, err := s.table(key); err != nil {
+		return tiers.SealReport{}, err
 	}
 	if eventBuckets < 1 || eventBuckets > tiers.MaxEventBuckets {
-		return rep, fmt.Errorf("cassandra: %d event buckets", eventBuckets)
+		return tiers.SealReport{}, fmt.Errorf("cassandra: %d event buckets", eventBuckets)
 	}
+	return s.seal(ctx, s.chunks, key, eventBuckets, retention)
+}
+
+// SealRollup rewrites a rollup partition as chunks (tiers.Sealer), as
+// SealBucket does a raw bucket.
+func (s *Store) SealRollup(ctx context.Context, key tiers.PartitionKey, retention int64) (tiers.SealReport, error) {
+	t, err := s.table(key)
+	if err != nil {
+		return tiers.SealReport{}, err
+	}
+	if t.kind != kindRollup {
+		return tiers.SealReport{}, fmt.Errorf("cassandra: %s is not a rollup table", key.Table)
+	}
+	return s.seal(ctx, t.chunks, key, 1, retention)
+}
+
+// seal rewrites the eventBuckets partitions from key (a raw bucket's, or
+// one rollup partition) as chunks.
+func (s *Store) seal(ctx context.Context, cs *chunkStmts, key tiers.PartitionKey, eventBuckets int, retention int64) (tiers.SealReport, error) {
+	var rep tiers.SealReport
 	if retention < 0 {
 		return rep, fmt.Errorf("cassandra: negative retention %d", retention)
 	}
@@ -196,9 +255,16 @@ func (s *Store) SealBucket(ctx context.Context, series string, bucket int64, eve
 	if err != nil {
 		return rep, err
 	}
-	what := fmt.Sprintf("%q bucket %d", series, bucket)
+	series, bucket := key.Series, key.Bucket
+	what := fmt.Sprintf("%s %q bucket %d", key.Table, series, bucket)
 	now := s.now().UnixMilli()
-	args := func(eb int) []any { return []any{series, bucket, int16(eb)} }
+	args := func(eb int) []any {
+		if cs.rollup {
+			return []any{series, bucket}
+		}
+		return []any{series, bucket, int16(eb)}
+	}
+	all := tiers.Span{From: tiers.MinTime, To: tiers.MaxTime}
 
 	// The chunks, with the time of the newest write and the oldest seal,
 	// and each partition's rows, with its newest write time: independent
@@ -211,12 +277,18 @@ func (s *Store) SealBucket(ctx context.Context, series string, bucket int64, eve
 	written := make([]int64, eventBuckets)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		iter := s.read(session.Query(s.chunks.readAll, args(0)...)).IterContext(gctx)
+		iter := s.read(session.Query(cs.readAll, args(0)...)).IterContext(gctx)
 		var last, ret, at, wt int64
 		var data []byte
 		for iter.Scan(&last, &ret, &data, &at, &wt) {
 			var err error
-			if old, err = sealed.Decode(old, data, tiers.Span{From: tiers.MinTime, To: tiers.MaxTime}, sealed.Oldest(now, ret), sealed.AllEventBuckets); err != nil {
+			if cs.rollup {
+				old, err = sealed.DecodeRollup(old, data, all, sealed.Oldest(now, ret), true)
+				data = nil // kept by the rows' sketches
+			} else {
+				old, err = sealed.Decode(old, data, all, sealed.Oldest(now, ret), sealed.AllEventBuckets)
+			}
+			if err != nil {
 				iter.Close()
 				return err
 			}
@@ -227,11 +299,27 @@ func (s *Store) SealBucket(ctx context.Context, series string, bucket int64, eve
 	for eb := range eventBuckets {
 		written[eb] = math.MinInt64
 		g.Go(func() error {
-			iter := s.read(session.Query(s.chunks.rowsWithTime, args(eb)...)).IterContext(gctx)
-			var t, wt int64
+			iter := s.read(session.Query(cs.rowsWithTime, args(eb)...)).IterContext(gctx)
+			var r tiers.Row
 			var v float64
-			for iter.Scan(&t, &v, &wt) {
-				ebRows[eb] = append(ebRows[eb], tiers.PointRow(t, v))
+			var enc []byte
+			var wt int64
+			dest := []any{&r.T, &v, &wt}
+			if cs.rollup {
+				dest = []any{&r.T, &r.Min, &r.Max, &r.Sum, &r.Count, &enc, &wt}
+			}
+			for iter.Scan(dest...) {
+				row := tiers.PointRow(r.T, v)
+				if cs.rollup {
+					row = r
+					x, err := tiers.DecodeExtras(row, enc)
+					if err != nil {
+						iter.Close()
+						return fmt.Errorf("row at %d: %w", row.T, err)
+					}
+					row.X, enc = x, nil
+				}
+				ebRows[eb] = append(ebRows[eb], row)
 				written[eb] = max(written[eb], wt)
 			}
 			return wrapCtx(gctx, iter.Close())
@@ -255,23 +343,28 @@ func (s *Store) SealBucket(ctx context.Context, series string, bucket int64, eve
 	points := sealed.MergePoints(old, rows)
 	first, _ := slices.BinarySearchFunc(points, sealed.Oldest(now, retention), func(r tiers.Row, t int64) int { return cmp.Compare(r.T, t) })
 	points = points[first:]
-	rep.Rows = changed(old, rows)
+	rep.Rows = changed(old, rows, cs.rollup)
 	if rep.Rows > 0 {
-		chunks, err := sealed.Encode(points, eventBuckets)
+		var chunks []sealed.Chunk
+		if cs.rollup {
+			chunks, err = sealed.EncodeRollup(points)
+		} else {
+			chunks, err = sealed.Encode(points, eventBuckets)
+		}
 		if err != nil {
 			return rep, fmt.Errorf("cassandra: seal %s: %w", what, err)
 		}
 		stamp := max(newest, rowsWritten) + 1
 		b := session.Batch(gocql.UnloggedBatch)
-		b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: s.chunks.clear, Args: append([]any{stamp - 1}, args(0)...), Idempotent: true})
+		b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: cs.clear, Args: append([]any{stamp - 1}, args(0)...), Idempotent: true})
 		rep.Points = 0
 		for _, c := range chunks {
 			ttl, ok := rowTTL(c.Last, retention, now)
 			if !ok {
 				continue
 			}
-			b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: s.chunks.insert,
-				Args: []any{series, bucket, int16(0), c.First, c.Last, retention, now, c.Data, ttl, stamp}, Idempotent: true})
+			b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: cs.insert,
+				Args: append(args(0), c.First, c.Last, retention, now, c.Data, ttl, stamp), Idempotent: true})
 			rep.Points += c.Count
 			rep.Chunks++
 		}
@@ -292,7 +385,7 @@ func (s *Store) SealBucket(ctx context.Context, series string, bucket int64, eve
 			continue
 		}
 		g.Go(func() error {
-			return wrapCtx(gctx, session.Query(s.chunks.deleteRows, append([]any{wt}, args(eb)...)...).Idempotent(true).ExecContext(gctx))
+			return wrapCtx(gctx, session.Query(cs.deleteRows, append([]any{wt}, args(eb)...)...).Idempotent(true).ExecContext(gctx))
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -301,15 +394,22 @@ func (s *Store) SealBucket(ctx context.Context, series string, bucket int64, eve
 	return rep, nil
 }
 
-// changed counts the rows whose point the chunks lack or hold with other
-// bits. Both are ascending.
-func changed(old, rows []tiers.Row) int {
+// changed counts the rows whose point (or rollup row) the chunks lack or
+// hold with other bits. Both are ascending.
+func changed(old, rows []tiers.Row, rollup bool) int {
 	n, i := 0, 0
 	for _, r := range rows {
 		for i < len(old) && old[i].T < r.T {
 			i++
 		}
-		if i == len(old) || old[i].T != r.T || math.Float64bits(old[i].Sum) != math.Float64bits(r.Sum) {
+		switch {
+		case i == len(old) || old[i].T != r.T:
+			n++
+		case rollup:
+			if !tiers.SameRow(old[i], r) || math.Float64bits(old[i].Sum) != math.Float64bits(r.Sum) {
+				n++
+			}
+		case math.Float64bits(old[i].Sum) != math.Float64bits(r.Sum):
 			n++
 		}
 	}

@@ -32,7 +32,7 @@ type Store struct {
 	spec    gocql.SpeculativeExecutionPolicy // nil: reads are not speculated
 	tables  map[tiers.Table]*tableStmts
 	stmts   stmts
-	chunks  chunkStmts
+	chunks  *chunkStmts
 	serial  gocql.Consistency // the read level of the secrets
 	now     func() time.Time
 	// oldestNoted is the smallest slot this process has recorded as the
@@ -65,6 +65,9 @@ type tableStmts struct {
 	selDesc string
 	// The reads of rollup rows with their extras.
 	selExtrasAsc, selExtrasDesc string
+	// chunks are the statements of the table's sealed chunks (raw and
+	// rollup tables).
+	chunks *chunkStmts
 }
 
 // stmts are the statements of the other tables.
@@ -111,6 +114,9 @@ func newTableStmts(ks string, name tiers.Table, k kind) *tableStmts {
 		// Only reads that ask for extras select them.
 		sel = selectFrom("t, min, max, sum, count, extras")
 		t.selExtrasAsc, t.selExtrasDesc = sel+"ASC", sel+"DESC"
+	}
+	if k != kindLate {
+		t.chunks = newChunkStmts(ks, name, k)
 	}
 	return t
 }
@@ -193,7 +199,7 @@ func Open(ctx context.Context, cfg Config, p tiers.Pyramid, log *slog.Logger) (*
 		cfg: cfg, pyramid: p, log: log,
 		tables:  map[tiers.Table]*tableStmts{},
 		stmts:   newStmts(cfg.Keyspace),
-		chunks:  newChunkStmts(cfg.Keyspace),
+		chunks:  newChunkStmts(cfg.Keyspace, tiers.TableRaw, kindRaw),
 		now:     cfg.Now,
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
@@ -410,9 +416,14 @@ func (s *Store) checkSchema(ctx context.Context, session *gocql.Session, p tiers
 		return fmt.Errorf("cassandra: read the tables of keyspace %s: %w", ks, err)
 	}
 	var missing []string
-	for t := range s.tables {
+	for t, stmts := range s.tables {
 		if _, ok := ttls[string(t)]; !ok {
 			missing = append(missing, string(t))
+		}
+		if ct := chunkTable(t); stmts.kind == kindRollup {
+			if _, ok := ttls[ct]; !ok {
+				missing = append(missing, ct)
+			}
 		}
 	}
 	for _, t := range []string{tableRawChunks, tableLateBuckets, tableSeries, tableSeriesLayout, tableRollupDirty, tableRollupState, tableMeta, tableBlocked,

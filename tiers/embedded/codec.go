@@ -28,6 +28,10 @@ const (
 	// kindRawChunk keys the sealed chunks of points_raw partitions (see
 	// tiers/sealed): the partition's key, then the chunk's first time.
 	kindRawChunk byte = 0x07
+	// kindRollupChunk keys the sealed chunks of rollup partitions: the
+	// partition's row key prefix (its table's kind, or kindRollup and the
+	// table's name), then the chunk's first time.
+	kindRollupChunk byte = 0x08
 
 	kindSeries     byte = 0x10
 	kindLayout     byte = 0x11

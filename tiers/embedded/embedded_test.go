@@ -514,7 +514,7 @@ func TestRefusesAnotherFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	closeStore(t, s)
-	if _, err := Open(dir, Options{Now: storetest.Start, SweepInterval: -1}); err == nil || !strings.Contains(err.Error(), "reads formats 1 to 3") {
+	if _, err := Open(dir, Options{Now: storetest.Start, SweepInterval: -1}); err == nil || !strings.Contains(err.Error(), "reads formats 1 to 4") {
 		t.Fatalf("Open: %v", err)
 	}
 }

@@ -44,7 +44,7 @@ func (s *Store) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPages 
 		return p
 	}
 	p.raw = code.raw
-	p.sealed = req.Key.Table == tiers.TableRaw
+	p.sealed = sealable(req.Key)
 	// Both bounds in one allocation, kept until the first Next opens the
 	// iterator (Pebble copies them then).
 	p.prefixLen = len(code.prefix) + len(req.Key.Series) + 1 + timeLen + ebLen
@@ -136,7 +136,8 @@ func (p *rowPages) start() error {
 		// The chunks first, through the iterator that then reads the rows:
 		// one view of the store, so a seal committing meanwhile is seen
 		// whole or not at all.
-		opts.LowerBound, opts.UpperBound = chunkBounds(p.req.Key, p.req.Span.To)
+		code, _ := tableCodeOf(p.req.Key.Table)
+		opts.LowerBound, opts.UpperBound = chunkBounds(code, p.req.Key, p.req.Span.To)
 	}
 	it, err := s.db.NewIterWithContext(p.ctx, opts)
 	if err != nil {
@@ -147,7 +148,8 @@ func (p *rowPages) start() error {
 	s.reads[p] = struct{}{}
 	s.readsMu.Unlock()
 	if p.sealed {
-		if p.points, err = loadChunks(nil, it, p.req.Span, p.now, p.req.Key.EventBucket); err != nil {
+		read := chunkRead{span: p.req.Span, now: p.now, eventBucket: p.req.Key.EventBucket, rollup: !p.raw, extras: p.req.Extras}
+		if p.points, err = loadChunks(nil, it, read); err != nil {
 			return fmt.Errorf("embedded: read %s/%s: %w", p.req.Key.Table, p.req.Key.Series, err)
 		}
 		if p.req.Desc {

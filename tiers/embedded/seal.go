@@ -18,23 +18,49 @@ import (
 // under event bucket 0.
 var chunkCode = tableCode{prefix: []byte{kindRawChunk}, eventBuckets: true}
 
+// chunkPartition returns the key prefix of the chunks of the partition
+// key of a table coded code: points_raw's under chunkCode, a rollup
+// table's under kindRollupChunk followed by the partition's own prefix.
+func chunkPartition(code tableCode, key tiers.PartitionKey) []byte {
+	if key.Table == tiers.TableRaw {
+		key.EventBucket = 0
+		return appendPartition(nil, chunkCode, key)
+	}
+	return appendPartition([]byte{kindRollupChunk}, code, key)
+}
+
+// sealable reports whether the table's partitions are sealed: points_raw
+// and the rollup tables; points_late's rows are few and short-lived.
+func sealable(key tiers.PartitionKey) bool { return key.Table != tiers.TableLate }
+
 // chunkHeadLen is the fixed part of a chunk's value: expiry, the retention
 // it was sealed with, and the time of its last point.
 const chunkHeadLen = expiryLen + 8 + timeLen
 
 // chunkBounds are the keys of the chunks of the partition's bucket whose
 // first point lies before to.
-func chunkBounds(key tiers.PartitionKey, to int64) (lower, upper []byte) {
-	key.EventBucket = 0
-	lower = appendPartition(nil, chunkCode, key)
+func chunkBounds(code tableCode, key tiers.PartitionKey, to int64) (lower, upper []byte) {
+	lower = chunkPartition(code, key)
 	return lower, appendTime(slices.Clone(lower), to)
 }
 
-// loadChunks appends to dst the points in span of partition eventBucket
-// (sealed.AllEventBuckets: of every partition), not expired at now, of the
-// chunks it visits. it must be bounded to chunk keys of one bucket; the
-// points come back ascending.
-func loadChunks(dst []tiers.Row, it *pebble.Iterator, span tiers.Span, now int64, eventBucket int) ([]tiers.Row, error) {
+// chunkRead says which rows of the chunks loadChunks visits it keeps.
+type chunkRead struct {
+	span tiers.Span
+	now  int64
+	// eventBucket is the raw partition whose points are kept
+	// (sealed.AllEventBuckets: every partition's).
+	eventBucket int
+	// rollup says the chunks are rollup chunks; extras that their rows
+	// are decoded with their extras.
+	rollup, extras bool
+}
+
+// loadChunks appends to dst the rows in r.span, not expired at r.now, of
+// the chunks it visits. it must be bounded to chunk keys of one bucket;
+// the rows come back ascending.
+func loadChunks(dst []tiers.Row, it *pebble.Iterator, r chunkRead) ([]tiers.Row, error) {
+	span, now := r.span, r.now
 	for valid := it.First(); valid; valid = it.Next() {
 		v, err := it.ValueAndErr()
 		if err != nil {
@@ -47,7 +73,17 @@ func loadChunks(dst []tiers.Row, it *pebble.Iterator, span tiers.Span, now int64
 			continue
 		}
 		oldest := sealed.Oldest(now, getInt64(v[expiryLen:]))
-		if dst, err = sealed.Decode(dst, v[chunkHeadLen:], span, oldest, eventBucket); err != nil {
+		switch {
+		case r.rollup && r.extras:
+			// The rows' sketches are slices of what they decode from,
+			// which the iterator owns.
+			dst, err = sealed.DecodeRollup(dst, slices.Clone(v[chunkHeadLen:]), span, oldest, true)
+		case r.rollup:
+			dst, err = sealed.DecodeRollup(dst, v[chunkHeadLen:], span, oldest, false)
+		default:
+			dst, err = sealed.Decode(dst, v[chunkHeadLen:], span, oldest, r.eventBucket)
+		}
+		if err != nil {
 			return dst, fmt.Errorf("embedded: chunk %x: %w", it.Key(), err)
 		}
 	}
@@ -60,15 +96,35 @@ func loadChunks(dst []tiers.Row, it *pebble.Iterator, span tiers.Span, now int64
 // shared, so no row is written between them; the batch is atomic, so
 // reads see the bucket whole before or after.
 func (s *Store) SealBucket(ctx context.Context, series string, bucket int64, eventBuckets int, retention int64) (tiers.SealReport, error) {
-	var rep tiers.SealReport
 	key := tiers.PartitionKey{Table: tiers.TableRaw, Series: series, Bucket: bucket}
 	code, err := checkPartition(key)
 	if err != nil {
-		return rep, err
+		return tiers.SealReport{}, err
 	}
 	if eventBuckets < 1 || eventBuckets > tiers.MaxEventBuckets {
-		return rep, fmt.Errorf("embedded: %d event buckets", eventBuckets)
+		return tiers.SealReport{}, fmt.Errorf("embedded: %d event buckets", eventBuckets)
 	}
+	return s.seal(ctx, code, key, eventBuckets, retention)
+}
+
+// SealRollup rewrites a rollup partition as sealed chunks, as SealBucket
+// does a raw bucket.
+func (s *Store) SealRollup(ctx context.Context, key tiers.PartitionKey, retention int64) (tiers.SealReport, error) {
+	code, err := checkPartition(key)
+	if err != nil {
+		return tiers.SealReport{}, err
+	}
+	if code.raw {
+		return tiers.SealReport{}, fmt.Errorf("embedded: %s is not a rollup table", key.Table)
+	}
+	return s.seal(ctx, code, key, 1, retention)
+}
+
+// seal rewrites the eventBuckets partitions from key (a raw bucket's, or
+// one rollup partition) as chunks.
+func (s *Store) seal(ctx context.Context, code tableCode, key tiers.PartitionKey, eventBuckets int, retention int64) (tiers.SealReport, error) {
+	var rep tiers.SealReport
+	rollup := !code.raw
 	if retention < 0 {
 		return rep, fmt.Errorf("embedded: negative retention %d", retention)
 	}
@@ -83,7 +139,7 @@ func (s *Store) SealBucket(ctx context.Context, series string, bucket int64, eve
 	defer s.sweepMu.Unlock()
 
 	now := s.nowMs()
-	chunkLower, _ := chunkBounds(key, 0)
+	chunkLower := chunkPartition(code, key)
 	chunkUpper := prefixEnd(chunkLower)
 	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: chunkLower, UpperBound: chunkUpper})
 	if err != nil {
@@ -99,7 +155,7 @@ func (s *Store) SealBucket(ctx context.Context, series string, bucket int64, eve
 		dead = append(dead, slices.Clone(it.Key()))
 	}
 	all := tiers.Span{From: tiers.MinTime, To: tiers.MaxTime}
-	old, err := loadChunks(nil, it, all, now, sealed.AllEventBuckets)
+	old, err := loadChunks(nil, it, chunkRead{span: all, now: now, eventBucket: sealed.AllEventBuckets, rollup: rollup, extras: rollup})
 	if err != nil {
 		return rep, fmt.Errorf("embedded: seal: %w", err)
 	}
@@ -118,9 +174,14 @@ func (s *Store) SealBucket(ctx context.Context, series string, bucket int64, eve
 			if len(v) < expiryLen || expired(getExpiry(v), now) {
 				continue
 			}
-			r, ok := getRow(v, true, getTime(it.Key()[len(rowLower):]))
+			r, ok := getRow(v, !rollup, getTime(it.Key()[len(rowLower):]))
 			if !ok {
 				return rep, fmt.Errorf("embedded: corrupt row %x", it.Key())
+			}
+			if rollup {
+				if r.X, err = tiers.DecodeExtras(r, slices.Clone(extrasOf(v))); err != nil {
+					return rep, fmt.Errorf("embedded: row %x: %w", it.Key(), err)
+				}
 			}
 			rows = append(rows, r)
 		}
@@ -139,7 +200,12 @@ func (s *Store) SealBucket(ctx context.Context, series string, bucket int64, eve
 	points := sealed.MergePoints(old, rows)
 	first, _ := slices.BinarySearchFunc(points, sealed.Oldest(now, retention), func(r tiers.Row, t int64) int { return cmp.Compare(r.T, t) })
 	points = points[first:]
-	chunks, err := sealed.Encode(points, eventBuckets)
+	var chunks []sealed.Chunk
+	if rollup {
+		chunks, err = sealed.EncodeRollup(points)
+	} else {
+		chunks, err = sealed.Encode(points, eventBuckets)
+	}
 	if err != nil {
 		return rep, fmt.Errorf("embedded: seal: %w", err)
 	}

@@ -60,7 +60,7 @@ func TestSealedPointsExpireLikeRows(t *testing.T) {
 	if _, err := s.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
-	lower, _ := chunkBounds(sealedKey, 0)
+	lower, _ := chunkBounds(knownTables[tiers.TableRaw], sealedKey, 0)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
 	if err != nil {
 		t.Fatal(err)

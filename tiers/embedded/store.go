@@ -35,8 +35,9 @@ var ErrInUse = errors.New("directory locked")
 // Rice-coded integers and rows' extras took their compact forms (Rice-coded
 // sketches, decimal counters), all of which this build still decodes. The
 // stamp keeps an older build, which decodes none of the newer forms, from
-// misreading what this one writes.
-const formatVersion = 3
+// misreading what this one writes. Format 3 stores predate sealed rollup
+// partitions (kindRollupChunk), which an older build would not see.
+const formatVersion = 4
 
 // formatBeforeExtras is the format of stores written before rollup rows
 // kept extras.
@@ -45,6 +46,10 @@ const formatBeforeExtras = 1
 // formatBeforeCompactForms is the format of stores written before decimal
 // chunks, Rice-coded sketches and decimal counters.
 const formatBeforeCompactForms = 2
+
+// formatBeforeSealedRollups is the format of stores written before rollup
+// partitions were sealed.
+const formatBeforeSealedRollups = 3
 
 // Options configures a store. The zero value is usable.
 type Options struct {
@@ -221,7 +226,7 @@ func (s *Store) checkFormat() error {
 	switch version {
 	case formatVersion:
 		return nil
-	case formatBeforeExtras, formatBeforeCompactForms:
+	case formatBeforeExtras, formatBeforeCompactForms, formatBeforeSealedRollups:
 		return s.db.Set(formatKey, int64Value(formatVersion), pebble.Sync)
 	}
 	return fmt.Errorf("embedded: store has format %x, this build reads formats %d to %d", v, formatBeforeExtras, formatVersion)

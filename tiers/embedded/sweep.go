@@ -24,7 +24,7 @@ const (
 // expiringRanges are the key ranges whose records carry an expiry: the row
 // tables and the sealed chunks, then the late index and the rollup log.
 var expiringRanges = [][2][]byte{
-	{{kindRaw}, {kindRawChunk + 1}},
+	{{kindRaw}, {kindRollupChunk + 1}},
 	{{kindLateMark}, {kindDirty + 1}},
 }
 

@@ -17,8 +17,8 @@ type Metrics struct {
 	// Rollup partitions and rows, by tier.
 	partitions *prometheus.CounterVec
 	rows       *prometheus.CounterVec
-	errors  prometheus.Counter
-	backlog prometheus.Gauge
+	errors     prometheus.Counter
+	backlog    prometheus.Gauge
 }
 
 // NewMetrics registers the worker's metrics on reg.

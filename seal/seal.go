@@ -92,9 +92,11 @@ func (c Config) Validate() error {
 type Report struct {
 	// From and To bound the bucket ends the run sealed: (From, To].
 	From, To int64
-	// Buckets and Points count the buckets rewritten and the rows they
-	// folded into chunks; Chunks the chunks they now hold.
+	// Buckets and Points count the raw buckets rewritten and the rows they
+	// folded into chunks, Partitions and Rows the rollup partitions and
+	// theirs; Chunks the chunks they all now hold.
 	Buckets, Points, Chunks int64
+	Partitions, Rows        int64
 	Elapsed                 time.Duration
 }
 
@@ -189,8 +191,9 @@ func (w *Worker) Run(ctx context.Context) {
 		switch {
 		case err != nil && ctx.Err() == nil:
 			w.log.Warn("sealing raw buckets failed; retrying next interval", "err", err)
-		case rep.Buckets > 0:
-			w.log.Info("raw buckets sealed", "buckets", rep.Buckets, "points", rep.Points, "chunks", rep.Chunks, "elapsed", rep.Elapsed)
+		case rep.Buckets > 0 || rep.Partitions > 0:
+			w.log.Info("buckets sealed", "raw_buckets", rep.Buckets, "points", rep.Points, "rollup_partitions", rep.Partitions, "rollup_rows", rep.Rows,
+				"chunks", rep.Chunks, "elapsed", rep.Elapsed)
 		}
 		select {
 		case <-ctx.Done():
@@ -312,6 +315,7 @@ type fanOut struct {
 	g                       *errgroup.Group
 	ctx                     context.Context
 	buckets, points, chunks atomic.Int64
+	partitions, rows        atomic.Int64
 }
 
 func (w *Worker) fanOut(ctx context.Context) *fanOut {
@@ -329,6 +333,8 @@ func (f *fanOut) seal(id string, cuts []cut, revisit, to int64) {
 		r, err := f.w.sealSeries(f.ctx, id, cuts, revisit, to)
 		f.buckets.Add(r.Buckets)
 		f.points.Add(r.Points)
+		f.partitions.Add(r.Partitions)
+		f.rows.Add(r.Rows)
 		f.chunks.Add(r.Chunks)
 		return err
 	})
@@ -339,6 +345,7 @@ func (f *fanOut) seal(id string, cuts []cut, revisit, to int64) {
 func (f *fanOut) wait(rep *Report, start time.Time) error {
 	err := f.g.Wait()
 	rep.Buckets, rep.Points, rep.Chunks = f.buckets.Load(), f.points.Load(), f.chunks.Load()
+	rep.Partitions, rep.Rows = f.partitions.Load(), f.rows.Load()
 	rep.Elapsed = f.w.now().Sub(start)
 	if err != nil {
 		f.w.metrics.failed()
@@ -379,12 +386,18 @@ func (w *Worker) sealSeries(ctx context.Context, id string, cuts []cut, revisit,
 			if err != nil {
 				return rep, fmt.Errorf("seal %s %s bucket %d: %w", c.tier.Name, id, b.Start, err)
 			}
-			if r.Rows > 0 {
+			if r.Rows == 0 {
+				continue
+			}
+			if c.tier.Level == tiers.LevelRaw {
 				rep.Buckets++
 				rep.Points += int64(r.Rows)
-				rep.Chunks += int64(r.Chunks)
-				w.metrics.sealed(c.tier, r)
+			} else {
+				rep.Partitions++
+				rep.Rows += int64(r.Rows)
 			}
+			rep.Chunks += int64(r.Chunks)
+			w.metrics.sealed(c.tier, r)
 		}
 	}
 	return rep, nil

@@ -313,8 +313,8 @@ func (s *storeSink) finish(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("seal: %w", err)
 	}
-	fmt.Fprintf(s.stderr, "import: sealed %d raw buckets (%d points in %d chunks) in %v\n",
-		rep.Buckets, rep.Points, rep.Chunks, rep.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(s.stderr, "import: sealed %d raw buckets (%d points) and %d rollup partitions (%d rows) in %d chunks in %v\n",
+		rep.Buckets, rep.Points, rep.Partitions, rep.Rows, rep.Chunks, rep.Elapsed.Round(time.Millisecond))
 	return nil
 }
 

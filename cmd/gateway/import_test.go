@@ -242,8 +242,10 @@ func TestImportSealsTheBucketsItWrote(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("import %d: exit %d:\n%s", i+1, code, out)
 		}
-		// Each import folds its own 2,880 rows into the 24 buckets' chunks.
-		if want := fmt.Sprintf("import: sealed 24 raw buckets (%d points in 24 chunks)", len(s.points)); !strings.Contains(out, want) {
+		// Each import folds its own 2,880 rows into the 24 buckets' chunks,
+		// and the 1,440 minute rows it rolled up into the two days'
+		// minute partitions (the hour and day tiers' are not complete).
+		if want := fmt.Sprintf("import: sealed 24 raw buckets (%d points) and 2 rollup partitions (1440 rows) in 26 chunks", len(s.points)); !strings.Contains(out, want) {
 			t.Fatalf("import %d does not say %q:\n%s", i+1, want, out)
 		}
 	}
@@ -280,6 +282,36 @@ func TestImportSealsTheBucketsItWrote(t *testing.T) {
 		}
 		if p.T != want.T || p.Value() != want.V {
 			t.Fatalf("point %d: %d=%v, want %d=%v", i, p.T, p.Value(), want.T, want.V)
+		}
+	}
+	// The minute partitions hold chunks only, and read back the windows of
+	// both imports' points.
+	minute := tiers.DefaultPyramid().Tier(1)
+	var windows []tiers.Row
+	for b := range minute.DefaultLayout().Buckets(span, false) {
+		key := tiers.PartitionKey{Table: minute.Table, Series: first.id, Bucket: b.Start}
+		rows, _, err := storetest.ReadAll(store.Read(ctx, tiers.ReadRequest{Key: key, Span: span, PageSize: 1000}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		windows = append(windows, rows...)
+		rep, err := store.SealRollup(ctx, key, minute.Retention)
+		if err != nil || rep.Rows != 0 || rep.Points != len(rows) {
+			t.Fatalf("minute partition %d after the imports: %+v, %v; want %d rows sealed, none left to seal", b.Start, rep, err, len(rows))
+		}
+	}
+	if len(windows) != 1440 {
+		t.Fatalf("%d minute windows, want 1440", len(windows))
+	}
+	for _, w := range windows {
+		var want tiers.Row
+		for _, p := range got {
+			if p.T >= w.T && p.T < w.T+tiers.Minute {
+				want.Add(p)
+			}
+		}
+		if w.Count != want.Count || w.Min != want.Min || w.Max != want.Max || w.Sum != want.Sum {
+			t.Fatalf("minute window %d: %+v, want %+v", w.T, w, want)
 		}
 	}
 	// Without --seal the buckets keep the rows an import writes.

@@ -6,7 +6,10 @@
 // is left of their numbers once predicted with it.
 package ricecode
 
-import "math/bits"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 const (
 	// Escape is the quotient from which a Rice code gives up: it writes
@@ -117,6 +120,15 @@ type Reader struct {
 }
 
 func (r *Reader) fill() {
+	if r.pos+8 <= len(r.buf) {
+		// Whole bytes at once: as many as the accumulator has room for.
+		w := binary.BigEndian.Uint64(r.buf[r.pos:])
+		n := (64 - r.nacc) &^ 7
+		r.acc |= (w >> r.nacc) &^ (1<<(64-r.nacc-n) - 1)
+		r.pos += int(n >> 3)
+		r.nacc += n
+		return
+	}
 	for r.nacc <= 56 {
 		// Past the end the reader reads zeros; overrun tells afterwards
 		// whether any of them was taken.
@@ -166,6 +178,14 @@ func (r *Reader) Rice(k uint) uint64 {
 			return 0
 		}
 		return r.ReadWide(n)
+	}
+	if q+1+k <= r.nacc {
+		// The whole code is buffered (k ≤ 63: a shift by 64 gives 0).
+		r.acc <<= q + 1
+		v := r.acc >> (64 - k)
+		r.acc <<= k
+		r.nacc -= q + 1 + k
+		return uint64(q)<<k | v
 	}
 	r.Read(q + 1)
 	return uint64(q)<<k | r.ReadWide(k)

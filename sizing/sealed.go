@@ -31,3 +31,17 @@ func SealedBucket(rate float64, width int64, pointBytes float64) Sealed {
 	chunks := math.Ceil(points / sealed.MaxSamples)
 	return Sealed{Points: points, Chunks: chunks, Bytes: points*pointBytes + chunks*ChunkOverheadBytes}
 }
+
+// SealedRowBytes is what a sealed rollup row costs on disk, its extras
+// included, for the gauges of SealedPointBytes: a minute row's min, max,
+// sum and counter values code in a byte or two each, its time and count in
+// a bit, its sketch in some 6 B (docs/benchmarks.md, "Sealed rollup
+// partitions").
+const SealedRowBytes = 18
+
+// SealedPartition sizes a sealed rollup partition of rows rows, each
+// costing rowBytes.
+func SealedPartition(rows, rowBytes float64) Sealed {
+	chunks := math.Ceil(rows / sealed.MaxSamples)
+	return Sealed{Points: rows, Chunks: chunks, Bytes: rows*rowBytes + chunks*ChunkOverheadBytes}
+}

@@ -18,6 +18,7 @@ func (m Main) size(_ context.Context, args []string) error {
 	var rate, rowBytes, target string = "", "30", "50MB"
 	extrasBytes := "256"
 	sealedPointBytes := sizing.SealedPointBytes
+	sealedRowBytes := float64(sizing.SealedRowBytes)
 	err := m.parseFlags("size", args, func(fs *flag.FlagSet) {
 		c.registerStoreFlags(fs) // --tiers: the pyramid to size
 		fs.StringVar(&rate, "rate", rate, "points per second of one series (10/s, 600/m, 2/h)")
@@ -27,6 +28,8 @@ func (m Main) size(_ context.Context, args []string) error {
 			fmt.Sprintf("mean stored bytes of a rollup row's quantile sketch and counter summary (docs/benchmarks.md: 19-72 B for 10 s gauges, 28-250 B for heavy-tailed latencies, minute to day rows; at most %d)", tiers.MaxExtrasLen))
 		fs.Float64Var(&sealedPointBytes, "sealed-point-bytes", sealedPointBytes,
 			"stored bytes of one sealed raw point (docs/benchmarks.md: 1.5-1.6 for decimal gauges, up to about 10 for values with a full float64 mantissa)")
+		fs.Float64Var(&sealedRowBytes, "sealed-row-bytes", sealedRowBytes,
+			"stored bytes of one sealed row of the finest rollup tier, extras included (docs/benchmarks.md: about 18 for decimal gauges' minute rows)")
 		fs.Int64Var(&rule.MaxRows, "max-rows", rule.MaxRows, "rows one partition may hold whatever their size (Cassandra guidance: about 100,000)")
 		fs.IntVar(&rule.MaxEventBuckets, "max-event-buckets", rule.MaxEventBuckets, "partitions one raw bucket may be split into")
 	})
@@ -55,6 +58,9 @@ func (m Main) size(_ context.Context, args []string) error {
 	}
 	if !(sealedPointBytes > 0 && sealedPointBytes <= 16) {
 		return fmt.Errorf("--sealed-point-bytes: %v is not a size of a sealed point (more than 0, at most 16)", sealedPointBytes)
+	}
+	if !(sealedRowBytes > 0 && sealedRowBytes <= float64(sizing.RollupExtraBytes+rule.RowBytes+tiers.MaxExtrasLen)) {
+		return fmt.Errorf("--sealed-row-bytes: %v is not a size of a sealed rollup row (more than 0, at most a row's)", sealedRowBytes)
 	}
 	if err := c.Finish(); err != nil {
 		return err
@@ -91,6 +97,17 @@ func (m Main) size(_ context.Context, args []string) error {
 		sz := sizing.SealedBucket(rule.Rate, plan[0].BucketWidth, sealedPointBytes)
 		fmt.Fprintf(m.Stdout, "\na sealed raw bucket (points_raw_chunks, once final): %.0f points in %.0f chunks, %s at %.2g B a point\n",
 			sz.Points, sz.Chunks, sizing.FormatBytes(sz.Bytes), sealedPointBytes)
+	}
+	// The finest rollup tier holds most rows; coarser rows keep larger
+	// sketches, which --sealed-row-bytes does not describe.
+	for i, s := range plan {
+		if ts[i].Step == 0 {
+			continue
+		}
+		sz := sizing.SealedPartition(s.Rows, sealedRowBytes)
+		fmt.Fprintf(m.Stdout, "a sealed %s partition (%s_chunks, once complete): %.0f rows in %.0f chunks, %s at %.3g B a row\n",
+			s.Tier, c.Pyramid[i].Table, sz.Points, sz.Chunks, sizing.FormatBytes(sz.Bytes), sealedRowBytes)
+		break
 	}
 	fmt.Fprintf(m.Stdout, "\nas flags for a new store: %s\n", strings.Join(flags, " "))
 	fmt.Fprintln(m.Stdout, "for one series of an existing store: PUT /v1/admin/series/{id}/layout with the raw tier's values")

@@ -43,7 +43,10 @@
 // eb 0, each expiring with its last point. Sealing is the one place that
 // deletes data: a bucket's rows are deleted with partition deletes once
 // its chunks hold them (see SealBucket), and its chunks are replaced when
-// an import is folded in.
+// an import is folded in. rollup_1m_chunks and the like, one beside each
+// rollup table and partitioned as it is, hold its sealed partitions: the
+// rows as rollup chunks (sealed.EncodeRollup), sealed the same way
+// (SealRollup).
 //
 //	late_buckets  ((series text), bucket timestamp)            marks, TTL each
 //	series        ((shard int), id text) → first timestamp, last timestamp,

@@ -271,7 +271,11 @@ func (s *Store) seal(ctx context.Context, cs *chunkStmts, key tiers.PartitionKey
 	// reads, made at once, so that a seal costs three round trips in
 	// sequence (the reads, the batch of chunks, the deletes) rather than
 	// one per partition.
-	var old []tiers.Row
+	type chunk struct {
+		data      []byte
+		retention int64
+	}
+	var chunks []chunk
 	var newest, sealedAt int64 = math.MinInt64, math.MaxInt64
 	ebRows := make([][]tiers.Row, eventBuckets)
 	written := make([]int64, eventBuckets)
@@ -281,17 +285,9 @@ func (s *Store) seal(ctx context.Context, cs *chunkStmts, key tiers.PartitionKey
 		var last, ret, at, wt int64
 		var data []byte
 		for iter.Scan(&last, &ret, &data, &at, &wt) {
-			var err error
-			if cs.rollup {
-				old, err = sealed.DecodeRollup(old, data, all, sealed.Oldest(now, ret), true)
-				data = nil // kept by the rows' sketches
-			} else {
-				old, err = sealed.Decode(old, data, all, sealed.Oldest(now, ret), sealed.AllEventBuckets)
-			}
-			if err != nil {
-				iter.Close()
-				return err
-			}
+			// Decoded only when rows are to be folded in.
+			chunks = append(chunks, chunk{data, ret})
+			data = nil // the driver gives each blob a slice of its own
 			newest, sealedAt = max(newest, wt), min(sealedAt, at)
 		}
 		return wrapCtx(gctx, iter.Close())
@@ -334,10 +330,29 @@ func (s *Store) seal(ctx context.Context, cs *chunkStmts, key tiers.PartitionKey
 		rows = append(rows, ebRows[eb]...)
 		rowsWritten = max(rowsWritten, written[eb])
 	}
-	rep.Points = len(old)
 	if len(rows) == 0 {
+		// Nothing to fold in: what the chunks hold is in their headers.
+		for _, c := range chunks {
+			n, err := sealed.Count(c.data)
+			if err != nil {
+				return rep, fmt.Errorf("cassandra: seal %s: %w", what, err)
+			}
+			rep.Points += n
+		}
 		return rep, nil
 	}
+	var old []tiers.Row
+	for _, c := range chunks {
+		if cs.rollup {
+			old, err = sealed.DecodeRollup(old, c.data, all, sealed.Oldest(now, c.retention), true)
+		} else {
+			old, err = sealed.Decode(old, c.data, all, sealed.Oldest(now, c.retention), sealed.AllEventBuckets)
+		}
+		if err != nil {
+			return rep, fmt.Errorf("cassandra: seal %s: %w", what, err)
+		}
+	}
+	rep.Points = len(old)
 	// Each partition's rows are ascending; a time is in one partition only.
 	slices.SortFunc(rows, func(a, b tiers.Row) int { return cmp.Compare(a.T, b.T) })
 	points := sealed.MergePoints(old, rows)

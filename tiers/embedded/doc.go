@@ -31,6 +31,9 @@
 //	0x07 series 0x00 bucket eb first      sealed chunk of a points_raw
 //	                                      bucket, by its first point (eb
 //	                                      always 0: it holds them all)
+//	0x08 (0x03…0x06 partition) first      sealed chunk of a rollup
+//	                                      partition: 0x08, then the
+//	                                      partition's row key prefix
 //	0x10 series 0x00                      registry: first, last (merged)
 //	0x11 series 0x00 since                layout entry: width, event buckets
 //	0x12 series 0x00 bucket               late mark
@@ -63,13 +66,14 @@
 // and the quantile sketch, tens of bytes for a minute row, never more than
 // 2 KiB). A rollup row of exactly 40 bytes has no extras: every row of a
 // format 1 store, the format before rollup rows kept them, which Open
-// reads as it is and stamps with the current format (3; format 2 stores,
-// whose chunks and extras predate the compact forms, are read as they
-// are and stamped too). Extras sit in the row's value
+// reads as it is and stamps with the current format (4; format 2 stores,
+// whose chunks and extras predate the compact forms, and format 3 stores,
+// which predate sealed rollup partitions, are read as they are and
+// stamped too). Extras sit in the row's value
 // so that they cost no key of their own on disk; reads that do not ask
 // for them skip them without decoding. A sealed chunk holds its expiry (its last point plus the
-// retention it was sealed with), that retention as an int64 and the XOR
-// chunk's bytes. The registry value is first and last as int64; the oldest
+// retention it was sealed with), that retention as an int64 and the
+// chunk's bytes (tiers/sealed). The registry value is first and last as int64; the oldest
 // slot and checkpoints are one int64. A labels record is the pairs in name
 // order, each name and value preceded by its length as a uvarint.
 //
@@ -92,7 +96,9 @@
 // between the read and the deletion. A partition read decodes the chunks
 // of its bucket that overlap its span, keeps the points of its event
 // bucket that have not outlived the retention, and merges the rows
-// written since over them.
+// written since over them. SealRollup does the same for one rollup
+// partition, its rows and their extras column by column
+// (sealed.EncodeRollup), under kind 0x08.
 //
 // # Writes without reads
 //

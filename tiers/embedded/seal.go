@@ -151,15 +151,8 @@ func (s *Store) seal(ctx context.Context, code tableCode, key tiers.PartitionKey
 	// and a store sealing thousands of buckets would read through
 	// thousands of them until the next flush.
 	var dead [][]byte
-	for valid := it.First(); valid; valid = it.Next() {
-		dead = append(dead, slices.Clone(it.Key()))
-	}
-	all := tiers.Span{From: tiers.MinTime, To: tiers.MaxTime}
-	old, err := loadChunks(nil, it, chunkRead{span: all, now: now, eventBucket: sealed.AllEventBuckets, rollup: rollup, extras: rollup})
-	if err != nil {
-		return rep, fmt.Errorf("embedded: seal: %w", err)
-	}
-	// The same iterator, so the same view of the store, reads the rows.
+	// The rows first, through the iterator that then reads the chunks:
+	// one view of the store.
 	var rows []tiers.Row
 	for eb := range eventBuckets {
 		key.EventBucket = eb
@@ -189,11 +182,38 @@ func (s *Store) seal(ctx context.Context, code tableCode, key tiers.PartitionKey
 			return rep, fmt.Errorf("embedded: seal: %w", err)
 		}
 	}
+	it.SetBounds(chunkLower, chunkUpper)
 	rep.Rows = len(rows)
 	if len(rows) == 0 {
-		// Sealed already, or empty: nothing to rewrite.
-		rep.Points = len(old)
-		return rep, nil
+		// Sealed already, or empty: nothing to rewrite, and what the
+		// chunks hold is in their headers (a chunk whose first points
+		// have expired counts them still).
+		for valid := it.First(); valid; valid = it.Next() {
+			v, err := it.ValueAndErr()
+			if err != nil {
+				return rep, fmt.Errorf("embedded: seal: %w", err)
+			}
+			if len(v) < chunkHeadLen {
+				return rep, fmt.Errorf("embedded: corrupt chunk %x", it.Key())
+			}
+			if expired(getExpiry(v), now) {
+				continue
+			}
+			n, err := sealed.Count(v[chunkHeadLen:])
+			if err != nil {
+				return rep, fmt.Errorf("embedded: chunk %x: %w", it.Key(), err)
+			}
+			rep.Points += n
+		}
+		return rep, it.Error()
+	}
+	for valid := it.First(); valid; valid = it.Next() {
+		dead = append(dead, slices.Clone(it.Key()))
+	}
+	all := tiers.Span{From: tiers.MinTime, To: tiers.MaxTime}
+	old, err := loadChunks(nil, it, chunkRead{span: all, now: now, eventBucket: sealed.AllEventBuckets, rollup: rollup, extras: rollup})
+	if err != nil {
+		return rep, fmt.Errorf("embedded: seal: %w", err)
 	}
 	// Each partition's rows are ascending; a time is in one partition only.
 	slices.SortFunc(rows, func(a, b tiers.Row) int { return cmp.Compare(a.T, b.T) })

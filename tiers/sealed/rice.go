@@ -140,66 +140,118 @@ func encodeDecimal(dst []byte, points []tiers.Row, d int) []byte {
 	return w.Flush()
 }
 
+// decimalReader reads the points of a decimal chunk one by one, values
+// as the scaled integers they were coded as.
+type decimalReader struct {
+	n, i        int
+	t, interval int64
+	v           int64
+	regular     bool
+	mode        int
+	tk, vk      uint
+	times       ricecode.Reader
+	values      ricecode.Reader
+	h           history
+	// err is the first corruption next met; the points after it are
+	// garbage.
+	err error
+}
+
+// newDecimalReader starts reading the decimal chunk b (after the format
+// and event buckets bytes).
+func newDecimalReader(b []byte) (decimalReader, error) {
+	var d decimalReader
+	n, k := binary.Uvarint(b)
+	// A point costs at least one bit of value code.
+	if k <= 0 || n == 0 || n > uint64(8*len(b)+1) {
+		return d, fmt.Errorf("%w: count", ErrCorrupt)
+	}
+	d.n = int(n)
+	b = b[k:]
+	if d.t, k = binary.Varint(b); k <= 0 {
+		return d, fmt.Errorf("%w: first time", ErrCorrupt)
+	}
+	b = b[k:]
+	if d.v, k = binary.Varint(b); k <= 0 {
+		return d, fmt.Errorf("%w: first value", ErrCorrupt)
+	}
+	b = b[k:]
+	d.h.push(d.v)
+	if d.n == 1 {
+		return d, nil
+	}
+	d.interval, k = binary.Varint(b)
+	if k <= 0 || len(b) < k+2 {
+		return d, fmt.Errorf("%w: interval", ErrCorrupt)
+	}
+	b = b[k:]
+	d.regular, d.tk = b[0] == riceRegular, uint(b[0])
+	d.mode, d.vk = int(b[1]>>6), uint(b[1]&0x3f)
+	if (!d.regular && d.tk > ricecode.MaxParameter) || d.mode >= valueModes || d.interval <= 0 {
+		return d, fmt.Errorf("%w: parameters", ErrCorrupt)
+	}
+	b = b[2:]
+	timeLen, k := binary.Uvarint(b)
+	if k <= 0 || timeLen > uint64(len(b)-k) || (d.regular && timeLen > 0) {
+		return d, fmt.Errorf("%w: time codes", ErrCorrupt)
+	}
+	// The time codes and the value codes are read side by side, so that a
+	// read stops at the end of its span without decoding the rest.
+	d.times = ricecode.NewReader(b[k : k+int(timeLen)])
+	d.values = ricecode.NewReader(b[k+int(timeLen):])
+	return d, nil
+}
+
+// next returns the next point; the first call returns the first. A
+// corruption ends the times (at MaxInt64) and is kept for check.
+func (d *decimalReader) next() (int64, int64) {
+	i := d.i
+	d.i++
+	if i == 0 {
+		return d.t, d.v
+	}
+	if !d.regular && i > 1 {
+		d.interval += ricecode.Unzigzag(d.times.Rice(d.tk))
+	}
+	if d.interval <= 0 || d.t+d.interval < d.t {
+		d.corrupt()
+		return math.MaxInt64, 0
+	}
+	d.t += d.interval
+	d.v = d.h.predict(d.mode, i) + ricecode.Unzigzag(d.values.Rice(d.vk))
+	d.h.push(d.v)
+	return d.t, d.v
+}
+
+func (d *decimalReader) corrupt() {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: times out of order or overflowing", ErrCorrupt)
+	}
+	d.i = d.n
+}
+
+// check reports a corruption next met, or a chunk whose codes ran out
+// before its points.
+func (d *decimalReader) check() error {
+	if d.err != nil {
+		return d.err
+	}
+	if d.times.Overrun() || d.values.Overrun() {
+		return fmt.Errorf("%w: truncated", ErrCorrupt)
+	}
+	return nil
+}
+
 // decodeDecimal appends to dst the points of the decimal chunk b (after
 // the format and event buckets bytes) before end for which keep is true,
 // values divided by scale, in time order.
 func decodeDecimal(dst []tiers.Row, b []byte, scale float64, end int64, keep func(int64) bool) ([]tiers.Row, error) {
-	n, k := binary.Uvarint(b)
-	// A point costs at least one bit of value code.
-	if k <= 0 || n == 0 || n > uint64(8*len(b)+1) {
-		return dst, fmt.Errorf("%w: count", ErrCorrupt)
+	d, err := newDecimalReader(b)
+	if err != nil {
+		return dst, err
 	}
-	b = b[k:]
-	t, k := binary.Varint(b)
-	if k <= 0 {
-		return dst, fmt.Errorf("%w: first time", ErrCorrupt)
-	}
-	b = b[k:]
-	v, k := binary.Varint(b)
-	if k <= 0 {
-		return dst, fmt.Errorf("%w: first value", ErrCorrupt)
-	}
-	b = b[k:]
-	if keep(t) {
-		dst = append(dst, tiers.PointRow(t, float64(v)/scale))
-	}
-	if n == 1 {
-		return dst, nil
-	}
-	interval, k := binary.Varint(b)
-	if k <= 0 || len(b) < k+2 {
-		return dst, fmt.Errorf("%w: interval", ErrCorrupt)
-	}
-	b = b[k:]
-	regular, tk := b[0] == riceRegular, uint(b[0])
-	mode, vk := b[1]>>6, uint(b[1]&0x3f)
-	if (!regular && tk > ricecode.MaxParameter) || int(mode) >= valueModes || interval <= 0 {
-		return dst, fmt.Errorf("%w: parameters", ErrCorrupt)
-	}
-	b = b[2:]
-	timeLen, k := binary.Uvarint(b)
-	if k <= 0 || timeLen > uint64(len(b)-k) || (regular && timeLen > 0) {
-		return dst, fmt.Errorf("%w: time codes", ErrCorrupt)
-	}
-	// The time codes and the value codes are read side by side, so that a
-	// read stops at the end of its span without decoding the rest.
-	times := ricecode.NewReader(b[k : k+int(timeLen)])
-	values := ricecode.NewReader(b[k+int(timeLen):])
-	var h history
-	h.push(v)
-	for i := 1; i < int(n); i++ {
-		if !regular && i > 1 {
-			interval += ricecode.Unzigzag(times.Rice(tk))
-			if interval <= 0 {
-				return dst, fmt.Errorf("%w: times out of order", ErrCorrupt)
-			}
-		}
-		if t+interval < t {
-			return dst, fmt.Errorf("%w: time overflows", ErrCorrupt)
-		}
-		t += interval
-		v = h.predict(int(mode), i) + ricecode.Unzigzag(values.Rice(vk))
-		h.push(v)
+	for d.i < d.n {
+		t, v := d.next()
 		if t >= end {
 			break
 		}
@@ -207,8 +259,5 @@ func decodeDecimal(dst []tiers.Row, b []byte, scale float64, end int64, keep fun
 			dst = append(dst, tiers.PointRow(t, float64(v)/scale))
 		}
 	}
-	if times.Overrun() || values.Overrun() {
-		return dst, fmt.Errorf("%w: truncated", ErrCorrupt)
-	}
-	return dst, nil
+	return dst, d.check()
 }

@@ -200,72 +200,53 @@ func DecodeRollup(dst []tiers.Row, data []byte, span tiers.Span, oldest int64, e
 	}
 	b = b[k:]
 	n := int(un)
-	scratch := make([]tiers.Row, 0, n)
-	column := func() ([]tiers.Row, error) {
+	// The times, and a column of values at a time.
+	times, floats := make([]int64, n), make([]float64, n)
+	// column decodes the next column into floats (and its times into
+	// times when given, else checks that it is indexed by position).
+	column := func(times []int64) error {
 		l, k := binary.Uvarint(b)
 		if k <= 0 || l > uint64(len(b)-k) {
-			return nil, fmt.Errorf("%w: rollup column", ErrCorrupt)
+			return fmt.Errorf("%w: rollup column", ErrCorrupt)
 		}
 		c := b[k : k+int(l)]
 		b = b[k+int(l):]
-		var err error
-		if scratch, err = decodeColumn(scratch[:0], c); err != nil {
-			return nil, err
-		}
-		if len(scratch) != n {
-			return nil, fmt.Errorf("%w: rollup column of %d rows, want %d", ErrCorrupt, len(scratch), n)
-		}
-		return scratch, nil
+		return decodeColumnInto(floats, times, c)
 	}
-	// valueColumn hands set the value of every row of a column indexed by
-	// position.
-	valueColumn := func(set func(i int, v float64)) error {
-		vs, err := column()
-		if err != nil {
-			return err
-		}
-		for i, v := range vs {
-			if v.T != int64(i) {
-				return fmt.Errorf("%w: rollup column index", ErrCorrupt)
-			}
-			set(i, v.Sum)
-		}
-		return nil
-	}
-	times, err := column()
-	if err != nil {
+	if err := column(times); err != nil {
 		return dst, err
 	}
 	from := max(span.From, oldest)
-	lo, _ := slices.BinarySearchFunc(times, from, func(r tiers.Row, t int64) int { return cmpInt(r.T, t) })
-	hi, _ := slices.BinarySearchFunc(times, span.To, func(r tiers.Row, t int64) int { return cmpInt(r.T, t) })
+	lo, _ := slices.BinarySearch(times, from)
+	hi, _ := slices.BinarySearch(times, span.To)
 	hi = max(hi, lo)
 	start := len(dst)
-	for _, r := range times[lo:hi] {
-		c := r.Sum
+	for i := lo; i < hi; i++ {
+		c := floats[i]
 		if c < 0 || c >= maxExactInt || c != math.Trunc(c) {
 			return dst, fmt.Errorf("%w: rollup count %g", ErrCorrupt, c)
 		}
-		dst = append(dst, tiers.Row{T: r.T, Count: int64(c)})
+		dst = append(dst, tiers.Row{T: times[i], Count: int64(c)})
 	}
 	out := dst[start:]
-	in := func(i int) *tiers.Row {
-		if i < lo || i >= hi {
-			return nil
-		}
-		return &out[i-lo]
-	}
-	for _, set := range []func(r *tiers.Row, v float64){
-		func(r *tiers.Row, v float64) { r.Min = v },
-		func(r *tiers.Row, v float64) { r.Max = v },
-		func(r *tiers.Row, v float64) { r.Sum = v },
-	} {
-		if err := valueColumn(func(i int, v float64) {
-			if r := in(i); r != nil {
-				set(r, v)
-			}
-		}); err != nil {
+	for c := range 3 {
+		if err := column(nil); err != nil {
 			return dst[:start], err
+		}
+		in := floats[lo:hi]
+		switch c {
+		case 0:
+			for i := range out {
+				out[i].Min = in[i]
+			}
+		case 1:
+			for i := range out {
+				out[i].Max = in[i]
+			}
+		case 2:
+			for i := range out {
+				out[i].Sum = in[i]
+			}
 		}
 	}
 	exLen, k := binary.Uvarint(b)
@@ -285,27 +266,30 @@ func DecodeRollup(dst []tiers.Row, data []byte, span tiers.Span, oldest int64, e
 	b = b[k:]
 	kinds := make([]int, n)
 	cs := make([]tiers.Counter, n)
-	for c, set := range []func(i int, v float64) bool{
-		func(i int, v float64) bool {
-			kinds[i] = int(v)
-			return v == math.Trunc(v) && v >= 0 && v <= kindMax && kinds[i]>>2 <= sketchBytes
-		},
-		func(i int, v float64) bool { cs[i].FirstT = int64(v); return isExactInt(v) },
-		func(i int, v float64) bool { cs[i].LastT = int64(v); return isExactInt(v) && v >= 0 },
-		func(i int, v float64) bool { cs[i].First = v; return true },
-		func(i int, v float64) bool { cs[i].Last = v; return true },
-		func(i int, v float64) bool { cs[i].Inc = v; return true },
-	} {
-		bad := false
-		if err := valueColumn(func(i int, v float64) {
-			if !set(i, v) {
-				bad = true
-			}
-		}); err != nil {
+	for c := range 6 {
+		if err := column(nil); err != nil {
 			return dst[:start], err
 		}
-		if bad {
-			return dst[:start], fmt.Errorf("%w: rollup extras column %d", ErrCorrupt, c)
+		for i, v := range floats {
+			ok := true
+			switch c {
+			case 0:
+				kinds[i] = int(v)
+				ok = v == math.Trunc(v) && v >= 0 && v <= kindMax && kinds[i]>>2 <= sketchBytes
+			case 1:
+				cs[i].FirstT, ok = int64(v), isExactInt(v)
+			case 2:
+				cs[i].LastT, ok = int64(v), isExactInt(v) && v >= 0
+			case 3:
+				cs[i].First = v
+			case 4:
+				cs[i].Last = v
+			case 5:
+				cs[i].Inc = v
+			}
+			if !ok {
+				return dst[:start], fmt.Errorf("%w: rollup extras column %d", ErrCorrupt, c)
+			}
 		}
 	}
 	for i := range n {
@@ -318,10 +302,10 @@ func DecodeRollup(dst []tiers.Row, data []byte, span tiers.Span, oldest int64, e
 			sketch = b[k : k+int(l) : k+int(l)]
 			b = b[k+int(l):]
 		}
-		r := in(i)
-		if r == nil {
+		if i < lo || i >= hi {
 			continue
 		}
+		r := &out[i-lo]
 		x := r.X
 		if kinds[i]&kindHasCounter != 0 {
 			c := cs[i]
@@ -423,32 +407,76 @@ digits:
 	return nil, false
 }
 
-// decodeColumn appends to dst the values of a column encodeColumn made.
-func decodeColumn(dst []tiers.Row, data []byte) ([]tiers.Row, error) {
-	if len(data) < 3 || data[0] < nearDecimalFormat || data[0] > nearDecimalFormat+maxDigits {
-		return Decode(dst, data, tiers.Span{From: math.MinInt64, To: math.MaxInt64}, math.MinInt64, AllEventBuckets)
+// decodeColumnInto decodes a column encodeColumn made of exactly
+// len(vals) values into vals, and their times into times when it is not
+// nil; a nil times asks for a column indexed by position.
+func decodeColumnInto(vals []float64, times []int64, data []byte) error {
+	n := len(vals)
+	check := func(i int, t int64) bool {
+		if times != nil {
+			times[i] = t
+			return true
+		}
+		return t == int64(i)
 	}
+	var misses ricecode.Reader
+	var mk uint
+	near := len(data) >= 3 && data[0] >= nearDecimalFormat && data[0] <= nearDecimalFormat+maxDigits
+	decimal := len(data) >= 3 && data[0] >= decimalFormat && data[0] <= decimalFormat+maxDigits
+	if !near && !decimal {
+		rows, err := Decode(make([]tiers.Row, 0, n), data, tiers.Span{From: math.MinInt64, To: math.MaxInt64}, math.MinInt64, AllEventBuckets)
+		if err != nil {
+			return err
+		}
+		if len(rows) != n {
+			return fmt.Errorf("%w: rollup column of %d rows, want %d", ErrCorrupt, len(rows), n)
+		}
+		for i, r := range rows {
+			if !check(i, r.T) {
+				return fmt.Errorf("%w: rollup column index", ErrCorrupt)
+			}
+			vals[i] = r.Sum
+		}
+		return nil
+	}
+	var scale float64
 	b := data[2:]
-	l, k := binary.Uvarint(b)
-	if k <= 0 || l == 0 || l > uint64(len(b)-k) || b[k] > ricecode.MaxParameter {
-		return dst, fmt.Errorf("%w: near-decimal misses", ErrCorrupt)
+	if near {
+		scale = pow10[data[0]-nearDecimalFormat]
+		l, k := binary.Uvarint(b)
+		if k <= 0 || l == 0 || l > uint64(len(b)-k) || b[k] > ricecode.MaxParameter {
+			return fmt.Errorf("%w: near-decimal misses", ErrCorrupt)
+		}
+		misses, mk = ricecode.NewReader(b[k+1:k+int(l)]), uint(b[k])
+		b = b[k+int(l):]
+	} else {
+		scale = pow10[data[0]-decimalFormat]
 	}
-	misses := ricecode.NewReader(b[k+1 : k+int(l)])
-	mk := uint(b[k])
-	start := len(dst)
-	dst, err := decodeDecimal(dst, b[k+int(l):], pow10[data[0]-nearDecimalFormat], math.MaxInt64, func(int64) bool { return true })
+	d, err := newDecimalReader(b)
 	if err != nil {
-		return dst[:start], err
+		return err
 	}
-	for i := start; i < len(dst); i++ {
-		a := dst[i].Sum
-		v := math.Float64frombits(uint64(int64(math.Float64bits(a)) + ricecode.Unzigzag(misses.Rice(mk))))
-		dst[i] = tiers.PointRow(dst[i].T, v)
+	if d.n != n {
+		return fmt.Errorf("%w: rollup column of %d rows, want %d", ErrCorrupt, d.n, n)
+	}
+	for i := range n {
+		t, v := d.next()
+		if !check(i, t) {
+			return fmt.Errorf("%w: rollup column index", ErrCorrupt)
+		}
+		f := float64(v) / scale
+		if near {
+			f = math.Float64frombits(uint64(int64(math.Float64bits(f)) + ricecode.Unzigzag(misses.Rice(mk))))
+		}
+		vals[i] = f
+	}
+	if err := d.check(); err != nil {
+		return err
 	}
 	if misses.Overrun() {
-		return dst[:start], fmt.Errorf("%w: near-decimal misses truncated", ErrCorrupt)
+		return fmt.Errorf("%w: near-decimal misses truncated", ErrCorrupt)
 	}
-	return dst, nil
+	return nil
 }
 
 func isExactInt(v float64) bool {

@@ -232,7 +232,7 @@ func TestNearDecimalColumnKeepsBits(t *testing.T) {
 		// 5.55e-17 is a decimal of no digits count: the column falls back.
 		t.Logf("format %#x", data[0])
 	}
-	got, err := decodeColumn(nil, data)
+	got, err := decodeColumnRows(data, len(col))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestNearDecimalColumnKeepsBits(t *testing.T) {
 	if data[0] != nearDecimalFormat+3 {
 		t.Fatalf("format %#x, want the near-decimal format of 3 digits", data[0])
 	}
-	if got, err = decodeColumn(nil, data); err != nil || !sameBits(got, col) {
+	if got, err = decodeColumnRows(data, len(col)); err != nil || !sameBits(got, col) {
 		t.Fatalf("the column came back changed (%v)", err)
 	}
 	xor, err := Encode(col, 1)
@@ -263,6 +263,19 @@ func TestNearDecimalColumnKeepsBits(t *testing.T) {
 	if 2*len(data) > len(xor[0].Data) {
 		t.Fatalf("near-decimal %d bytes, XOR %d", len(data), len(xor[0].Data))
 	}
+}
+
+// decodeColumnRows decodes a column of n values indexed by position.
+func decodeColumnRows(data []byte, n int) ([]tiers.Row, error) {
+	vals := make([]float64, n)
+	if err := decodeColumnInto(vals, nil, data); err != nil {
+		return nil, err
+	}
+	rows := make([]tiers.Row, n)
+	for i, v := range vals {
+		rows[i] = tiers.PointRow(int64(i), v)
+	}
+	return rows, nil
 }
 
 func sameBits(a, b []tiers.Row) bool {
@@ -275,4 +288,41 @@ func sameBits(a, b []tiers.Row) bool {
 		}
 	}
 	return true
+}
+
+// BenchmarkDecodeRollup decodes a chunk of 1024 minute rows of a
+// three-decimal gauge, with and without their extras.
+func BenchmarkDecodeRollup(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var rows []tiers.Row
+	level := 50.0
+	for m := range MaxSamples {
+		row := tiers.Row{T: int64(m) * tiers.Minute}
+		for p := range 6 {
+			level += r.NormFloat64() * 0.01
+			row.AddExtras(tiers.PointRow(row.T+int64(p)*10*tiers.Second, math.Round((level+r.NormFloat64()*0.3)*1000)/1000))
+		}
+		row.X = row.X.Compact(row)
+		rows = append(rows, row)
+	}
+	chunks, err := EncodeRollup(rows)
+	if err != nil {
+		b.Fatal(err)
+	}
+	all := tiers.Span{From: math.MinInt64, To: math.MaxInt64}
+	for _, extras := range []bool{false, true} {
+		name := "bare"
+		if extras {
+			name = "extras"
+		}
+		b.Run(name, func(b *testing.B) {
+			dst := make([]tiers.Row, 0, MaxSamples)
+			for b.Loop() {
+				if _, err := DecodeRollup(dst[:0], chunks[0].Data, all, math.MinInt64, extras); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*MaxSamples), "ns/row")
+		})
+	}
 }

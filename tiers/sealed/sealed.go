@@ -17,6 +17,7 @@
 package sealed
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -201,6 +202,30 @@ func Decode(dst []tiers.Row, data []byte, span tiers.Span, oldest int64, eventBu
 		return dst, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return dst, nil
+}
+
+// Count returns how many points (or rollup rows) the chunk data holds,
+// from its header: a seal that has no row to fold in reports what the
+// chunks hold without decoding them.
+func Count(data []byte) (int, error) {
+	switch {
+	case IsRollup(data):
+		n, k := binary.Uvarint(data[1:])
+		if k <= 0 || n == 0 || n > MaxSamples {
+			return 0, fmt.Errorf("%w: rollup count", ErrCorrupt)
+		}
+		return int(n), nil
+	case len(data) >= 3 && data[0] >= decimalFormat && data[0] <= decimalFormat+maxDigits:
+		n, k := binary.Uvarint(data[2:])
+		if k <= 0 || n == 0 || n > MaxSamples {
+			return 0, fmt.Errorf("%w: count", ErrCorrupt)
+		}
+		return int(n), nil
+	case len(data) >= 4 && int(data[0]) <= maxDigits+1:
+		// An XOR chunk's header is its sample count.
+		return int(binary.BigEndian.Uint16(data[2:])), nil
+	}
+	return 0, fmt.Errorf("%w: %d bytes of no known format", ErrCorrupt, len(data))
 }
 
 // Oldest is the time of the oldest point a partition written with

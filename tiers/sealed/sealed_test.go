@@ -202,3 +202,34 @@ func TestDecodeOneEventBucket(t *testing.T) {
 		t.Fatalf("%d points over the event buckets, %d encoded", total, len(points))
 	}
 }
+
+// Count reads from a chunk's header what decoding it would count, in
+// every format.
+func TestCountFromHeaders(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	var points []tiers.Row
+	for i := range 3000 {
+		v := math.Round(r.NormFloat64()*1e5) / 1e3
+		if i >= 2048 {
+			v = r.NormFloat64() // full precision: XOR
+		}
+		points = append(points, tiers.PointRow(int64(i)*10_000, v))
+	}
+	chunks, err := Encode(points, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rollups, err := EncodeRollup(randomRollupRows(r, 1500, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range append(chunks, rollups...) {
+		n, err := Count(c.Data)
+		if err != nil || n != c.Count {
+			t.Fatalf("format %#x: Count %d, %v; the chunk holds %d", c.Data[0], n, err, c.Count)
+		}
+	}
+	if _, err := Count([]byte{0xee}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a corrupt header: %v", err)
+	}
+}

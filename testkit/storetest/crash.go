@@ -41,9 +41,18 @@ const (
 // the parent fixes for a run and hands to its children.
 func crashBucket(base int64, i int) int64 { return base + int64(i)*tiers.Hour }
 
+// crashRollup is the minute partition the crash test writes rollup rows
+// to: that of the day of the first bucket.
+func crashRollup(base int64, series string) tiers.PartitionKey {
+	return tiers.PartitionKey{Table: tiers.RollupTable(tiers.Minute), Series: series, Bucket: tiers.AlignDown(base, tiers.Day)}
+}
+
 // crashWrite is write number id: the same points in the parent and the
 // child, derived from the id alone. Some write a bucket that is sealed
 // already (an import, a late point), some rewrite times written before.
+// Each also writes a few rollup rows with extras to the series' minute
+// partition (crashRollup), new windows and rewrites of windows, sealed
+// or not, as corrections do.
 func crashWrite(base int64, id int) []tiers.PartitionWrite {
 	r := rand.New(rand.NewPCG(uint64(id), 77))
 	series := fmt.Sprintf("crash.%d", r.IntN(crashSeries))
@@ -62,6 +71,22 @@ func crashWrite(base int64, id int) []tiers.PartitionWrite {
 		eb := tiers.EventBucket(t, crashEventBuckets)
 		writes[eb].Rows = append(writes[eb].Rows, tiers.PointRow(t, math.Round(r.NormFloat64()*1e5)/1e3))
 	}
+	rollup := tiers.PartitionWrite{Key: crashRollup(base, series), Retention: crashRetention}
+	windows := map[int64]bool{}
+	for range 1 + r.IntN(20) {
+		t := rollup.Key.Bucket + int64(r.IntN(300))*tiers.Minute
+		if windows[t] {
+			continue
+		}
+		windows[t] = true
+		row := tiers.Row{T: t}
+		for k := range 1 + r.IntN(6) {
+			row.AddExtras(tiers.PointRow(t+int64(k)*10*tiers.Second, math.Round(r.NormFloat64()*1e5)/1e3))
+		}
+		row.X = row.X.Compact(row)
+		rollup.Rows = append(rollup.Rows, row)
+	}
+	writes = append(writes, rollup)
 	for _, w := range writes {
 		// A partition write's rows ascend.
 		slices.SortFunc(w.Rows, func(a, b tiers.Row) int { return cmp.Compare(a.T, b.T) })
@@ -77,7 +102,8 @@ const CrashChildEnv = "TSGATE_TEST_SEAL_CRASH"
 // SealCrashChild runs in a child process of RunSealCrash until it is
 // killed: it writes the crash test's writes from the one its environment
 // names on — saying "begin id" before and "ack id" once Write returned —
-// while a second goroutine seals random buckets without pause.
+// while a second goroutine seals random buckets and minute partitions
+// without pause.
 func SealCrashChild(s CrashStore) {
 	var base int64
 	var from int
@@ -90,7 +116,13 @@ func SealCrashChild(s CrashStore) {
 		r := rand.New(rand.NewPCG(uint64(from), 5))
 		for {
 			series := fmt.Sprintf("crash.%d", r.IntN(crashSeries))
-			if _, err := s.SealBucket(ctx, series, crashBucket(base, r.IntN(crashBuckets)), crashEventBuckets, crashRetention); err != nil {
+			var err error
+			if r.IntN(3) == 0 {
+				_, err = s.SealRollup(ctx, crashRollup(base, series), crashRetention)
+			} else {
+				_, err = s.SealBucket(ctx, series, crashBucket(base, r.IntN(crashBuckets)), crashEventBuckets, crashRetention)
+			}
+			if err != nil {
 				fmt.Println("seal:", err)
 				os.Exit(1)
 			}
@@ -108,8 +140,8 @@ func SealCrashChild(s CrashStore) {
 }
 
 // RunSealCrash proves that a gateway killed with SIGKILL while it writes
-// and seals loses no
-// acknowledged point, duplicates none, and keeps every rewrite's value:
+// and seals loses no acknowledged point or rollup row, duplicates none,
+// and keeps every rewrite's value:
 // after each of several kills at random moments, every bucket reads as
 // the brute-force replay of the acknowledged writes (a write begun but
 // not acknowledged may or may not have landed), before and after a last
@@ -201,6 +233,9 @@ func checkCrashStore(t *testing.T, s CrashStore, base int64, acked, pending []in
 	}
 	want := map[key]float64{}
 	maybe := map[key][]float64{}
+	// The same of the rollup rows, whole.
+	wantRows := map[key]tiers.Row{}
+	maybeRows := map[key][]tiers.Row{}
 	isPending := map[int]bool{}
 	for _, id := range pending {
 		isPending[id] = true
@@ -209,6 +244,18 @@ func checkCrashStore(t *testing.T, s CrashStore, base int64, acked, pending []in
 	slices.Sort(ids)
 	for _, id := range ids {
 		for _, w := range crashWrite(base, id) {
+			if w.Key.Table != tiers.TableRaw {
+				for _, row := range w.Rows {
+					k := key{w.Key.Series, row.T}
+					if isPending[id] {
+						maybeRows[k] = append(maybeRows[k], row)
+					} else {
+						wantRows[k] = row
+						delete(maybeRows, k)
+					}
+				}
+				continue
+			}
 			for _, row := range w.Rows {
 				k := key{w.Key.Series, row.T}
 				if isPending[id] {
@@ -246,6 +293,43 @@ func checkCrashStore(t *testing.T, s CrashStore, base int64, acked, pending []in
 				}
 			}
 		}
+		gotRows := map[key]tiers.Row{}
+		for i := range crashSeries {
+			series := fmt.Sprintf("crash.%d", i)
+			pk := crashRollup(base, series)
+			rows, _, err := ReadAll(s.Read(ctx, tiers.ReadRequest{Key: pk, Span: tiers.Span{From: pk.Bucket, To: pk.Bucket + tiers.Day}, PageSize: 13, Extras: true}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, row := range rows {
+				if i > 0 && row.T <= rows[i-1].T {
+					t.Fatalf("pass %d: %s minute partition: %d after %d (a duplicate or disorder)", pass, series, row.T, rows[i-1].T)
+				}
+				gotRows[key{series, row.T}] = row
+			}
+			if pass == 0 {
+				if _, err := s.SealRollup(ctx, pk, crashRetention); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		sameAsOneOf := func(g tiers.Row, rows []tiers.Row) bool {
+			return slices.ContainsFunc(rows, func(w tiers.Row) bool { return tiers.SameRow(g, w) })
+		}
+		for k, w := range wantRows {
+			g, ok := gotRows[k]
+			if !ok {
+				t.Fatalf("pass %d: acknowledged rollup row %s@%d lost", pass, k.series, k.t)
+			}
+			if !tiers.SameRow(g, w) && !sameAsOneOf(g, maybeRows[k]) {
+				t.Fatalf("pass %d: rollup row %s@%d is %+v, acknowledged %+v", pass, k.series, k.t, g, w)
+			}
+		}
+		for k, g := range gotRows {
+			if _, ok := wantRows[k]; !ok && !sameAsOneOf(g, maybeRows[k]) {
+				t.Fatalf("pass %d: rollup row %s@%d = %+v was never written", pass, k.series, k.t, g)
+			}
+		}
 		for k, v := range want {
 			g, ok := got[k]
 			if !ok {
@@ -263,6 +347,6 @@ func checkCrashStore(t *testing.T, s CrashStore, base int64, acked, pending []in
 				t.Fatalf("pass %d: %s@%d = %v was never written", pass, k.series, k.t, g)
 			}
 		}
-		t.Logf("pass %d: %d points, %d acknowledged writes, %d pending", pass, len(got), len(acked), len(pending))
+		t.Logf("pass %d: %d points, %d rollup rows, %d acknowledged writes, %d pending", pass, len(got), len(gotRows), len(acked), len(pending))
 	}
 }

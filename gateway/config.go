@@ -29,6 +29,9 @@ type Config struct {
 	// EmbeddedCompression is how the embedded store compresses its
 	// tables: snappy, or zstd (smaller, more CPU).
 	EmbeddedCompression string
+	// EmbeddedMemTableBytes is the size of one of the embedded store's
+	// memtables, and of the write-ahead log space Pebble reserves for it.
+	EmbeddedMemTableBytes int64
 	CursorKey           string
 
 	CacheBytes int64
@@ -67,7 +70,7 @@ type Config struct {
 // DefaultConfig returns the defaults of every part.
 func DefaultConfig() Config {
 	return Config{
-		Store: "embedded", DataDir: "data", EmbeddedCompression: "snappy",
+		Store: "embedded", DataDir: "data", EmbeddedCompression: "snappy", EmbeddedMemTableBytes: 16 << 20,
 		CacheBytes: 256 << 20, ResultsCacheBytes: 128 << 20, SeriesCacheSize: 100000, SeriesTTL: 2 * time.Second, LayoutTTL: time.Minute,
 		Pyramid: tiers.DefaultPyramid(), Query: query.DefaultConfig(),
 		Ingest: ingest.DefaultConfig(), Import: ingest.DefaultImportConfig(), Rollup: rollup.DefaultConfig(), Seal: seal.DefaultConfig(), HTTP: httpapi.DefaultConfig(),
@@ -82,6 +85,8 @@ func (c *Config) RegisterStoreFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Store, "store", c.Store, "storage backend: embedded or cassandra")
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory of the embedded store")
 	fs.StringVar(&c.EmbeddedCompression, "embedded-compression", c.EmbeddedCompression, "compression of the embedded store's tables: snappy, or zstd (15-30 % smaller rollup rows on disk, more CPU in compactions and cold reads); tables already written keep theirs until compacted")
+	fs.Int64Var(&c.EmbeddedMemTableBytes, "embedded-memtable-bytes", c.EmbeddedMemTableBytes,
+		"size of one of the embedded store's memtables, which absorb writes between flushes; Pebble reserves 110 % of it on disk for the write-ahead log (at least 1 MiB)")
 	c.tierFlags = registerPyramid(fs)
 	c.Cassandra.RegisterFlags(fs)
 }
@@ -150,6 +155,9 @@ func (c Config) Validate() error {
 	case "embedded":
 		if c.DataDir == "" {
 			errs = append(errs, errors.New("--data-dir must be set for the embedded store"))
+		}
+		if c.EmbeddedMemTableBytes < 1<<20 || c.EmbeddedMemTableBytes > 1<<30 {
+			errs = append(errs, fmt.Errorf("--embedded-memtable-bytes must be between 1 MiB and 1 GiB, not %d", c.EmbeddedMemTableBytes))
 		}
 		if !embedded.ValidCompression(c.EmbeddedCompression) {
 			errs = append(errs, fmt.Errorf("--embedded-compression must be snappy or zstd, not %q", c.EmbeddedCompression))

@@ -134,7 +134,8 @@ func OpenStore(ctx context.Context, cfg Config, opts Options) (tiers.Store, erro
 		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 			return nil, err
 		}
-		return embedded.Open(cfg.DataDir, embedded.Options{Logger: opts.Logger, Now: opts.Now, Compression: cfg.EmbeddedCompression})
+		return embedded.Open(cfg.DataDir, embedded.Options{Logger: opts.Logger, Now: opts.Now, Compression: cfg.EmbeddedCompression,
+			MemTableSize: uint64(cfg.EmbeddedMemTableBytes)})
 	}
 }
 

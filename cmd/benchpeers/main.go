@@ -98,8 +98,10 @@ type bench struct {
 
 // load is what loading the data set cost one side.
 type load struct {
-	dur   time.Duration
-	disk  int64
+	dur  time.Duration
+	disk int64
+	// wal is the part of disk that is write-ahead logs (see diskUse).
+	wal   int64
 	rss   int64
 	notes string
 }
@@ -468,11 +470,11 @@ func (b *bench) warm(context.Context) error {
 	// finished what it does after a load (the gateway's import leaves
 	// write-ahead logs and tables its first open tidies away).
 	for i, dir := range []string{b.gw.args[4], filepath.Join(b.vm.dir, "data"), b.prom.args[1][len("--storage.tsdb.path="):]} {
-		n, err := diskBytes(dir)
+		n, wal, err := diskUse(dir)
 		if err != nil {
 			return err
 		}
-		b.loads[i].disk = n
+		b.loads[i].disk, b.loads[i].wal = n, wal
 	}
 	return nil
 }

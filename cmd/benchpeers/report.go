@@ -46,8 +46,8 @@ func (b *bench) report(w io.Writer) {
 		p("\n")
 	}
 	total := float64(b.d.total())
-	p("| side | loaded by | load time | points/s | gw/peer | on disk | B/point | peak RSS loading | peak RSS serving (warm) | peak RSS (dashboard) |\n")
-	p("|---|---|---|---|---|---|---|---|---|---|\n")
+	p("| side | loaded by | load time | points/s | gw/peer | on disk | B/point | of which write-ahead log | B/point without it | peak RSS loading | peak RSS serving (warm) | peak RSS (dashboard) |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, name := range []string{"gateway (embedded)", "VictoriaMetrics", "Prometheus"} {
 		l := b.loads[i]
 		if l.dur == 0 {
@@ -57,8 +57,9 @@ func (b *bench) report(w io.Writer) {
 		if i > 0 && b.loads[0].dur > 0 {
 			rel = fmt.Sprintf("%.2f×", l.dur.Seconds()/b.loads[0].dur.Seconds())
 		}
-		p("| %s | %s | %.1f s | %s | %s | %.1f MiB | %.2f | %s | %s | %s |\n", name, l.notes, l.dur.Seconds(),
-			count(total/l.dur.Seconds()), rel, float64(l.disk)/(1<<20), float64(l.disk)/total, mib(l.rss),
+		p("| %s | %s | %.1f s | %s | %s | %.1f MiB | %.2f | %.1f MiB | %.2f | %s | %s | %s |\n", name, l.notes, l.dur.Seconds(),
+			count(total/l.dur.Seconds()), rel, float64(l.disk)/(1<<20), float64(l.disk)/total,
+			float64(l.wal)/(1<<20), float64(l.disk-l.wal)/total, mib(l.rss),
 			mibOr(b.serving[i]), mibOr(b.dashRSS[i]))
 	}
 	for _, n := range b.notes {

@@ -168,8 +168,16 @@ func peakRSS(pid int) int64 {
 
 // diskBytes is what the files under dir take on disk (as du counts).
 func diskBytes(dir string) (int64, error) {
-	var n int64
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+	n, _, err := diskUse(dir)
+	return n, err
+}
+
+// diskUse returns the bytes the files under dir take on disk, and of them
+// those of write-ahead logs (Pebble's *.log files, Prometheus' wal
+// directory): space a store reserves or keeps whatever the data it holds
+// (Pebble preallocates 110 % of its memtable for each log).
+func diskUse(dir string) (total, wal int64, err error) {
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -183,14 +191,17 @@ func diskBytes(dir string) (int64, error) {
 			}
 			return err
 		}
+		n := fi.Size()
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			n += st.Blocks * 512
-		} else {
-			n += fi.Size()
+			n = st.Blocks * 512
+		}
+		total += n
+		if strings.HasSuffix(d.Name(), ".log") || filepath.Base(filepath.Dir(path)) == "wal" {
+			wal += n
 		}
 		return nil
 	})
-	return n, err
+	return total, wal, err
 }
 
 // runTool runs a loader to completion and returns its wall time and its

@@ -144,6 +144,7 @@ func TestBadConfigurationIsExplained(t *testing.T) {
 	}{
 		{[]string{"serve", "--store", "sqlite"}, "--store must be embedded or cassandra"},
 		{[]string{"serve", "--embedded-compression", "lz4"}, "--embedded-compression must be snappy or zstd"},
+		{[]string{"serve", "--embedded-memtable-bytes", "1000"}, "--embedded-memtable-bytes must be between 1 MiB and 1 GiB"},
 		{[]string{"serve", "--raw-retention", "soon"}, "raw-retention"},
 		{[]string{"serve", "--read-parallelism", "0"}, "read parallelism"},
 		{[]string{"nonsense"}, "unknown command"},

@@ -44,22 +44,62 @@ func Best(us []uint64) (uint, int) {
 	if len(us) == 0 {
 		return 0, 0
 	}
+	// A code's length depends on its value's bit length L and, when it
+	// does not escape (L - k ≤ escapeBits), on its top L - k bits: count
+	// the values of each length and, of them, those with each of the
+	// escapeBits bits below the leading one set, once; then every
+	// parameter's cost is a sum over the lengths present.
+	var count [65]int
+	var set [65][escapeBits]int
 	var most uint64
 	for _, u := range us {
 		most |= u
+		l := bits.Len64(u)
+		count[l]++
+		for j := 1; j < escapeBits && j < l; j++ {
+			set[l][j] += int(u >> uint(l-1-j) & 1)
+		}
+	}
+	var lengths []int
+	for l, c := range count {
+		if c > 0 {
+			lengths = append(lengths, l)
+		}
 	}
 	best, bestCost := uint(0), -1
-	for k := uint(0); k <= min(uint(bits.Len64(most)), MaxParameter); k++ {
+	for k := 0; k <= min(bits.Len64(most), MaxParameter); k++ {
 		c := 0
-		for _, u := range us {
-			c += Bits(u, k)
+		for _, l := range lengths {
+			if l-k > escapeBits {
+				c += count[l] * (Escape + 7 + l)
+				continue
+			}
+			c += count[l] * (1 + k)
+			// The quotient u >> k, from its top l - k bits.
+			for j := 0; j < l-k; j++ {
+				n := count[l]
+				if j > 0 {
+					n = set[l][j]
+				}
+				c += n << uint(l-1-j-k)
+			}
 		}
 		if bestCost < 0 || c < bestCost {
-			best, bestCost = k, c
+			best, bestCost = uint(k), c
 		}
 	}
 	return best, bestCost
 }
+
+// escapeBits is the bit length of the largest quotient that does not
+// escape: quotients below Escape.
+const escapeBits = 5
+
+// Escape is 1 << escapeBits: neither is larger.
+var (
+	_ [Escape - 1<<escapeBits]struct{}
+	_ [1<<escapeBits - Escape]struct{}
+)
 
 // Writer appends bits to a byte slice, most significant first.
 type Writer struct {

@@ -109,3 +109,19 @@ func TestZigzag(t *testing.T) {
 		t.Errorf("small magnitudes map to small codes: Zigzag(-1)=%d, Zigzag(1)=%d", Zigzag(-1), Zigzag(1))
 	}
 }
+
+// BenchmarkBest chooses the parameter of 1024 misses of a gauge's
+// prediction (the chunk of a sealed bucket), some of them outliers.
+func BenchmarkBest(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	us := make([]uint64, 1024)
+	for i := range us {
+		us[i] = Zigzag(int64(r.NormFloat64() * 300))
+		if i%100 == 0 {
+			us[i] = r.Uint64N(1 << 40)
+		}
+	}
+	for b.Loop() {
+		Best(us)
+	}
+}

@@ -111,7 +111,6 @@ func (s suite) sealedEqualsBruteForce(t *testing.T) {
 			}
 		}
 	}
-	sealedRows := 0
 	seal := func(k int) tiers.SealReport {
 		rep, err := sealer.SealBucket(ctx(t), buckets[k].series, buckets[k].start, eventBuckets, retention)
 		if err != nil {
@@ -119,33 +118,42 @@ func (s suite) sealedEqualsBruteForce(t *testing.T) {
 		}
 		return rep
 	}
-	for step := range 60 {
-		k := r.IntN(len(buckets))
-		switch r.IntN(3) {
-		case 0:
-			writeSome(k)
-		case 1:
-			rep := seal(k)
-			if rep.Points != len(written[k]) {
-				t.Fatalf("seal %+v: %d points sealed, %d written", buckets[k], rep.Points, len(written[k]))
-			}
-			sealedRows += rep.Rows
-			// Sealing again rewrites nothing.
-			if again := seal(k); again.Rows != 0 || again.Points != rep.Points {
-				t.Fatalf("sealing %+v again: %+v after %+v", buckets[k], again, rep)
-			}
-		}
-		check(step)
-	}
-	if sealedRows == 0 {
-		t.Fatal("no point was ever sealed")
-	}
+	sealSteps(t, r, 60, len(buckets), func(k int) int { return len(written[k]) }, writeSome, seal, check)
 	// Every bucket sealed, then read.
 	for k := range buckets {
 		seal(k)
 	}
 	for range 10 {
 		check(-1)
+	}
+}
+
+// sealSteps takes steps at random over partitions 0 to n-1: writing some
+// rows, or sealing and checking that the seal folded in every row written
+// (held counts them) and that sealing again rewrites nothing; check runs
+// after every step. Some rows must have been sealed.
+func sealSteps(t *testing.T, r *rand.Rand, steps, n int, held func(k int) int, writeSome func(k int), seal func(k int) tiers.SealReport, check func(step int)) {
+	t.Helper()
+	sealedRows := 0
+	for step := range steps {
+		k := r.IntN(n)
+		switch r.IntN(3) {
+		case 0:
+			writeSome(k)
+		case 1:
+			rep := seal(k)
+			if rep.Points != held(k) {
+				t.Fatalf("seal of partition %d: %d rows sealed, %d written", k, rep.Points, held(k))
+			}
+			sealedRows += rep.Rows
+			if again := seal(k); again.Rows != 0 || again.Points != rep.Points {
+				t.Fatalf("sealing partition %d again: %+v after %+v", k, again, rep)
+			}
+		}
+		check(step)
+	}
+	if sealedRows == 0 {
+		t.Fatal("nothing was ever sealed")
 	}
 }
 
@@ -266,30 +274,10 @@ func (s suite) sealedRollupsEqualBruteForce(t *testing.T) {
 		}
 		return rep
 	}
-	sealedRows := 0
 	for k := range parts {
 		writeSome(k)
 	}
-	for step := range 50 {
-		k := r.IntN(len(parts))
-		switch r.IntN(3) {
-		case 0:
-			writeSome(k)
-		case 1:
-			rep := seal(k)
-			if rep.Points != len(written[k]) {
-				t.Fatalf("seal %+v: %d rows sealed, %d written", parts[k].key, rep.Points, len(written[k]))
-			}
-			sealedRows += rep.Rows
-			if again := seal(k); again.Rows != 0 || again.Points != rep.Points {
-				t.Fatalf("sealing %+v again: %+v after %+v", parts[k].key, again, rep)
-			}
-		}
-		check(step)
-	}
-	if sealedRows == 0 {
-		t.Fatal("no row was ever sealed")
-	}
+	sealSteps(t, r, 50, len(parts), func(k int) int { return len(written[k]) }, writeSome, seal, check)
 	for k := range parts {
 		seal(k)
 	}

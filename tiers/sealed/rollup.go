@@ -482,13 +482,3 @@ func decodeColumnInto(vals []float64, times []int64, data []byte) error {
 func isExactInt(v float64) bool {
 	return v == math.Trunc(v) && v > -maxExactInt && v < maxExactInt
 }
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}

@@ -32,7 +32,7 @@ type Config struct {
 	// EmbeddedMemTableBytes is the size of one of the embedded store's
 	// memtables, and of the write-ahead log space Pebble reserves for it.
 	EmbeddedMemTableBytes int64
-	CursorKey           string
+	CursorKey             string
 
 	CacheBytes int64
 	// ResultsCacheBytes bounds the results cache (complete windows of

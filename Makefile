@@ -22,6 +22,7 @@
 #   make bench-peers     the gateway beside VictoriaMetrics and Prometheus on the same
 #                        data (scripts/bench-peers.sh; BENCH_PEERS_ARGS passes flags
 #                        such as -days 14 to cmd/benchpeers); about 10 minutes
+#   make bench-peers-cassandra   the same with the gateway on a Cassandra node
 #   make fuzz            every fuzz target for FUZZTIME each (default 60s; FUZZ=regexp
 #                        picks targets by name); not part of make test
 #   make loadtest        reads and writes at 4× --max-inflight for 30 s, on the
@@ -58,7 +59,7 @@ BENCH_ARGS ?=
 FUZZTIME ?= 60s
 FUZZ ?= .
 
-.PHONY: build generate run test vet golangci-lint shellcheck lint install-check unit-test client-test browser-test integration-test cluster-test bench bench-peers fuzz loadtest cassandra-up cassandra-down kafka-up kafka-down
+.PHONY: build generate run test vet golangci-lint shellcheck lint install-check unit-test client-test browser-test integration-test cluster-test bench bench-peers bench-peers-cassandra fuzz loadtest cassandra-up cassandra-down kafka-up kafka-down
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/gateway ./cmd/gateway
@@ -165,6 +166,11 @@ bench:
 BENCH_PEERS_ARGS ?=
 bench-peers:
 	GO=$(GO) BENCH_PEERS_ARGS="$(BENCH_PEERS_ARGS)" scripts/bench-peers.sh
+
+# The same with the gateway on a Cassandra node (scripts/cassandra.sh run:
+# CASSANDRA_HOSTS, a running local node, or one started and stopped).
+bench-peers-cassandra:
+	GO=$(GO) BENCH_PEERS_STORE=cassandra BENCH_PEERS_ARGS="$(BENCH_PEERS_ARGS)" scripts/bench-peers.sh
 
 # Every Fuzz function of the tests, one after another (go test
 # fuzzes one target at a time). Findings land in the package's

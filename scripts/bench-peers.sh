@@ -25,6 +25,9 @@
 #                         the report is report.md there, the servers' logs logs/ (kept)
 #   BENCH_PEERS_TIMEOUT   seconds before the run is stopped (3600)
 #   BENCH_PEERS_KEEP      1: keep the scratch data (data set, stores) after the run
+#   BENCH_PEERS_STORE     cassandra: the gateway on a Cassandra node (scripts/cassandra.sh
+#                         run: CASSANDRA_HOSTS, else a running local node, else one it
+#                         starts and stops), keyspace benchpeers, dropped and created anew
 #   GO                    the go command (go)
 set -euo pipefail
 
@@ -78,16 +81,25 @@ rm -f "$DIR/report.md"
 trap cleanup EXIT
 
 args=()
+runner=()
+case "${BENCH_PEERS_STORE:-embedded}" in
+  embedded) ;;
+  cassandra)
+    runner=("$ROOT/scripts/cassandra.sh" run)
+    args=(-store cassandra -cassandra-data "$ROOT/.cassandra/node/data")
+    ;;
+  *) die "BENCH_PEERS_STORE must be embedded or cassandra, not $BENCH_PEERS_STORE" ;;
+esac
 if [ -n "${BENCH_PEERS_ARGS:-}" ]; then
   # shellcheck disable=SC2206 # word splitting is intended
-  args=($BENCH_PEERS_ARGS)
+  args+=($BENCH_PEERS_ARGS)
 fi
 rc=0
 # In the background, so that a signal to this script is handled at once:
 # it is passed on (the benchmark stops its servers) and becomes an exit,
 # so that the EXIT trap runs.
 timeout --signal=TERM --kill-after=60 "$TIMEOUT" \
-  "$DIR/bin/benchpeers" -scratch "$SCRATCH" -gateway "$DIR/bin/gateway" -out "$DIR/report.md" \
+  "${runner[@]}" "$DIR/bin/benchpeers" -scratch "$SCRATCH" -gateway "$DIR/bin/gateway" -out "$DIR/report.md" \
   -timeout "$((TIMEOUT - 30))s" "${args[@]}" "$@" &
 child=$!
 trap 'kill -TERM "$child" 2>/dev/null || true; wait "$child" || true; exit 130' INT TERM

@@ -179,3 +179,15 @@ func TestValuesAreDeterministicAndContinue(t *testing.T) {
 		t.Fatal("two series start at the same value")
 	}
 }
+
+// The benchmark sends its load to loopback addresses only.
+func TestLoopbackHosts(t *testing.T) {
+	for hosts, want := range map[string]bool{
+		"127.0.0.1:9042": true, "127.0.0.2:9042,127.0.0.3:9042": true, "[::1]:9042": true, "127.0.0.1": true,
+		"10.0.0.1:9042": false, "localhost:9042": false, "127.0.0.1:9042,192.168.1.1:9042": false, "": false,
+	} {
+		if got := loopbackHosts(hosts); got != want {
+			t.Errorf("loopbackHosts(%q) = %v, want %v", hosts, got, want)
+		}
+	}
+}

@@ -120,7 +120,7 @@ func (w *writer) chunk(ctx context.Context, k0, n int) error {
 // first refresh fills the caches and is not timed.
 func (b *bench) dashboard(ctx context.Context) error {
 	b.gw.stop()
-	b.gw.args = gatewayArgs(b.c.scratch, b.c.basePort, true)
+	b.gw.args = gatewayArgs(b.c, true)
 	if err := b.gw.start(ctx, 2*time.Minute); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -38,6 +39,8 @@ type config struct {
 	promtoolBin   string
 	basePort      int
 	out           string
+	// The gateway's store (see store.go).
+	store, cassandraHosts, cassandraData, keyspace string
 }
 
 func main() {
@@ -57,11 +60,28 @@ func main() {
 	flag.StringVar(&c.promtoolBin, "promtool", "/usr/bin/promtool", "promtool")
 	flag.IntVar(&c.basePort, "port", 18480, "first of three loopback ports: gateway, VictoriaMetrics, Prometheus")
 	flag.StringVar(&c.out, "out", "", "also write the report to this file")
+	flag.StringVar(&c.store, "store", "embedded", "the gateway's store: embedded, or cassandra (the node at -cassandra-hosts)")
+	hosts := os.Getenv("CASSANDRA_HOSTS")
+	if hosts == "" {
+		hosts = "127.0.0.1:9042"
+	}
+	flag.StringVar(&c.cassandraHosts, "cassandra-hosts", hosts, "the Cassandra node of -store cassandra, loopback only (default $CASSANDRA_HOSTS, as scripts/cassandra.sh run sets it)")
+	flag.StringVar(&c.cassandraData, "cassandra-data", ".cassandra/node/data", "the node's data directory, where the keyspace's bytes on disk are counted")
+	flag.StringVar(&c.keyspace, "keyspace", "benchpeers", "the gateway's keyspace on the node, dropped and created anew by every run")
 	flag.Parse()
 	if c.scratch == "" || c.series < 1 || c.days < 1 || c.reps < 1 || c.refreshes < 1 {
 		fmt.Fprintln(os.Stderr, "benchpeers: -scratch is required; -series, -days, -reps and -refreshes must be at least 1")
 		os.Exit(2)
 	}
+	if c.store != "embedded" && c.store != "cassandra" {
+		fmt.Fprintf(os.Stderr, "benchpeers: -store must be embedded or cassandra, not %q\n", c.store)
+		os.Exit(2)
+	}
+	if c.store == "cassandra" && !loopbackHosts(c.cassandraHosts) {
+		fmt.Fprintf(os.Stderr, "benchpeers: -cassandra-hosts must be loopback addresses (127.0.0.0/8), not %q\n", c.cassandraHosts)
+		os.Exit(2)
+	}
+	c.cassandraData = mustAbs(c.cassandraData)
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, c)
@@ -141,7 +161,7 @@ func run(ctx context.Context, c config) error {
 	logs := filepath.Join(scratch, "logs")
 	b.gw = &server{name: "gateway", bin: mustAbs(c.gatewayBin), dir: scratch, log: filepath.Join(logs, "gateway.log"),
 		url: url(c.basePort), ready: "/readyz"}
-	b.gw.args = gatewayArgs(scratch, c.basePort, false)
+	b.gw.args = gatewayArgs(c, false)
 	b.vm = &server{name: "VictoriaMetrics", bin: c.victoriaBin, dir: filepath.Join(scratch, "victoria"), log: filepath.Join(logs, "victoria.log"),
 		url: url(c.basePort + 1), ready: "/health", args: []string{
 			"-storageDataPath=" + filepath.Join(scratch, "victoria", "data"),
@@ -228,12 +248,12 @@ func run(ctx context.Context, c config) error {
 	return nil
 }
 
-// gatewayArgs are the flags of `gateway serve`: the embedded store, and
-// with resultsCache false no results cache (the warm and cold panels time
-// what each side computes; the refreshing dashboard has every cache on).
-func gatewayArgs(scratch string, port int, resultsCache bool) []string {
-	args := []string{"serve", "--store", "embedded", "--data-dir", filepath.Join(scratch, "gateway"),
-		"--addr", "127.0.0.1:" + strconv.Itoa(port)}
+// gatewayArgs are the flags of `gateway serve`: its store, and with
+// resultsCache false no results cache (the warm and cold panels time what
+// each side computes; the refreshing dashboard has every cache on).
+func gatewayArgs(c config, resultsCache bool) []string {
+	args := append([]string{"serve"}, c.storeFlags()...)
+	args = append(args, "--addr", "127.0.0.1:"+strconv.Itoa(c.basePort))
 	if !resultsCache {
 		args = append(args, "--results-cache-bytes", "0")
 	}
@@ -252,16 +272,19 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().UTC().Format("15:04:05")}, args...)...)
 }
 
-// loadGateway runs `gateway import` into the embedded store, rollups
+// loadGateway runs `gateway import` into the gateway's store, rollups
 // included, as a user moving history into the gateway would.
 func (b *bench) loadGateway(ctx context.Context) error {
-	dir := b.gw.args[4]
+	if err := b.prepareStore(ctx); err != nil {
+		return err
+	}
+	args := append([]string{"import"}, b.c.storeFlags()...)
 	d, rss, err := runTool(ctx, filepath.Join(filepath.Dir(b.gw.log), "import.log"), b.gw.bin,
-		"import", "--store", "embedded", "--data-dir", dir, "--progress-interval", "10s", b.in.ndjson)
+		append(args, "--progress-interval", "10s", b.in.ndjson)...)
 	if err != nil {
 		return err
 	}
-	disk, err := diskBytes(dir)
+	disk, _, err := b.gatewayDisk(ctx)
 	if err != nil {
 		return err
 	}
@@ -437,7 +460,7 @@ func (b *bench) check(context.Context) error {
 
 // warm times every panel reps times per side, the sides interleaved (the
 // one that goes first rotates), after one untimed read each.
-func (b *bench) warm(context.Context) error {
+func (b *bench) warm(ctx context.Context) error {
 	for _, p := range b.panels {
 		from, to := b.window(p)
 		var ds [nSides][]time.Duration
@@ -469,12 +492,17 @@ func (b *bench) warm(context.Context) error {
 	// On disk once the data has been served a while: each store has
 	// finished what it does after a load (the gateway's import leaves
 	// write-ahead logs and tables its first open tidies away).
-	for i, dir := range []string{b.gw.args[4], filepath.Join(b.vm.dir, "data"), b.prom.args[1][len("--storage.tsdb.path="):]} {
+	n, wal, err := b.gatewayDisk(ctx)
+	if err != nil {
+		return err
+	}
+	b.loads[0].disk, b.loads[0].wal = n, wal
+	for i, dir := range []string{filepath.Join(b.vm.dir, "data"), b.prom.args[1][len("--storage.tsdb.path="):]} {
 		n, wal, err := diskUse(dir)
 		if err != nil {
 			return err
 		}
-		b.loads[i].disk, b.loads[i].wal = n, wal
+		b.loads[i+1].disk, b.loads[i+1].wal = n, wal
 	}
 	return nil
 }
@@ -558,3 +586,19 @@ func msText(d time.Duration) string {
 }
 
 var errMismatch = errors.New("answers differ")
+
+// loopbackHosts reports whether every host:port of hosts is on loopback:
+// the benchmark sends its load nowhere else.
+func loopbackHosts(hosts string) bool {
+	for _, h := range strings.Split(hosts, ",") {
+		host, _, err := net.SplitHostPort(strings.TrimSpace(h))
+		if err != nil {
+			host = strings.TrimSpace(h)
+		}
+		ip := net.ParseIP(host)
+		if ip == nil || !ip.IsLoopback() {
+			return false
+		}
+	}
+	return true
+}

@@ -48,7 +48,7 @@ func (b *bench) report(w io.Writer) {
 	total := float64(b.d.total())
 	p("| side | loaded by | load time | points/s | gw/peer | on disk | B/point | of which write-ahead log | B/point without it | peak RSS loading | peak RSS serving (warm) | peak RSS (dashboard) |\n")
 	p("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for i, name := range []string{"gateway (embedded)", "VictoriaMetrics", "Prometheus"} {
+	for i, name := range []string{b.c.storeName(), "VictoriaMetrics", "Prometheus"} {
 		l := b.loads[i]
 		if l.dur == 0 {
 			continue

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+)
+
+// The gateway's store: its embedded store in the scratch directory, or a
+// keyspace of the Cassandra node at -cassandra-hosts (started by
+// scripts/cassandra.sh), emptied at the start of a run.
+
+// storeFlags are the gateway's flags naming its store.
+func (c config) storeFlags() []string {
+	if c.store == "cassandra" {
+		return []string{"--store", "cassandra", "--cassandra-hosts", c.cassandraHosts, "--keyspace", c.keyspace}
+	}
+	return []string{"--store", "embedded", "--data-dir", filepath.Join(c.scratch, "gateway")}
+}
+
+// storeName names the gateway's store in the report.
+func (c config) storeName() string {
+	if c.store == "cassandra" {
+		return "gateway (Cassandra node)"
+	}
+	return "gateway (embedded)"
+}
+
+// session connects to the node.
+func (c config) session() (*gocql.Session, error) {
+	cluster := gocql.NewCluster(strings.Split(c.cassandraHosts, ",")...)
+	cluster.Timeout = 30 * time.Second
+	cluster.ConnectTimeout = 10 * time.Second
+	return cluster.CreateSession()
+}
+
+// prepareStore empties the gateway's keyspace and creates it anew with
+// the gateway's schema (`gateway schema --apply`); nothing for the
+// embedded store, whose directory the run starts empty.
+func (b *bench) prepareStore(ctx context.Context) error {
+	if b.c.store != "cassandra" {
+		return nil
+	}
+	s, err := b.c.session()
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", b.c.cassandraHosts, err)
+	}
+	defer s.Close()
+	if err := s.Query("DROP KEYSPACE IF EXISTS " + b.c.keyspace).ExecContext(ctx); err != nil {
+		return fmt.Errorf("drop keyspace %s: %w", b.c.keyspace, err)
+	}
+	_, _, err = runTool(ctx, filepath.Join(filepath.Dir(b.gw.log), "import.log"), b.gw.bin,
+		append([]string{"schema", "--apply"}, b.c.storeFlags()...)...)
+	return err
+}
+
+// gatewayDisk is what the gateway's data takes on disk: the embedded
+// store's directory, or the keyspace's tables on the node once every
+// memtable is flushed (the node's commit log, shared by every keyspace,
+// is not counted).
+func (b *bench) gatewayDisk(ctx context.Context) (total, wal int64, err error) {
+	if b.c.store != "cassandra" {
+		return diskUse(filepath.Join(b.c.scratch, "gateway"))
+	}
+	dir := filepath.Join(b.c.cassandraData, b.c.keyspace)
+	if _, err := os.Stat(dir); err != nil {
+		return 0, 0, fmt.Errorf("the node's data directory (-cassandra-data): %w", err)
+	}
+	s, err := b.c.session()
+	if err != nil {
+		return 0, 0, err
+	}
+	defer s.Close()
+	// No nodetool here: a table whose memtable flush period is short
+	// flushes by itself.
+	iter := s.Query("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?", b.c.keyspace).IterContext(ctx)
+	var table string
+	var tables []string
+	for iter.Scan(&table) {
+		tables = append(tables, table)
+	}
+	if err := iter.Close(); err != nil {
+		return 0, 0, err
+	}
+	for _, t := range tables {
+		if err := s.Query(fmt.Sprintf("ALTER TABLE %s.%s WITH memtable_flush_period_in_ms = 1000", b.c.keyspace, t)).ExecContext(ctx); err != nil {
+			return 0, 0, err
+		}
+	}
+	select {
+	case <-ctx.Done():
+		return 0, 0, ctx.Err()
+	case <-time.After(5 * time.Second):
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, e := range entries {
+		n, _, err := diskUse(filepath.Join(dir, e.Name()))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return 0, 0, err
+		}
+		total += n
+	}
+	// Snapshots (of truncated or dropped tables) are not the data.
+	for _, e := range entries {
+		snaps := filepath.Join(dir, e.Name(), "snapshots")
+		if n, _, err := diskUse(snaps); err == nil {
+			total -= n
+		}
+	}
+	return total, 0, nil
+}

@@ -55,6 +55,11 @@ func (b *bench) prepareStore(ctx context.Context) error {
 	if err := s.Query("DROP KEYSPACE IF EXISTS " + b.c.keyspace).ExecContext(ctx); err != nil {
 		return fmt.Errorf("drop keyspace %s: %w", b.c.keyspace, err)
 	}
+	// The node keeps a dropped keyspace's tables as a snapshot, which
+	// every run would add to.
+	if err := os.RemoveAll(filepath.Join(b.c.cassandraData, b.c.keyspace)); err != nil {
+		return err
+	}
 	_, _, err = runTool(ctx, filepath.Join(filepath.Dir(b.gw.log), "import.log"), b.gw.bin,
 		append([]string{"schema", "--apply"}, b.c.storeFlags()...)...)
 	return err

@@ -89,9 +89,12 @@ var (
 	engineInternals = []string{"router", "partial", "scan", "cache", "tiers/cassandra", "tiers/embedded"}
 )
 
-// restricted are outside imports only some packages may use.
+// restricted are outside imports only some packages may use. The driver:
+// the store adapter, and the tools and suites that prepare or measure a
+// node themselves (cmd/benchpeers drops its keyspace and flushes it to
+// count its bytes).
 var restricted = map[string][]string{
-	"github.com/apache/cassandra-gocql-driver/v2": {"tiers/cassandra", "scripts/cassandra/cql", "integration", "integration/cluster"},
+	"github.com/apache/cassandra-gocql-driver/v2": {"tiers/cassandra", "scripts/cassandra/cql", "integration", "integration/cluster", "cmd/benchpeers"},
 	"github.com/Shopify/toxiproxy/v2":             {"integration", "integration/cluster"},
 	"github.com/cockroachdb/pebble/v2":            {"tiers/embedded"},
 	"github.com/go-chi/chi/v5":                    {"httpapi", "grafana", "promapi", "testkit/apitest", "integration"},

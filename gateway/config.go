@@ -118,7 +118,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Rollup.Parallelism, "rollup-parallelism", c.Rollup.Parallelism, "series recomputed at once")
 	DurationVar(fs, &c.Seal.Interval, "seal-interval", "how often final raw buckets are rewritten as compressed chunks (0: never)")
 	fs.IntVar(&c.Seal.Parallelism, "seal-parallelism", c.Seal.Parallelism, "series sealed at once")
-	DurationVar(fs, &c.Seal.Revisit, "seal-revisit", "how long a sealed bucket is sealed again, so that a store deleting rows only after a grace (--cassandra-sealed-rows-grace) gets to")
+	DurationVar(fs, &c.Seal.Revisit, "seal-revisit", "how long a sealed bucket is sealed again, folding in rows that writers lagging past the lateness wrote")
 	fs.Int64Var(&c.HTTP.MaxBodyBytes, "max-body-bytes", c.HTTP.MaxBodyBytes, "largest write body accepted (larger: 413)")
 	fs.IntVar(&c.HTTP.MaxQueries, "max-queries", c.HTTP.MaxQueries, "most queries in one POST /v1/query, and series in one Grafana query")
 	c.Prometheus.RegisterFlags(fs)

@@ -19,6 +19,9 @@ type Metrics struct {
 	rows       *prometheus.CounterVec
 	errors     prometheus.Counter
 	backlog    prometheus.Gauge
+	// Partitions whose rows a store kept after their seal, deleted since.
+	deleted prometheus.Counter
+	runs    prometheus.Counter
 }
 
 // NewMetrics registers the worker's metrics on reg.
@@ -53,7 +56,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Span of final raw buckets not sealed yet: from the seal checkpoint to the newest final bucket end, while a run works on it.",
 		}),
 	}
-	reg.MustRegister(m.buckets, m.points, m.chunks, m.partitions, m.rows, m.errors, m.backlog)
+	m.deleted = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "tsgate_seal_rows_deleted_partitions_total",
+		Help: "Partitions whose rows the store kept for reads in flight after their seal (Cassandra's --cassandra-sealed-rows-grace), deleted since.",
+	})
+	m.runs = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "tsgate_seal_runs_total",
+		Help: "Seal runs that completed, their checkpoints advanced.",
+	})
+	reg.MustRegister(m.buckets, m.points, m.chunks, m.partitions, m.rows, m.errors, m.backlog, m.deleted, m.runs)
 	return m
 }
 
@@ -80,5 +91,17 @@ func (m *Metrics) failed() {
 func (m *Metrics) setBacklog(d time.Duration) {
 	if m != nil {
 		m.backlog.Set(d.Seconds())
+	}
+}
+
+func (m *Metrics) rowsDeleted(n int) {
+	if m != nil {
+		m.deleted.Add(float64(n))
+	}
+}
+
+func (m *Metrics) ran() {
+	if m != nil {
+		m.runs.Inc()
 	}
 }

@@ -61,10 +61,10 @@ type Config struct {
 	// Parallelism is how many series are sealed at once.
 	Parallelism int
 	// Revisit is how long a bucket keeps being sealed again after its
-	// first seal. A store may delete a bucket's rows only in a seal some
-	// time after the one that wrote its chunks (Cassandra's
-	// --cassandra-sealed-rows-grace); Revisit must exceed that time plus
-	// Interval so that some run comes back for them.
+	// first seal, folding in rows that writers lagging past the grace
+	// wrote. (A store that keeps a sealed partition's rows for a while,
+	// Cassandra for --cassandra-sealed-rows-grace, deletes them in any
+	// later run: tiers.SealedRowsDeleter.)
 	Revisit time.Duration
 }
 
@@ -97,7 +97,10 @@ type Report struct {
 	// theirs; Chunks the chunks they all now hold.
 	Buckets, Points, Chunks int64
 	Partitions, Rows        int64
-	Elapsed                 time.Duration
+	// RowsDeleted counts the partitions whose rows the store had kept
+	// after an earlier seal and deleted in this run.
+	RowsDeleted int64
+	Elapsed     time.Duration
 }
 
 // listPage is how many series one registry listing returns.
@@ -191,9 +194,9 @@ func (w *Worker) Run(ctx context.Context) {
 		switch {
 		case err != nil && ctx.Err() == nil:
 			w.log.Warn("sealing raw buckets failed; retrying next interval", "err", err)
-		case rep.Buckets > 0 || rep.Partitions > 0:
+		case rep.Buckets > 0 || rep.Partitions > 0 || rep.RowsDeleted > 0:
 			w.log.Info("buckets sealed", "raw_buckets", rep.Buckets, "points", rep.Points, "rollup_partitions", rep.Partitions, "rollup_rows", rep.Rows,
-				"chunks", rep.Chunks, "elapsed", rep.Elapsed)
+				"chunks", rep.Chunks, "sealed_rows_deleted_partitions", rep.RowsDeleted, "elapsed", rep.Elapsed)
 		}
 		select {
 		case <-ctx.Done():
@@ -225,12 +228,24 @@ func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
 		from = w.raw.OldestAvailable(start.UnixMilli())
 	}
 	rep := Report{From: from, To: cutoff}
+	if d, ok := w.store.(tiers.SealedRowsDeleter); ok {
+		// Rows that earlier seals, this gateway's or an import's, kept
+		// for reads in flight.
+		n, err := d.DeleteSealedRows(ctx)
+		rep.RowsDeleted = int64(n)
+		w.metrics.rowsDeleted(n)
+		if err != nil {
+			w.metrics.failed()
+			return rep, err
+		}
+	}
 	rollups, err := w.rollupCuts(ctx, start, cutoff, true)
 	if err != nil {
 		return rep, err
 	}
 	if cutoff <= from && len(rollups) == 0 {
 		w.metrics.setBacklog(0)
+		w.metrics.ran()
 		return rep, nil
 	}
 	w.metrics.setBacklog(time.Duration(max(cutoff-from, 0)) * time.Millisecond)
@@ -271,6 +286,7 @@ func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
 		}
 	}
 	w.metrics.setBacklog(0)
+	w.metrics.ran()
 	return rep, nil
 }
 

@@ -271,3 +271,56 @@ func TestSealsCompleteRollupPartitions(t *testing.T) {
 		t.Errorf("today's minute partition sealed %d times", f.sealed[today])
 	}
 }
+
+// deletingStore is a store that keeps sealed rows for a while and deletes
+// them when asked (tiers.SealedRowsDeleter).
+type deletingStore struct {
+	*fakeStore
+	calls int
+	due   []int // what each call deletes
+	err   error
+}
+
+func (d *deletingStore) DeleteSealedRows(context.Context) (int, error) {
+	d.calls++
+	if d.err != nil {
+		return 0, d.err
+	}
+	n := 0
+	if len(d.due) > 0 {
+		n, d.due = d.due[0], d.due[1:]
+	}
+	return n, nil
+}
+
+// Every run asks a store that keeps sealed rows to delete those due, also
+// a run with nothing left to seal (the rows of an import's seal, far
+// behind the checkpoint, wait for no seal of theirs); a failure fails the
+// run before it moves a checkpoint.
+func TestRunsDeleteTheRowsSealsKept(t *testing.T) {
+	raw := *tiers.DefaultPyramid().Raw()
+	clock := time.Date(2026, 3, 10, 12, 7, 0, 0, time.UTC)
+	n := clock.UnixMilli()
+	d := &deletingStore{fakeStore: &fakeStore{series: map[string]tiers.SeriesInfo{"a": {ID: "a", First: n - 3*tiers.Hour, Last: n}},
+		checkpoints: map[string]int64{}, sealed: map[tiers.PartitionKey]int{}}, due: []int{0, 7}}
+	w := New(d, raw, Config{Interval: time.Minute, Lateness: 15 * time.Minute, Grace: time.Minute, Parallelism: 1},
+		func() time.Time { return clock }, nil, nil)
+	rep, err := w.RunOnce(context.Background())
+	if err != nil || rep.RowsDeleted != 0 || rep.Buckets == 0 {
+		t.Fatalf("first run: %+v, %v", rep, err)
+	}
+	// Nothing final since: the run seals nothing but still deletes.
+	rep, err = w.RunOnce(context.Background())
+	if err != nil || rep.RowsDeleted != 7 || rep.Buckets != 0 || d.calls != 2 {
+		t.Fatalf("second run: %+v, %v, %d calls", rep, err, d.calls)
+	}
+	checkpoint := d.checkpoints[CheckpointName]
+	d.err = context.DeadlineExceeded
+	clock = clock.Add(2 * time.Hour)
+	if _, err := w.RunOnce(context.Background()); err == nil {
+		t.Fatal("a run whose deletes failed succeeded")
+	}
+	if d.checkpoints[CheckpointName] != checkpoint {
+		t.Fatalf("a failed run moved the checkpoint from %d to %d", checkpoint, d.checkpoints[CheckpointName])
+	}
+}

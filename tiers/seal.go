@@ -36,3 +36,12 @@ type Sealer interface {
 	// sealed row of its time until the next seal folds it in.
 	SealRollup(ctx context.Context, key PartitionKey, retention int64) (SealReport, error)
 }
+
+// SealedRowsDeleter is implemented by stores whose seal may keep a
+// partition's rows for a while after it writes the chunks that hold them
+// (Cassandra, for reads in flight). DeleteSealedRows deletes the rows
+// whose time has come and returns how many partitions' rows it deleted; a
+// row written after the seal stays. The seal worker calls it on every run.
+type SealedRowsDeleter interface {
+	DeleteSealedRows(ctx context.Context) (int, error)
+}

@@ -114,7 +114,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Username, "cassandra-username", c.Username, "user name for PasswordAuthenticator (empty: no authentication)")
 	fs.StringVar(&c.Password, "cassandra-password", c.Password, "password for PasswordAuthenticator")
 	fs.IntVar(&c.NumConns, "cassandra-num-conns", c.NumConns, "connections per Cassandra host")
-	fs.Var(durationFlag{&c.SealedRowsGrace}, "cassandra-sealed-rows-grace", "how long a sealed raw partition keeps its rows after its chunks are written, longer than any read lasts (Go duration)")
+	fs.Var(durationFlag{&c.SealedRowsGrace}, "cassandra-sealed-rows-grace", "how long a sealed partition keeps its rows after its chunks are written, longer than any read lasts; the seal worker deletes them after it (Go duration)")
 	fs.StringVar(&c.AddressMap, "cassandra-address-map", c.AddressMap, "rewrite discovered node addresses, e.g. 10.0.0.3:9042=127.0.0.1:19042,... (nodes behind a proxy or NAT)")
 	fs.Var(durationFlag{&c.SpeculativeDelay}, "cassandra-speculative-delay", "send an idempotent read to a second replica when the first has not answered within this (0 disables)")
 	fs.Var(durationFlag{&c.ReconnectInterval}, "cassandra-reconnect-interval", "how often nodes marked down are retried, and the longest wait between connection attempts while no node answers")

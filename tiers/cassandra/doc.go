@@ -46,7 +46,9 @@
 // an import is folded in. rollup_1m_chunks and the like, one beside each
 // rollup table and partitioned as it is, hold its sealed partitions: the
 // rows as rollup chunks (sealed.EncodeRollup), sealed the same way
-// (SealRollup).
+// (SealRollup). A seal keeps the rows it folded in for SealedRowsGrace,
+// for reads in flight, and notes them in sealed_rows_due;
+// DeleteSealedRows, which the seal worker runs, deletes them after it.
 //
 //	late_buckets  ((series text), bucket timestamp)            marks, TTL each
 //	series        ((shard int), id text) → first timestamp, last timestamp,
@@ -55,6 +57,8 @@
 //	rollup_dirty  ((slot timestamp, shard int), series text, window timestamp)
 //	rollup_state  (name text PRIMARY KEY) → value bigint
 //	gateway_meta  (name text PRIMARY KEY) → value blob
+//	sealed_rows_due ((shard int), due timestamp, tbl text, series text, bucket timestamp)
+//	              → written list<bigint>
 //
 //	label_postings ((name text, value text, shard int), series text)
 //	label_values   ((name text, shard int), value text)

@@ -74,6 +74,7 @@ func Schema(cfg Config, p tiers.Pyramid) []string {
 		if l == tiers.LevelRaw {
 			// Sealed raw partitions: their points as compressed chunks.
 			stmts = append(stmts, chunkSchema(ks, *raw))
+			stmts = append(stmts, sealedRowsDueSchema(ks))
 			// Late points arrive out of order by definition; a one-day
 			// window keeps them from being spread over the raw tier's many
 			// small windows. Partitions are the raw tier's buckets, so they

@@ -33,8 +33,8 @@ func tableStatement(t *testing.T, stmts []string, ks, table string) string {
 func TestSchemaOfTheDefaultPyramid(t *testing.T) {
 	cfg := DefaultConfig()
 	stmts := Schema(cfg, tiers.DefaultPyramid())
-	if len(stmts) != 28 {
-		t.Fatalf("%d statements, want a keyspace, 19 tables, the late index's version and rewritten columns, the registry's generation, labels and pending labels, and the rollup tables' extras:\n%s", len(stmts), strings.Join(stmts, "\n\n"))
+	if len(stmts) != 29 {
+		t.Fatalf("%d statements, want a keyspace, 20 tables, the late index's version and rewritten columns, the registry's generation, labels and pending labels, and the rollup tables' extras:\n%s", len(stmts), strings.Join(stmts, "\n\n"))
 	}
 	for _, col := range []string{"late_buckets ADD IF NOT EXISTS version bigint", "late_buckets ADD IF NOT EXISTS rewritten bigint", "series ADD IF NOT EXISTS generation bigint",
 		"series ADD IF NOT EXISTS labels frozen<map<text, text>>", "series ADD IF NOT EXISTS labels_pending blob",
@@ -124,6 +124,8 @@ func TestSchemaOfTheDefaultPyramid(t *testing.T) {
 		"rollup_state":   {"name text PRIMARY KEY", "value bigint"},
 		"gateway_meta":   {"name text PRIMARY KEY", "value blob"},
 		"blocked_series": {"PRIMARY KEY ((shard), series)", "reason text", "since timestamp", "CLUSTERING ORDER BY (series ASC)"},
+		"sealed_rows_due": {"PRIMARY KEY ((shard), due, tbl, series, bucket)", "written list<bigint>", "CLUSTERING ORDER BY (due ASC, tbl ASC, series ASC, bucket ASC)",
+			"gc_grace_seconds = 3600"},
 	}
 	for table, wants := range others {
 		s := tableStatement(t, stmts, "tsgate", table)

@@ -215,7 +215,8 @@ func (p *failedPages) Close() error               { return nil }
 // where w is one more than the newest write time read, so that of two
 // gateways sealing at once the one that read more rows wins. Rows whose
 // points the chunks hold are deleted once the chunks are SealedRowsGrace
-// old (at once when it is 0), with a partition delete at the newest write
+// old: at once when it is 0 or the chunks are older, else by
+// DeleteSealedRows once it is over; with a partition delete at the newest write
 // time read in the partition: a row written after the read has a later
 // write time and survives until the next seal folds it in. (A row
 // written concurrently by a client whose clock lags that much could be
@@ -391,8 +392,19 @@ func (s *Store) seal(ctx context.Context, cs *chunkStmts, key tiers.PartitionKey
 	if rep.Chunks == 0 {
 		rep.Chunks = chunkCount(len(points))
 	}
-	if now-sealedAt < s.cfg.SealedRowsGrace.Milliseconds() {
-		return rep, nil // the rows go once reads that missed the chunks are over
+	if grace := s.cfg.SealedRowsGrace.Milliseconds(); now-sealedAt < grace {
+		// The rows go once reads that missed the chunks are over.
+		if len(points) == 0 {
+			return rep, nil // they expire first
+		}
+		ttl, ok := rowTTL(points[len(points)-1].T, retention, now)
+		if !ok {
+			return rep, nil
+		}
+		if err := s.noteSealedRows(ctx, key, written, sealedAt+grace, ttl); err != nil {
+			return rep, fmt.Errorf("cassandra: seal %s: note its rows: %w", what, wrapCtx(ctx, err))
+		}
+		return rep, nil
 	}
 	g, gctx = errgroup.WithContext(ctx)
 	for eb, wt := range written {

@@ -33,8 +33,10 @@ type Store struct {
 	tables  map[tiers.Table]*tableStmts
 	stmts   stmts
 	chunks  *chunkStmts
-	serial  gocql.Consistency // the read level of the secrets
-	now     func() time.Time
+	// sealedRows are the statements of the seals' deferred row deletes.
+	sealedRows sealedRowsStmts
+	serial     gocql.Consistency // the read level of the secrets
+	now        func() time.Time
 	// oldestNoted is the smallest slot this process has recorded as the
 	// oldest dirty slot; MarkDirty skips the write for later slots, which
 	// could not lower the stored minimum anyway.
@@ -197,12 +199,13 @@ func Open(ctx context.Context, cfg Config, p tiers.Pyramid, log *slog.Logger) (*
 	}
 	s := &Store{
 		cfg: cfg, pyramid: p, log: log,
-		tables:  map[tiers.Table]*tableStmts{},
-		stmts:   newStmts(cfg.Keyspace),
-		chunks:  newChunkStmts(cfg.Keyspace, tiers.TableRaw, kindRaw),
-		now:     cfg.Now,
-		closing: make(chan struct{}),
-		done:    make(chan struct{}),
+		tables:     map[tiers.Table]*tableStmts{},
+		stmts:      newStmts(cfg.Keyspace),
+		chunks:     newChunkStmts(cfg.Keyspace, tiers.TableRaw, kindRaw),
+		sealedRows: newSealedRowsStmts(cfg.Keyspace),
+		now:        cfg.Now,
+		closing:    make(chan struct{}),
+		done:       make(chan struct{}),
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -426,7 +429,7 @@ func (s *Store) checkSchema(ctx context.Context, session *gocql.Session, p tiers
 			}
 		}
 	}
-	for _, t := range []string{tableRawChunks, tableLateBuckets, tableSeries, tableSeriesLayout, tableRollupDirty, tableRollupState, tableMeta, tableBlocked,
+	for _, t := range []string{tableRawChunks, tableSealedRowsDue, tableLateBuckets, tableSeries, tableSeriesLayout, tableRollupDirty, tableRollupState, tableMeta, tableBlocked,
 		tableLabelPostings, tableLabelValues, tableLabelNames} {
 		if _, ok := ttls[t]; !ok {
 			missing = append(missing, t)

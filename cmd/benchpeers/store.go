@@ -108,20 +108,24 @@ func (b *bench) gatewayDisk(ctx context.Context) (total, wal int64, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
+	var parts []string
 	for _, e := range entries {
 		n, _, err := diskUse(filepath.Join(dir, e.Name()))
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return 0, 0, err
 		}
+		// Snapshots (of truncated or dropped tables) are not the data.
+		if s, _, err := diskUse(filepath.Join(dir, e.Name(), "snapshots")); err == nil {
+			n -= s
+		}
 		total += n
-	}
-	// Snapshots (of truncated or dropped tables) are not the data.
-	for _, e := range entries {
-		snaps := filepath.Join(dir, e.Name(), "snapshots")
-		if n, _, err := diskUse(snaps); err == nil {
-			total -= n
+		if n >= 1<<20 {
+			table, _, _ := strings.Cut(e.Name(), "-")
+			parts = append(parts, fmt.Sprintf("%s %.1f MiB", table, float64(n)/(1<<20)))
 		}
 	}
+	// Rows deleted by seals stay on disk until compaction drops them.
+	logf("gateway keyspace on disk: %.1f MiB (%s)", float64(total)/(1<<20), strings.Join(parts, ", "))
 	return total, 0, nil
 }
 

@@ -57,7 +57,7 @@
 //	rollup_dirty  ((slot timestamp, shard int), series text, window timestamp)
 //	rollup_state  (name text PRIMARY KEY) → value bigint
 //	gateway_meta  (name text PRIMARY KEY) → value blob
-//	sealed_rows_due ((shard int), due timestamp, tbl text, series text, bucket timestamp)
+//	sealed_rows_due ((day int, shard int), due timestamp, tbl text, series text, bucket timestamp)
 //	              → written list<bigint>
 //
 //	label_postings ((name text, value text, shard int), series text)

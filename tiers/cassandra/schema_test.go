@@ -124,7 +124,7 @@ func TestSchemaOfTheDefaultPyramid(t *testing.T) {
 		"rollup_state":   {"name text PRIMARY KEY", "value bigint"},
 		"gateway_meta":   {"name text PRIMARY KEY", "value blob"},
 		"blocked_series": {"PRIMARY KEY ((shard), series)", "reason text", "since timestamp", "CLUSTERING ORDER BY (series ASC)"},
-		"sealed_rows_due": {"PRIMARY KEY ((shard), due, tbl, series, bucket)", "written list<bigint>", "CLUSTERING ORDER BY (due ASC, tbl ASC, series ASC, bucket ASC)",
+		"sealed_rows_due": {"PRIMARY KEY ((day, shard), due, tbl, series, bucket)", "written list<bigint>", "CLUSTERING ORDER BY (due ASC, tbl ASC, series ASC, bucket ASC)",
 			"gc_grace_seconds = 3600"},
 	}
 	for table, wants := range others {

@@ -177,6 +177,9 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 		sc := cfg.Seal
 		sc.Lateness, sc.Grace = cfg.Ingest.Lateness, rc.Grace
 		g.Sealer = seal.New(ss, *cfg.Pyramid.Raw(), sc, now, log, seal.NewMetrics(reg)).SealRollups(cfg.Pyramid, g.Rollups.Watermarks)
+		// Windows of history recomputed (late points, an import's log) are
+		// rows written to sealed partitions: the sealer folds them in.
+		g.Rollups.OnRewrite(g.Sealer.Rewritten)
 	}
 
 	var reader tiers.PartitionReader = timedReader{store, sm}

@@ -126,6 +126,19 @@ type Worker struct {
 	wmAt      time.Time
 	wmCached  tiers.Watermarks
 	wmChecked bool
+
+	// onRewrite is told of every batch of rows the worker writes (see
+	// OnRewrite).
+	onRewrite func(series string, t tiers.Tier, rows []tiers.Row)
+}
+
+// OnRewrite has the worker call f with the rows of a tier it has just
+// written for a series, ascending: a rewrite of a partition that was
+// sealed leaves rows beside its chunks, which the seal worker folds in
+// (seal.Worker.Rewritten). Set it before the worker runs; f must not keep
+// rows.
+func (w *Worker) OnRewrite(f func(series string, t tiers.Tier, rows []tiers.Row)) {
+	w.onRewrite = f
 }
 
 // New returns a worker that keeps the rollup tiers of p, reading the tier
@@ -376,6 +389,9 @@ func (w *Worker) recompute(ctx context.Context, series string, windows []int64, 
 			}
 			if err := w.write(ctx, series, t, rows); err != nil {
 				return counts, earliest, fmt.Errorf("series %s: write %s rows: %w", series, t.Name, err)
+			}
+			if w.onRewrite != nil {
+				w.onRewrite(series, *t, rows)
 			}
 			counts[l] += int64(len(rows))
 		}

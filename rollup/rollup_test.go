@@ -61,6 +61,16 @@ func TestLatePointCorrectsEveryTier(t *testing.T) {
 	ctx := context.Background()
 	now := env.Clock.Now().UnixMilli()
 	minute := tiers.AlignDown(now-tiers.Day, tiers.Minute)
+	// Every row written is told of (to the sealer, in a gateway).
+	var mu sync.Mutex
+	rewritten := map[tiers.Table][]int64{}
+	env.Rollups.OnRewrite(func(series string, tier tiers.Tier, rows []tiers.Row) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range rows {
+			rewritten[tier.Table] = append(rewritten[tier.Table], r.T)
+		}
+	})
 	write(t, env, ingest.Point{Series: "s", T: now - tiers.Minute, V: 1}) // something on time
 	if _, err := env.Writer.Backfill(ctx, []ingest.Point{{Series: "s", T: minute + 10, V: 4}, {Series: "s", T: minute + 20, V: 6}}); err != nil {
 		t.Fatal(err)
@@ -114,10 +124,17 @@ func TestLatePointCorrectsEveryTier(t *testing.T) {
 	if err != nil || res.Late != 2 {
 		t.Fatalf("late write: %+v %v", res, err)
 	}
+	clear(rewritten)
 	if _, err := env.Rollups.RunOnce(ctx, true); err != nil {
 		t.Fatal(err)
 	}
 	check(-2, 6, 9, 3)
+	for _, l := range []tiers.Level{levelMinute, levelHour, levelDay} {
+		tier := env.Pyramid.Tier(l)
+		if !slices.Contains(rewritten[tier.Table], tiers.AlignDown(minute, tier.Step)) {
+			t.Fatalf("the corrected %s row was not told of: %v", tier.Name, rewritten)
+		}
+	}
 	// The corrected windows were complete, and cacheable: the series has
 	// a new generation, which caches key on.
 	if g := generation(); g == gen {

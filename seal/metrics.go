@@ -22,6 +22,8 @@ type Metrics struct {
 	// Partitions whose rows a store kept after their seal, deleted since.
 	deleted prometheus.Counter
 	runs    prometheus.Counter
+	// Rewritten rollup partitions not noted for another seal.
+	dropped prometheus.Counter
 }
 
 // NewMetrics registers the worker's metrics on reg.
@@ -64,7 +66,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "tsgate_seal_runs_total",
 		Help: "Seal runs that completed, their checkpoints advanced.",
 	})
-	reg.MustRegister(m.buckets, m.points, m.chunks, m.partitions, m.rows, m.errors, m.backlog, m.deleted, m.runs)
+	m.dropped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "tsgate_seal_rewritten_dropped_total",
+		Help: "Rollup partitions rewritten after their seal that were not noted to be sealed again (too many between two runs); their rows stay beside their chunks.",
+	})
+	reg.MustRegister(m.buckets, m.points, m.chunks, m.partitions, m.rows, m.errors, m.backlog, m.deleted, m.runs, m.dropped)
 	return m
 }
 
@@ -103,5 +109,11 @@ func (m *Metrics) rowsDeleted(n int) {
 func (m *Metrics) ran() {
 	if m != nil {
 		m.runs.Inc()
+	}
+}
+
+func (m *Metrics) rewrittenDropped() {
+	if m != nil {
+		m.dropped.Inc()
 	}
 }

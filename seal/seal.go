@@ -120,6 +120,120 @@ type Worker struct {
 	watermarks func(context.Context) tiers.Watermarks
 
 	mu sync.Mutex // one run at a time in this process
+
+	// rewritten are the rollup partitions that rows were written to since
+	// the last run (see Rewritten), with the tier of each.
+	rmu       sync.Mutex
+	rewritten map[tiers.PartitionKey]tiers.Tier
+}
+
+// maxRewritten bounds the rollup partitions noted between two runs; those
+// noted past it keep their rows beside their chunks, which reads merge,
+// until a seal of theirs or their expiry.
+const maxRewritten = 1 << 16
+
+// Rewritten notes that rows of rollup tier t were written to a series
+// (rollup.Worker.OnRewrite): the next run seals again the partitions they
+// fall in that its checkpoints have passed, which no run would otherwise
+// come back to. A late point or an import recomputes windows of history;
+// so does a gateway that rolls up the log an import left behind it.
+func (w *Worker) Rewritten(series string, t tiers.Tier, rows []tiers.Row) {
+	if len(rows) == 0 || !w.sealsTier(t.Table) {
+		return
+	}
+	layout := t.DefaultLayout()
+	w.rmu.Lock()
+	defer w.rmu.Unlock()
+	if w.rewritten == nil {
+		w.rewritten = map[tiers.PartitionKey]tiers.Tier{}
+	}
+	last := int64(tiers.MinTime)
+	for _, r := range rows {
+		b := layout.BucketOf(r.T)
+		if b.Start == last {
+			continue
+		}
+		last = b.Start
+		if len(w.rewritten) >= maxRewritten {
+			w.metrics.rewrittenDropped()
+			continue
+		}
+		w.rewritten[tiers.PartitionKey{Table: t.Table, Series: series, Bucket: b.Start}] = t
+	}
+}
+
+func (w *Worker) sealsTier(t tiers.Table) bool {
+	for _, r := range w.rollups {
+		if r.Table == t {
+			return true
+		}
+	}
+	return false
+}
+
+// resealRewritten seals again the rewritten partitions that end by their
+// tier's checkpoint; those after it are the checkpoint's runs' to seal.
+// A partition that fails stays noted.
+func (w *Worker) resealRewritten(ctx context.Context, rep *Report) error {
+	w.rmu.Lock()
+	todo := w.rewritten
+	w.rewritten = nil
+	w.rmu.Unlock()
+	if len(todo) == 0 {
+		return nil
+	}
+	checkpoints := map[tiers.Table]int64{}
+	for _, t := range w.rollups {
+		cp, ok, err := w.store.Checkpoint(ctx, RollupCheckpointName(t.Table))
+		if err != nil {
+			w.renote(todo)
+			return fmt.Errorf("read the seal checkpoint of %s: %w", t.Table, err)
+		}
+		if ok {
+			checkpoints[t.Table] = cp
+		}
+	}
+	var failed error
+	for key, t := range todo {
+		cp, ok := checkpoints[t.Table]
+		if !ok || t.DefaultLayout().BucketOf(key.Bucket).End > cp || ctx.Err() != nil {
+			if ctx.Err() == nil {
+				delete(todo, key)
+			}
+			continue
+		}
+		r, err := w.store.SealRollup(ctx, key, t.Retention)
+		if err != nil {
+			failed = fmt.Errorf("seal %s %s bucket %d again: %w", t.Name, key.Series, key.Bucket, err)
+			continue
+		}
+		delete(todo, key)
+		if r.Rows > 0 {
+			rep.Partitions++
+			rep.Rows += int64(r.Rows)
+			rep.Chunks += int64(r.Chunks)
+			w.metrics.sealed(t, r)
+		}
+	}
+	w.renote(todo)
+	if failed == nil {
+		failed = ctx.Err()
+	}
+	return failed
+}
+
+// renote notes partitions again.
+func (w *Worker) renote(keys map[tiers.PartitionKey]tiers.Tier) {
+	w.rmu.Lock()
+	defer w.rmu.Unlock()
+	if w.rewritten == nil {
+		w.rewritten = map[tiers.PartitionKey]tiers.Tier{}
+	}
+	for k, t := range keys {
+		if len(w.rewritten) < maxRewritten {
+			w.rewritten[k] = t
+		}
+	}
 }
 
 // SealRollups has the worker seal the complete partitions of the rollup
@@ -245,6 +359,10 @@ func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
 	}
 	if cutoff <= from && len(rollups) == 0 {
 		w.metrics.setBacklog(0)
+		if err := w.resealRewritten(ctx, &rep); err != nil {
+			w.metrics.failed()
+			return rep, err
+		}
 		w.metrics.ran()
 		return rep, nil
 	}
@@ -286,6 +404,10 @@ func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
 		}
 	}
 	w.metrics.setBacklog(0)
+	if err := w.resealRewritten(ctx, &rep); err != nil {
+		w.metrics.failed()
+		return rep, err
+	}
 	w.metrics.ran()
 	return rep, nil
 }

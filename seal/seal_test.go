@@ -2,6 +2,7 @@ package seal
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -322,5 +323,50 @@ func TestRunsDeleteTheRowsSealsKept(t *testing.T) {
 	}
 	if d.checkpoints[CheckpointName] != checkpoint {
 		t.Fatalf("a failed run moved the checkpoint from %d to %d", checkpoint, d.checkpoints[CheckpointName])
+	}
+}
+
+// A run seals again the rollup partitions rows were written to since the
+// last run (Rewritten) that its checkpoints have passed, once; those its
+// checkpoints have not passed are left to the runs that get there.
+func TestResealsRewrittenPartitions(t *testing.T) {
+	p := tiers.DefaultPyramid()
+	clock := time.Date(2026, 3, 10, 12, 7, 0, 0, time.UTC)
+	n := clock.UnixMilli()
+	f := &fakeStore{series: map[string]tiers.SeriesInfo{"a": {ID: "a", First: n - 20*tiers.Day, Last: n}},
+		checkpoints: map[string]int64{}, sealed: map[tiers.PartitionKey]int{}}
+	wm := tiers.NoWatermarks(p)
+	today := tiers.AlignDown(n, tiers.Day)
+	wm[1] = today
+	w := New(f, *p.Raw(), Config{Interval: time.Minute, Lateness: 15 * time.Minute, Grace: time.Minute, Parallelism: 1},
+		func() time.Time { return clock }, nil, nil).SealRollups(p, func(context.Context) tiers.Watermarks { return wm })
+	if _, err := w.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	minute, hour := *p.Tier(1), *p.Tier(2)
+	clear(f.sealed)
+	// Rows of three days ago (two partitions: the window spans midnight)
+	// and of today, and hour rows, whose tier has no checkpoint yet.
+	threeDays := today - 3*tiers.Day
+	w.Rewritten("a", minute, []tiers.Row{{T: threeDays - tiers.Minute}, {T: threeDays}, {T: threeDays + tiers.Hour}, {T: today + tiers.Hour}})
+	w.Rewritten("a", hour, []tiers.Row{{T: threeDays}})
+	w.Rewritten("a", *p.Raw(), []tiers.Row{{T: threeDays}}) // not a rollup tier
+	rep, err := w.RunOnce(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[tiers.PartitionKey]int{
+		{Table: minute.Table, Series: "a", Bucket: threeDays - tiers.Day}: 1,
+		{Table: minute.Table, Series: "a", Bucket: threeDays}:             1,
+	}
+	if !maps.Equal(f.sealed, want) || rep.Partitions != 2 {
+		t.Fatalf("sealed %v (report %+v), want %v", f.sealed, rep, want)
+	}
+	clear(f.sealed)
+	if _, err := w.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.sealed) != 0 {
+		t.Fatalf("sealed again without a rewrite: %v", f.sealed)
 	}
 }

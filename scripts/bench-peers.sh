@@ -85,8 +85,11 @@ runner=()
 case "${BENCH_PEERS_STORE:-embedded}" in
   embedded) ;;
   cassandra)
+    # JMX for nodetool, so that the keyspace is measured once compacted
+    # (used only when this starts the node; a running node is used as it is).
+    export CASSANDRA_JMX_PORT="${CASSANDRA_JMX_PORT:-7199}"
     runner=("$ROOT/scripts/cassandra.sh" run)
-    args=(-store cassandra -cassandra-data "$ROOT/.cassandra/node/data")
+    args=(-store cassandra -cassandra-data "$ROOT/.cassandra/node/data" -nodetool "$ROOT/scripts/cassandra.sh nodetool")
     ;;
   *) die "BENCH_PEERS_STORE must be embedded or cassandra, not $BENCH_PEERS_STORE" ;;
 esac

@@ -8,6 +8,8 @@
 #                                     answers CQL, 3 if it is not running, 1 if it runs but
 #                                     does not answer
 #   scripts/cassandra.sh cql STMT...  run one CQL statement, print rows tab-separated
+#   scripts/cassandra.sh nodetool ARGS...  Cassandra's nodetool against the node, which must
+#                                     have been started with CASSANDRA_JMX_PORT set
 #   scripts/cassandra.sh tools        install what starting a node needs, when missing:
 #                                     JDK 17 and Maven (apt-get, through sudo when not root)
 #   scripts/cassandra.sh cluster start [N]     a cluster of N nodes (3), node i on 127.0.0.i,
@@ -54,6 +56,8 @@
 #                            -Dcassandra.skip_sync; Cassandra also reads this same
 #                            variable from its environment, hence only true/false.
 #   CASSANDRA_KEEP_DATA      1 keeps the data of the previous run instead of starting empty
+#   CASSANDRA_JMX_PORT       start the node with JMX on this loopback port, for nodetool
+#                            (unset: no JMX, nothing listens)
 #   CASSANDRA_START_TIMEOUT  seconds to wait for CQL before giving up (180)
 #   CASSANDRA_STOP_TIMEOUT   seconds to wait after SIGTERM before SIGKILL (60)
 #   CASSANDRA_HOME_CACHE     cache directory (<repo>/.cassandra)
@@ -81,6 +85,7 @@ LOGDIR="$CACHE/logs"
 LOG="$LOGDIR/cassandra.log"
 PIDFILE="$CACHE/cassandra.pid"
 PORTFILE="$CACHE/cassandra.port"
+JMXFILE="$CACHE/cassandra.jmxport"
 CQL_BIN="$CACHE/bin/cql"
 
 NATIVE_PORT="${CASSANDRA_NATIVE_PORT:-9042}"
@@ -210,6 +215,10 @@ jvm_opts() {
     "-Dcassandra.skip_sync=$SKIP_SYNC"
     -Djava.security.egd=file:/dev/urandom
   )
+  if [ -n "${CASSANDRA_JMX_PORT:-}" ]; then
+    # Local JMX only: it listens on loopback, for nodetool.
+    JVM_OPTS+=("-Dcassandra.jmx.local.port=$CASSANDRA_JMX_PORT")
+  fi
   if [ -n "${CASSANDRA_JVM_OPTS:-}" ]; then
     # shellcheck disable=SC2206 # word splitting is intended
     JVM_OPTS+=($CASSANDRA_JVM_OPTS)
@@ -229,9 +238,9 @@ cmd_start() {
     echo "Cassandra is already running (pid $pid, native port $(running_port))"
     return 0
   fi
-  rm -f "$PIDFILE" "$PORTFILE"
-  for p in "$NATIVE_PORT" "$STORAGE_PORT"; do
-    ! port_busy "$p" || die "port $p on 127.0.0.1 is already in use (set CASSANDRA_NATIVE_PORT / CASSANDRA_STORAGE_PORT)"
+  rm -f "$PIDFILE" "$PORTFILE" "$JMXFILE"
+  for p in "$NATIVE_PORT" "$STORAGE_PORT" ${CASSANDRA_JMX_PORT:+"$CASSANDRA_JMX_PORT"}; do
+    ! port_busy "$p" || die "port $p on 127.0.0.1 is already in use (set CASSANDRA_NATIVE_PORT / CASSANDRA_STORAGE_PORT / CASSANDRA_JMX_PORT)"
   done
   ensure_node_tools
 
@@ -254,6 +263,9 @@ cmd_start() {
   pid=$!
   echo "$pid" >"$PIDFILE"
   echo "$NATIVE_PORT" >"$PORTFILE"
+  if [ -n "${CASSANDRA_JMX_PORT:-}" ]; then
+    echo "$CASSANDRA_JMX_PORT" >"$JMXFILE"
+  fi
 
   local deadline=$((SECONDS + START_TIMEOUT))
   until grep -qs 'Starting listening for CQL clients' "$LOG"; do
@@ -280,7 +292,7 @@ fail_start() {
 cmd_stop() {
   local pid waited=0
   if ! pid="$(running_pid)"; then
-    rm -f "$PIDFILE" "$PORTFILE"
+    rm -f "$PIDFILE" "$PORTFILE" "$JMXFILE"
     echo "Cassandra is not running"
     return 0
   fi
@@ -294,7 +306,7 @@ cmd_stop() {
     kill -KILL "$pid" 2>/dev/null || true
     while alive "$pid"; do sleep 0.2; done
   fi
-  rm -f "$PIDFILE" "$PORTFILE"
+  rm -f "$PIDFILE" "$PORTFILE" "$JMXFILE"
   echo "Cassandra stopped (pid $pid)"
 }
 
@@ -318,6 +330,29 @@ cmd_cql() {
   [ "$#" -gt 0 ] || die "usage: $0 cql STATEMENT..."
   ensure_cql
   "$CQL_BIN" -hosts "${CASSANDRA_HOSTS:-127.0.0.1:$(running_port)}" "$@"
+}
+
+cmd_nodetool() {
+  local pid
+  [ "$#" -gt 0 ] || die "usage: $0 nodetool ARGS..."
+  pid="$(running_pid)" || die "Cassandra is not running"
+  [ -s "$JMXFILE" ] || die "the node (pid $pid) was started without JMX: start it with CASSANDRA_JMX_PORT set"
+  ensure_java17 "${CASSANDRA_JAVA_HOME:-}"
+  # The module access of Cassandra's conf/jvm17-clients.options.
+  "$JAVA_HOME17/bin/java" -Xmx256m \
+    --add-exports java.base/jdk.internal.misc=ALL-UNNAMED \
+    --add-exports java.base/jdk.internal.ref=ALL-UNNAMED \
+    --add-exports java.base/sun.nio.ch=ALL-UNNAMED \
+    --add-exports java.management.rmi/com.sun.jmx.remote.internal.rmi=ALL-UNNAMED \
+    --add-exports java.rmi/sun.rmi.registry=ALL-UNNAMED \
+    --add-exports java.rmi/sun.rmi.server=ALL-UNNAMED \
+    --add-opens java.base/jdk.internal.ref=ALL-UNNAMED \
+    --add-opens java.base/sun.nio.ch=ALL-UNNAMED \
+    --add-opens java.base/java.lang=ALL-UNNAMED \
+    --add-opens java.base/java.nio=ALL-UNNAMED \
+    "-Dlogback.configurationFile=file://$ROOT/scripts/cassandra/logback-tools.xml" \
+    -cp "$LIB/*" org.apache.cassandra.tools.NodeTool \
+    -h 127.0.0.1 -p "$(cat "$JMXFILE")" "$@"
 }
 
 cmd_run() {
@@ -658,7 +693,8 @@ case "${1:-}" in
   stop) cmd_stop ;;
   status) cmd_status ;;
   cql) shift; cmd_cql "$@" ;;
+  nodetool) shift; cmd_nodetool "$@" ;;
   run) shift; cmd_run "$@" ;;
   cluster) shift; cmd_cluster "$@" ;;
-  *) echo "usage: $0 start|stop|status|cql STATEMENT...|run COMMAND...|tools|cluster ..." >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|status|cql STATEMENT...|nodetool ARGS...|run COMMAND...|tools|cluster ..." >&2; exit 2 ;;
 esac

@@ -8,7 +8,9 @@
 // rollup partition is complete once its tier's watermark is past its end
 // (and its end is final). A correction written later (late points, an
 // import) is a row the store merges over the chunks until a seal folds it
-// in, so sealing never changes an answer, only what it costs.
+// in, so sealing never changes an answer, only what it costs: the rollup
+// worker tells the worker of the partitions it rewrites (Rewritten), and
+// the next run seals again those its checkpoints have passed.
 //
 // Progress is a checkpoint per tier in the store: the partition end up to
 // which every partition of the tier has been sealed. A run seals the buckets that ended after

@@ -41,6 +41,9 @@ type config struct {
 	out           string
 	// The gateway's store (see store.go).
 	store, cassandraHosts, cassandraData, keyspace string
+	// nodetool runs Cassandra's nodetool against the node (words split
+	// on spaces); empty: the keyspace is measured uncompacted.
+	nodetool string
 }
 
 func main() {
@@ -66,6 +69,7 @@ func main() {
 		hosts = "127.0.0.1:9042"
 	}
 	flag.StringVar(&c.cassandraHosts, "cassandra-hosts", hosts, "the Cassandra node of -store cassandra, loopback only (default $CASSANDRA_HOSTS, as scripts/cassandra.sh run sets it)")
+	flag.StringVar(&c.nodetool, "nodetool", "", "the command running nodetool against the node (\"scripts/cassandra.sh nodetool\"), to flush and compact the keyspace before its bytes are counted")
 	flag.StringVar(&c.cassandraData, "cassandra-data", ".cassandra/node/data", "the node's data directory, where the keyspace's bytes on disk are counted")
 	flag.StringVar(&c.keyspace, "keyspace", "benchpeers", "the gateway's keyspace on the node, dropped and created anew by every run")
 	flag.Parse()

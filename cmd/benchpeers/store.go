@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -83,8 +84,21 @@ func (b *bench) gatewayDisk(ctx context.Context) (total, wal int64, err error) {
 		return 0, 0, err
 	}
 	defer s.Close()
-	// No nodetool here: a table whose memtable flush period is short
-	// flushes by itself.
+	if b.c.nodetool != "" {
+		// Live bytes, as an operator counts them: flushed, and compacted,
+		// which drops the rows seals deleted (gc_grace keeps only their
+		// tombstones).
+		words := strings.Fields(b.c.nodetool)
+		for _, cmd := range [][]string{{"flush", b.c.keyspace}, {"compact", b.c.keyspace}} {
+			out, err := exec.CommandContext(ctx, words[0], append(words[1:], cmd...)...).CombinedOutput()
+			if err != nil {
+				return 0, 0, fmt.Errorf("nodetool %s: %w: %s", strings.Join(cmd, " "), err, out)
+			}
+		}
+		return b.keyspaceBytes(dir)
+	}
+	// No nodetool: a table whose memtable flush period is short flushes by
+	// itself, and nothing is compacted.
 	iter := s.Query("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?", b.c.keyspace).IterContext(ctx)
 	var table string
 	var tables []string
@@ -104,6 +118,12 @@ func (b *bench) gatewayDisk(ctx context.Context) (total, wal int64, err error) {
 		return 0, 0, ctx.Err()
 	case <-time.After(5 * time.Second):
 	}
+	return b.keyspaceBytes(dir)
+}
+
+// keyspaceBytes counts the keyspace's tables in the node's data
+// directory dir, snapshots left out, and logs them by table.
+func (b *bench) keyspaceBytes(dir string) (total, wal int64, err error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return 0, 0, err

@@ -127,6 +127,10 @@ type Worker struct {
 	// the last run (see Rewritten), with the tier of each.
 	rmu       sync.Mutex
 	rewritten map[tiers.PartitionKey]tiers.Tier
+	// checkpoints are the rollup tiers' checkpoints as the last run read
+	// them: a partition ending after its tier's is left to the runs that
+	// get there, and not noted.
+	checkpoints map[tiers.Table]int64
 }
 
 // maxRewritten bounds the rollup partitions noted between two runs; those
@@ -149,6 +153,7 @@ func (w *Worker) Rewritten(series string, t tiers.Tier, rows []tiers.Row) {
 	if w.rewritten == nil {
 		w.rewritten = map[tiers.PartitionKey]tiers.Tier{}
 	}
+	cp, known := w.checkpoints[t.Table]
 	last := int64(tiers.MinTime)
 	for _, r := range rows {
 		b := layout.BucketOf(r.T)
@@ -156,6 +161,9 @@ func (w *Worker) Rewritten(series string, t tiers.Tier, rows []tiers.Row) {
 			continue
 		}
 		last = b.Start
+		if known && b.End > cp {
+			break // rows are ascending: the rest end later still
+		}
 		if len(w.rewritten) >= maxRewritten {
 			w.metrics.rewrittenDropped()
 			continue
@@ -177,23 +185,23 @@ func (w *Worker) sealsTier(t tiers.Table) bool {
 // tier's checkpoint; those after it are the checkpoint's runs' to seal.
 // A partition that fails stays noted.
 func (w *Worker) resealRewritten(ctx context.Context, rep *Report) error {
-	w.rmu.Lock()
-	todo := w.rewritten
-	w.rewritten = nil
-	w.rmu.Unlock()
-	if len(todo) == 0 {
-		return nil
-	}
 	checkpoints := map[tiers.Table]int64{}
 	for _, t := range w.rollups {
 		cp, ok, err := w.store.Checkpoint(ctx, RollupCheckpointName(t.Table))
 		if err != nil {
-			w.renote(todo)
 			return fmt.Errorf("read the seal checkpoint of %s: %w", t.Table, err)
 		}
 		if ok {
 			checkpoints[t.Table] = cp
 		}
+	}
+	w.rmu.Lock()
+	todo := w.rewritten
+	w.rewritten = nil
+	w.checkpoints = checkpoints
+	w.rmu.Unlock()
+	if len(todo) == 0 {
+		return nil
 	}
 	var failed error
 	for key, t := range todo {

@@ -4,6 +4,8 @@ package integration
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -127,4 +129,72 @@ func countRows(t *testing.T, s *gocql.Session, ks string, key tiers.PartitionKey
 		t.Fatal(err)
 	}
 	return n
+}
+
+// The reads of a sealed raw bucket's event buckets share one query of its
+// chunks when they run at once; each still gets exactly its own points,
+// in either order.
+func TestConcurrentEventBucketReadsOfASealedBucket(t *testing.T) {
+	p := tiers.DefaultPyramid()
+	store, _, _ := freshStore(t, p, func(c *cassandra.Config) { c.SealedRowsGrace = 0 })
+	ctx := testContext(t)
+	raw := p.Raw()
+	now := storetest.Start().UnixMilli()
+	const ebs = 4
+	bucket := tiers.AlignDown(now-3*tiers.Hour, raw.BucketWidth)
+	want := make([][]tiers.Row, ebs)
+	var writes []tiers.PartitionWrite
+	for i := range 1000 {
+		r := tiers.PointRow(bucket+int64(i)*3*tiers.Second+int64(i%7), float64(i%97)/4)
+		eb := tiers.EventBucket(r.T, ebs)
+		want[eb] = append(want[eb], r)
+	}
+	for eb := range ebs {
+		writes = append(writes, tiers.PartitionWrite{Key: tiers.PartitionKey{Table: raw.Table, Series: "shared", Bucket: bucket, EventBucket: eb},
+			Retention: raw.Retention, Rows: want[eb]})
+	}
+	if err := store.Write(ctx, writes); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := store.SealBucket(ctx, "shared", bucket, ebs, raw.Retention); err != nil || rep.Rows != 1000 {
+		t.Fatalf("seal: %+v, %v", rep, err)
+	}
+	span := tiers.Span{From: bucket + 10*tiers.Minute, To: bucket + 50*tiers.Minute}
+	for round := range 20 {
+		desc := round%2 == 1
+		var wg sync.WaitGroup
+		errs := make([]error, ebs)
+		got := make([][]tiers.Row, ebs)
+		for eb := range ebs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				key := tiers.PartitionKey{Table: raw.Table, Series: "shared", Bucket: bucket, EventBucket: eb}
+				got[eb], _, errs[eb] = storetest.ReadAll(store.Read(ctx, tiers.ReadRequest{Key: key, Span: span, Desc: desc, PageSize: 50}))
+			}()
+		}
+		wg.Wait()
+		for eb := range ebs {
+			if errs[eb] != nil {
+				t.Fatal(errs[eb])
+			}
+			var w []tiers.Row
+			for _, r := range want[eb] {
+				if r.T >= span.From && r.T < span.To {
+					w = append(w, r)
+				}
+			}
+			if desc {
+				slices.Reverse(w)
+			}
+			if len(got[eb]) != len(w) {
+				t.Fatalf("round %d: event bucket %d reads %d points, want %d", round, eb, len(got[eb]), len(w))
+			}
+			for i := range w {
+				if !tiers.SameRow(got[eb][i], w[i]) {
+					t.Fatalf("round %d: event bucket %d point %d is %+v, want %+v", round, eb, i, got[eb][i], w[i])
+				}
+			}
+		}
+	}
 }

@@ -85,43 +85,86 @@ func chunkSchema(ks string, t tiers.Tier) string {
 // bucket, for a rollup partition its rows, with their extras when extras
 // is set.
 func (s *Store) readChunks(ctx context.Context, cs *chunkStmts, key tiers.PartitionKey, span tiers.Span, extras bool) ([]tiers.Row, error) {
-	session, err := s.sess()
+	var chunks []storedChunk
+	var err error
+	if cs.rollup {
+		chunks, err = s.queryChunks(ctx, cs, key, span.To)
+	} else {
+		chunks, err = s.rawChunks(ctx, key, span.To)
+	}
 	if err != nil {
 		return nil, err
 	}
 	now := s.now().UnixMilli()
-	args := []any{key.Series, key.Bucket}
-	if !cs.rollup {
-		// A bucket's chunks are kept under event bucket 0 and hold every
-		// event bucket's points.
-		args = append(args, int16(0))
-	}
-	iter := s.read(session.Query(cs.read, append(args, span.To)...)).IterContext(ctx)
 	var rows []tiers.Row
-	var last, retention int64
-	var data []byte
-	for iter.Scan(&last, &retention, &data) {
-		if last < span.From {
+	for _, c := range chunks {
+		if c.last < span.From {
 			continue
 		}
-		oldest := sealed.Oldest(now, retention)
+		oldest := sealed.Oldest(now, c.retention)
 		if cs.rollup {
-			// The driver gives each blob a slice of its own, which the
-			// rows' sketches may keep.
-			rows, err = sealed.DecodeRollup(rows, data, span, oldest, extras)
-			data = nil
+			// The rows' sketches may keep the blob, which is this read's
+			// own (rollup chunks are not shared).
+			rows, err = sealed.DecodeRollup(rows, c.data, span, oldest, extras)
 		} else {
-			rows, err = sealed.Decode(rows, data, span, oldest, key.EventBucket)
+			rows, err = sealed.Decode(rows, c.data, span, oldest, key.EventBucket)
 		}
 		if err != nil {
-			iter.Close()
 			return nil, fmt.Errorf("cassandra: chunk of %s %q bucket %d/%d: %w", key.Table, key.Series, key.Bucket, key.EventBucket, err)
 		}
+	}
+	return rows, nil
+}
+
+// storedChunk is a chunk row as read.
+type storedChunk struct {
+	last, retention int64
+	data            []byte
+}
+
+// queryChunks reads the chunks of a partition that start before to; a raw
+// bucket's are kept under event bucket 0 and hold every event bucket's
+// points.
+func (s *Store) queryChunks(ctx context.Context, cs *chunkStmts, key tiers.PartitionKey, to int64) ([]storedChunk, error) {
+	session, err := s.sess()
+	if err != nil {
+		return nil, err
+	}
+	args := []any{key.Series, key.Bucket}
+	if !cs.rollup {
+		args = append(args, int16(0))
+	}
+	iter := s.read(session.Query(cs.read, append(args, to)...)).IterContext(ctx)
+	var chunks []storedChunk
+	var c storedChunk
+	for iter.Scan(&c.last, &c.retention, &c.data) {
+		chunks = append(chunks, c)
+		c.data = nil // the driver gives each blob a slice of its own
 	}
 	if err := iter.Close(); err != nil {
 		return nil, err
 	}
-	return rows, nil
+	return chunks, nil
+}
+
+// rawChunks reads a raw bucket's chunks for the read of one of its event
+// buckets. The reads of a bucket's event buckets run at once (a merge
+// needs them all) and all want the same chunks: the first one's query
+// serves those that ask while it runs, which share its blobs, read only.
+// A read whose shared query failed on another read's context asks again
+// on its own.
+func (s *Store) rawChunks(ctx context.Context, key tiers.PartitionKey, to int64) ([]storedChunk, error) {
+	flight := fmt.Sprintf("%s\x00%d\x00%d", key.Series, key.Bucket, to)
+	v, err, shared := s.chunkFlights.Do(flight, func() (any, error) {
+		return s.queryChunks(ctx, s.chunks, key, to)
+	})
+	if err != nil && shared && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return s.queryChunks(ctx, s.chunks, key, to)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return v.([]storedChunk), nil
 }
 
 // sealedPages reads a raw or rollup partition: its row pages merged over

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/tsgate/tsgate/tiers"
 )
@@ -35,8 +36,11 @@ type Store struct {
 	chunks  *chunkStmts
 	// sealedRows are the statements of the seals' deferred row deletes.
 	sealedRows sealedRowsStmts
-	serial     gocql.Consistency // the read level of the secrets
-	now        func() time.Time
+	// chunkFlights shares a raw bucket's chunk query among the reads of
+	// its event buckets (see rawChunks).
+	chunkFlights singleflight.Group
+	serial       gocql.Consistency // the read level of the secrets
+	now          func() time.Time
 	// oldestNoted is the smallest slot this process has recorded as the
 	// oldest dirty slot; MarkDirty skips the write for later slots, which
 	// could not lower the stored minimum anyway.

@@ -79,11 +79,6 @@ func (b *bench) gatewayDisk(ctx context.Context) (total, wal int64, err error) {
 	if _, err := os.Stat(dir); err != nil {
 		return 0, 0, fmt.Errorf("the node's data directory (-cassandra-data): %w", err)
 	}
-	s, err := b.c.session()
-	if err != nil {
-		return 0, 0, err
-	}
-	defer s.Close()
 	if b.c.nodetool != "" {
 		// Live bytes, as an operator counts them: flushed, and compacted,
 		// which drops the rows seals deleted (gc_grace keeps only their
@@ -99,6 +94,11 @@ func (b *bench) gatewayDisk(ctx context.Context) (total, wal int64, err error) {
 	}
 	// No nodetool: a table whose memtable flush period is short flushes by
 	// itself, and nothing is compacted.
+	s, err := b.c.session()
+	if err != nil {
+		return 0, 0, err
+	}
+	defer s.Close()
 	iter := s.Query("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?", b.c.keyspace).IterContext(ctx)
 	var table string
 	var tables []string
@@ -153,6 +153,12 @@ func (b *bench) keyspaceBytes(dir string) (total, wal int64, err error) {
 // folded into chunks on the node.
 const sealedRowsGrace = 20 * time.Second
 
+// The seal worker's metrics firstSealRun watches.
+var (
+	sealRunsMetric    = regexp.MustCompile(`(?m)^tsgate_seal_runs_total ([0-9.e+]+)$`)
+	rowsDeletedMetric = regexp.MustCompile(`(?m)^tsgate_seal_rows_deleted_partitions_total .*$`)
+)
+
 // firstSealRun starts the gateway and waits for its seal worker's first
 // run, then stops it: a gateway serving the imported data would have run
 // it long before anyone looks at a dashboard, and it would otherwise run
@@ -178,9 +184,8 @@ func (b *bench) firstSealRun(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if m := regexp.MustCompile(`(?m)^tsgate_seal_runs_total ([0-9.e+]+)$`).FindSubmatch(body); m != nil && string(m[1]) != "0" {
-			logf("gateway: first seal run over in %.1f s (%s)", time.Since(t0).Seconds(),
-				regexp.MustCompile(`(?m)^tsgate_seal_rows_deleted_partitions_total .*$`).Find(body))
+		if m := sealRunsMetric.FindSubmatch(body); m != nil && string(m[1]) != "0" {
+			logf("gateway: first seal run over in %.1f s (%s)", time.Since(t0).Seconds(), rowsDeletedMetric.Find(body))
 			return nil
 		}
 		if time.Since(t0) > 20*time.Minute {

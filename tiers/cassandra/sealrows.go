@@ -171,11 +171,8 @@ func (s *Store) DeleteSealedRows(ctx context.Context) (int, error) {
 // chunkStmtsOf returns the chunk statements of table t, nil for a table
 // that is not sealed.
 func (s *Store) chunkStmtsOf(t tiers.Table) *chunkStmts {
-	if t == tiers.TableRaw {
-		return s.chunks
-	}
-	if ts, ok := s.tables[t]; ok && ts.kind == kindRollup {
-		return ts.chunks
+	if ts, ok := s.tables[t]; ok {
+		return ts.chunks // nil for the late table
 	}
 	return nil
 }

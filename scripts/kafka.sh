@@ -85,9 +85,17 @@ running_pid() {
 running_port() { cat "$PORTFILE" 2>/dev/null || echo "$PORT"; }
 
 # cluster_id prints a new KRaft cluster id: 16 random bytes, URL-safe
-# base64 without padding, as kafka-storage.sh random-uuid prints it.
+# base64 without padding, as kafka-storage.sh random-uuid prints it. Like
+# Kafka's Uuid.randomUuid, it never starts with "-": kafka-storage's
+# argument parser takes such an id for an option and refuses to format
+# (one run in 64).
 cluster_id() {
-  head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n'
+  local id
+  id=-
+  while [ "${id#-}" != "$id" ]; do
+    id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')
+  done
+  echo "$id"
 }
 
 jvm_opts() {

@@ -110,7 +110,7 @@ func (b *Buckets) Bucket(g partial.Group) partial.BucketRead {
 		return partial.BucketRead{}
 	}
 	first := reads[0].Key
-	whole := tiers.ReadRequest{Key: tiers.PartitionKey{Table: first.Table, Series: first.Series, Bucket: g.Bucket.Start}, Span: g.Bucket.Span()}
+	whole := tiers.ReadRequest{Key: tiers.PartitionKey{Table: first.Table, Series: first.Series, Bucket: g.Bucket.Start}, Span: g.Bucket.Span(), End: g.Bucket.End}
 	if first.Bucket != g.Bucket.Start || !b.final(whole) {
 		return partial.BucketRead{}
 	}

@@ -182,6 +182,12 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 		g.Rollups.OnRewrite(g.Sealer.Rewritten)
 	}
 
+	if sk, ok := g.Store.(interface{ RowReadsSkipped() int64 }); ok {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tsgate_store_sealed_reads_without_rows_total",
+			Help: "Reads of sealed partitions that found no rows written since the seal, and read the chunks alone."},
+			func() float64 { return float64(sk.RowReadsSkipped()) }))
+	}
+
 	var reader tiers.PartitionReader = timedReader{store, sm}
 	var invalidate func(...string) // imports change buckets the cache takes as final
 	if opts.WrapReader != nil {

@@ -304,7 +304,7 @@ func (w *Writer) write(ctx context.Context, batch Batch, onTime bool) (Result, e
 		if !ok {
 			wi = len(writes)
 			parts[key] = wi
-			writes = append(writes, tiers.PartitionWrite{Key: key, Retention: w.raw.Retention})
+			writes = append(writes, tiers.PartitionWrite{Key: key, Retention: w.raw.Retention, Open: b.End > now})
 			// The bucket's marks, once per partition rather than per point:
 			// a late partition is its bucket's; a raw partition of a bucket
 			// that begins before the lateness window may be cached as

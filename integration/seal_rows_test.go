@@ -198,3 +198,187 @@ func TestConcurrentEventBucketReadsOfASealedBucket(t *testing.T) {
 		}
 	}
 }
+
+// A read of a sealed partition reads its chunks alone unless a write
+// since the seal left a mark: a correction written to a sealed raw
+// bucket or rollup partition is read at once, beside the chunks, and the
+// seal that folds it in (or finds it folded in already) removes the mark,
+// so that the next read is one query again. A write that says its
+// partition is open leaves no mark. Chunks sealed before the keyspace
+// kept marks are read with their rows, which an older gateway may have
+// written without one.
+func TestSealedPartitionReadsSkipTheRows(t *testing.T) {
+	p := tiers.DefaultPyramid()
+	store, s, cfg := freshStore(t, p, func(c *cassandra.Config) { c.SealedRowsGrace = 0 })
+	ctx := testContext(t)
+	raw, minute := p.Raw(), p.Tier(p.Rollups()[0])
+	now := time.Now().UnixMilli()
+	const ebs = 4
+	rawBucket := tiers.AlignDown(now-3*tiers.Hour, raw.BucketWidth)
+	rollupKey := tiers.PartitionKey{Table: minute.Table, Series: "marked", Bucket: tiers.AlignDown(now-3*tiers.Day, minute.BucketWidth)}
+	rawKey := func(eb int) tiers.PartitionKey {
+		return tiers.PartitionKey{Table: raw.Table, Series: "marked", Bucket: rawBucket, EventBucket: eb}
+	}
+	points := make([][]tiers.Row, ebs)
+	for i := range 400 {
+		r := tiers.PointRow(rawBucket+int64(i)*9*tiers.Second, float64(i%89)/8)
+		eb := tiers.EventBucket(r.T, ebs)
+		points[eb] = append(points[eb], r)
+	}
+	var rollups []tiers.Row
+	for i := range 200 {
+		v := float64(i) * 0.5
+		rollups = append(rollups, tiers.Row{T: rollupKey.Bucket + int64(i)*tiers.Minute, Min: v, Max: v + 2, Sum: 6*v + 6, Count: 6})
+	}
+	write := func(open bool, ws ...tiers.PartitionWrite) {
+		t.Helper()
+		for i := range ws {
+			ws[i].Open = open
+		}
+		if err := store.Write(ctx, ws); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rawWrite := func(eb int, rows ...tiers.Row) tiers.PartitionWrite {
+		return tiers.PartitionWrite{Key: rawKey(eb), Retention: raw.Retention, Rows: rows}
+	}
+	rollupWrite := func(rows ...tiers.Row) tiers.PartitionWrite {
+		return tiers.PartitionWrite{Key: rollupKey, Retention: minute.Retention, Rows: rows}
+	}
+	marks := func(key tiers.PartitionKey) int {
+		t.Helper()
+		q := "SELECT count(*) FROM " + cfg.Keyspace + "." + string(key.Table) + "_chunks WHERE series = ? AND bucket = ?"
+		args := []any{key.Series, key.Bucket}
+		if key.Table == tiers.TableRaw {
+			q = "SELECT count(*) FROM " + cfg.Keyspace + ".points_raw_chunks WHERE series = ? AND bucket = ? AND eb = 0"
+		}
+		var n int
+		if err := s.Query(q+" AND first = ?", append(args, tiers.MinTime-1)...).ScanContext(ctx, &n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// check reads every partition through st and wants the rows read
+	// beside the chunks of the partitions in withRows only.
+	check := func(when string, st *cassandra.Store, withRows ...tiers.Table) {
+		t.Helper()
+		before := st.RowReadsSkipped()
+		skipped := int64(0)
+		type read struct {
+			key  tiers.PartitionKey
+			want []tiers.Row
+		}
+		var reads []read
+		for eb := range ebs {
+			reads = append(reads, read{rawKey(eb), points[eb]})
+		}
+		reads = append(reads, read{rollupKey, rollups})
+		for _, r := range reads {
+			if !slices.Contains(withRows, r.key.Table) {
+				skipped++
+			}
+			for _, desc := range []bool{false, true} {
+				got, _, err := storetest.ReadAll(st.Read(ctx, tiers.ReadRequest{Key: r.key, Span: tiers.Span{From: r.key.Bucket, To: tiers.MaxTime}, Desc: desc, PageSize: 64}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := slices.Clone(r.want)
+				if desc {
+					slices.Reverse(want)
+				}
+				if len(got) != len(want) {
+					t.Fatalf("%s: %s/%d reads %d rows, want %d", when, r.key.Table, r.key.EventBucket, len(got), len(want))
+				}
+				for i := range got {
+					if !tiers.SameRow(got[i], want[i]) || got[i].Sum != want[i].Sum {
+						t.Fatalf("%s: %s/%d row %d is %+v, want %+v", when, r.key.Table, r.key.EventBucket, i, got[i], want[i])
+					}
+				}
+			}
+		}
+		if got := st.RowReadsSkipped() - before; got != 2*skipped {
+			t.Fatalf("%s: %d reads skipped the rows, want %d", when, got, 2*skipped)
+		}
+	}
+	seal := func(when string, rawRows, rollupRows int) {
+		t.Helper()
+		if rep, err := store.SealBucket(ctx, "marked", rawBucket, ebs, raw.Retention); err != nil || rep.Rows != rawRows {
+			t.Fatalf("%s: seal the raw bucket: %+v, %v; want %d rows folded in", when, rep, err, rawRows)
+		}
+		if rep, err := store.SealRollup(ctx, rollupKey, minute.Retention); err != nil || rep.Rows != rollupRows {
+			t.Fatalf("%s: seal the rollup partition: %+v, %v; want %d rows folded in", when, rep, err, rollupRows)
+		}
+		if n := marks(rawKey(0)) + marks(rollupKey); n != 0 {
+			t.Fatalf("%s: %d marks left after the seal", when, n)
+		}
+	}
+
+	// Written open: no mark, and no chunks yet, so the rows are read.
+	for eb := range ebs {
+		write(true, rawWrite(eb, points[eb]...))
+	}
+	write(true, rollupWrite(rollups...))
+	if n := marks(rawKey(0)) + marks(rollupKey); n != 0 {
+		t.Fatalf("open writes left %d marks", n)
+	}
+	check("before the seal", store, raw.Table, minute.Table)
+	seal("first seal", 400, 200)
+	check("after the seal", store)
+
+	// Corrections after the seal: a new point in one event bucket, a
+	// changed rollup row.
+	extra := tiers.PointRow(rawBucket+tiers.Hour-tiers.Second, 42)
+	eb := tiers.EventBucket(extra.T, ebs)
+	points[eb] = append(points[eb], extra)
+	rollups[7] = tiers.Row{T: rollups[7].T, Min: -1, Max: 9, Sum: 20, Count: 5}
+	write(false, rawWrite(eb, extra), rollupWrite(rollups[7]))
+	if n := marks(rawKey(0)) + marks(rollupKey); n != 2 {
+		t.Fatalf("corrections left %d marks, want 2", n)
+	}
+	check("after the corrections", store, raw.Table, minute.Table)
+	seal("the corrections folded in", 1, 1)
+	check("after the second seal", store)
+
+	// A correction equal to what the chunks hold: the seal rewrites
+	// nothing but still clears the mark.
+	write(false, rollupWrite(rollups[7]))
+	check("after a correction of nothing", store, minute.Table)
+	seal("nothing new", 0, 0)
+	check("after the third seal", store)
+
+	// An older gateway wrote rows to sealed partitions without a mark:
+	// a store opened after chunk_marks_since was set later than the
+	// chunks' seal reads them beside the chunks.
+	rollups[9] = tiers.Row{T: rollups[9].T, Min: -3, Max: 3, Sum: 0, Count: 2}
+	write(true, rollupWrite(rollups[9]))
+	// A read that knows its partition ends after now reads the rows
+	// beside the chunks whatever the mark says.
+	before := store.RowReadsSkipped()
+	got, _, err := storetest.ReadAll(store.Read(ctx, tiers.ReadRequest{Key: rollupKey, Span: tiers.Span{From: rollupKey.Bucket, To: tiers.MaxTime}, End: now + tiers.Hour}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(rollups) || !tiers.SameRow(got[9], rollups[9]) || store.RowReadsSkipped() != before {
+		t.Fatalf("a read of a partition ending after now: %d rows, row 9 %+v, %d reads skipped the rows; want %d rows, %+v, none",
+			len(got), got[min(9, len(got)-1)], store.RowReadsSkipped()-before, len(rollups), rollups[9])
+	}
+	since := binaryTime(time.Now().Add(time.Hour).UnixMilli())
+	if err := s.Query("UPDATE "+cfg.Keyspace+".gateway_meta SET value = ? WHERE name = 'chunk_marks_since'", since).ExecContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	upgraded, err := cassandra.Open(ctx, cfg, p, storeLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = upgraded.Close() }()
+	check("sealed before the keyspace kept marks", upgraded, raw.Table, minute.Table)
+}
+
+// binaryTime is a time as the meta table keeps it.
+func binaryTime(ms int64) []byte {
+	b := make([]byte, 8)
+	for i := range 8 {
+		b[i] = byte(uint64(ms) >> (56 - 8*i))
+	}
+	return b
+}

@@ -521,13 +521,15 @@ func (w *Worker) aggregate(ctx context.Context, info tiers.SeriesInfo, src tiers
 // write stores rows of tier t, one partition write per bucket.
 func (w *Worker) write(ctx context.Context, series string, t *tiers.Tier, rows []tiers.Row) error {
 	layout := t.DefaultLayout()
+	now := w.now().UnixMilli()
 	var writes []tiers.PartitionWrite
 	for _, r := range rows {
-		b := layout.BucketOf(r.T).Start
-		if n := len(writes); n == 0 || writes[n-1].Key.Bucket != b {
+		b := layout.BucketOf(r.T)
+		if n := len(writes); n == 0 || writes[n-1].Key.Bucket != b.Start {
 			writes = append(writes, tiers.PartitionWrite{
-				Key:       tiers.PartitionKey{Table: t.Table, Series: series, Bucket: b},
+				Key:       tiers.PartitionKey{Table: t.Table, Series: series, Bucket: b.Start},
 				Retention: t.Retention,
+				Open:      b.End > now,
 			})
 		}
 		writes[len(writes)-1].Rows = append(writes[len(writes)-1].Rows, r)

@@ -156,7 +156,7 @@ func (s *Scanner) Groups(ctx context.Context, series string, segs []Segment, des
 				for eb := range b.EventBuckets {
 					g.Reads = append(g.Reads, tiers.ReadRequest{
 						Key:  tiers.PartitionKey{Table: seg.Tier.Table, Series: series, Bucket: b.Start, EventBucket: eb},
-						Span: gs, Desc: desc, PageSize: pageSize, Extras: seg.Extras && seg.Tier.Level != tiers.LevelRaw,
+						Span: gs, Desc: desc, PageSize: pageSize, Extras: seg.Extras && seg.Tier.Level != tiers.LevelRaw, End: b.End,
 					})
 				}
 				if m, ok := late[b.Start]; ok && seg.Tier.Level == tiers.LevelRaw {

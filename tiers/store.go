@@ -73,6 +73,14 @@ type PartitionWrite struct {
 	Key       PartitionKey
 	Retention int64
 	Rows      []Row
+	// Open says the partition's bucket ends after the writer's now: no
+	// seal can have folded the partition yet, nor can one before the
+	// write lands, since a seal waits for the end plus the lateness and
+	// its grace. A store that keeps a sealed partition's chunks apart
+	// from its rows then needs not tell its readers that the partition
+	// got rows after its seal. False is always safe; it costs the store
+	// one more write for the partition.
+	Open bool
 }
 
 // ReadRequest asks for the rows of one partition whose T lies in Span, in
@@ -91,6 +99,11 @@ type ReadRequest struct {
 	// every rollup row read then carries them. Reads of raw tables ignore
 	// it. Ordinary reads leave it unset and pay nothing for them.
 	Extras bool
+	// End, when not 0, is the end of the partition's bucket. A store that
+	// reads a sealed partition's rows only when it must may read those of
+	// a partition that ends after its now at once, beside its chunks,
+	// since no seal has folded them in yet; it changes no answer.
+	End int64
 }
 
 // RowPages iterates over the pages of one partition read.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"golang.org/x/sync/errgroup"
@@ -98,9 +99,20 @@ func (s *Store) execBatch(ctx context.Context, chunk []stmt) error {
 // each (partition, T) once, as ingest ensures: two rows of the same T may
 // share a batch, hence a write timestamp, and Cassandra then keeps the
 // larger value rather than the later one.
+//
+// Once the rows are written, each partition that is not Open gets a mark
+// in its chunk partition, written after them at a later timestamp: a
+// read of a sealed partition reads its rows only when there is one (see
+// markFirst). A read that begins once Write has returned finds the mark;
+// one that finds a mark finds the rows.
 func (s *Store) Write(ctx context.Context, writes []tiers.PartitionWrite) error {
 	now := s.now().UnixMilli()
 	groups := make([]group, 0, len(writes))
+	type mark struct {
+		last int64
+		ttl  int
+	}
+	var marks map[tiers.PartitionKey]mark
 	for _, w := range writes {
 		t, err := s.table(w.Key)
 		if err != nil {
@@ -114,6 +126,19 @@ func (s *Store) Write(ctx context.Context, writes []tiers.PartitionWrite) error 
 			ttl, ok := rowTTL(r.T, w.Retention, now)
 			if !ok {
 				continue
+			}
+			if !w.Open && t.chunks != nil {
+				// A raw bucket's chunks, and its mark, are under event
+				// bucket 0.
+				mk := tiers.PartitionKey{Table: w.Key.Table, Series: w.Key.Series, Bucket: w.Key.Bucket}
+				if marks == nil {
+					marks = map[tiers.PartitionKey]mark{}
+				}
+				m, seen := marks[mk]
+				if !seen || r.T > m.last {
+					m.last = r.T
+				}
+				marks[mk] = mark{last: m.last, ttl: max(m.ttl, ttl)}
 			}
 			args := t.partitionArgs(w.Key, 7)
 			switch t.kind {
@@ -134,7 +159,22 @@ func (s *Store) Write(ctx context.Context, writes []tiers.PartitionWrite) error 
 			groups = append(groups, grp)
 		}
 	}
-	return s.execGroups(ctx, groups)
+	if err := s.execGroups(ctx, groups); err != nil || len(marks) == 0 {
+		return err
+	}
+	// Later than the rows' write times, which the driver took from the
+	// same clock before they were acknowledged.
+	stamp := time.Now().UnixMicro()
+	markGroups := make([]group, 0, len(marks))
+	for key, m := range marks {
+		t := s.tables[key.Table]
+		args := append(t.partitionArgs(key, 7), markFirst, m.last, int64(0), now, []byte{}, m.ttl, stamp)
+		markGroups = append(markGroups, group{
+			what:  fmt.Sprintf("the mark of %s %q bucket %d", key.Table, key.Series, key.Bucket),
+			stmts: []stmt{{t.chunks.insert, args}},
+		})
+	}
+	return s.execGroups(ctx, markGroups)
 }
 
 // Read reads one partition with the driver's paging. Nothing is sent until

@@ -50,6 +50,16 @@
 // for reads in flight, and notes them in sealed_rows_due;
 // DeleteSealedRows, which the seal worker runs, deletes them after it.
 //
+// A read of a sealed partition reads its chunks first, and its rows only
+// when it must: a write to a partition whose bucket may have ended
+// (tiers.PartitionWrite.Open unset: late corrections of the rollup
+// worker, backfills, imports) leaves a mark in the chunk partition, a row
+// before every chunk written after the rows; the seal that folds them in
+// deletes it. Chunks sealed before the keyspace's first gateway to keep
+// marks (gateway_meta chunk_marks_since) may have unmarked rows beside
+// them, and are read with their rows. So a sealed partition costs a read
+// one query, not two.
+//
 //	late_buckets  ((series text), bucket timestamp)            marks, TTL each
 //	series        ((shard int), id text) → first timestamp, last timestamp,
 //	              generation bigint, labels frozen<map<text, text>>, labels_pending blob

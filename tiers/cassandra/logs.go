@@ -2,6 +2,7 @@ package cassandra
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -275,4 +276,38 @@ func (s *Store) readSecret(ctx context.Context, name string) ([]byte, bool, erro
 		return nil, false, fmt.Errorf("cassandra: read secret %q: %w", name, wrapCtx(ctx, err))
 	}
 	return v, true, nil
+}
+
+// metaMarksSince names the meta row of Store.marksSince.
+const metaMarksSince = "chunk_marks_since"
+
+// metaTime returns the time kept in the named meta row, storing the
+// store's now there first when the row is missing: of racing gateways
+// the first insert applies, and the others read it back.
+func (s *Store) metaTime(ctx context.Context, session *gocql.Session, name string) (int64, error) {
+	decode := func(v []byte) (int64, error) {
+		if len(v) != 8 {
+			return 0, fmt.Errorf("cassandra: meta %q holds %d bytes, not a time", name, len(v))
+		}
+		return int64(binary.BigEndian.Uint64(v)), nil
+	}
+	var v []byte
+	err := session.Query(s.stmts.getMeta, name).Consistency(s.serial).ScanContext(ctx, &v)
+	if err == nil {
+		return decode(v)
+	}
+	if !errors.Is(err, gocql.ErrNotFound) {
+		return 0, fmt.Errorf("cassandra: read meta %q: %w", name, wrapCtx(ctx, err))
+	}
+	v = binary.BigEndian.AppendUint64(nil, uint64(s.now().UnixMilli()))
+	existing := map[string]any{}
+	applied, err := session.Query(s.stmts.putMeta, name, v).MapScanCASContext(ctx, existing)
+	if err != nil {
+		return 0, fmt.Errorf("cassandra: store meta %q: %w", name, wrapCtx(ctx, err))
+	}
+	if !applied {
+		stored, _ := existing["value"].([]byte)
+		return decode(stored)
+	}
+	return decode(v)
 }

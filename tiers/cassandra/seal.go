@@ -34,9 +34,11 @@ func chunkTable(t tiers.Table) string {
 type chunkStmts struct {
 	// rollup says the chunks are rollup rows' (sealed.EncodeRollup).
 	rollup bool
-	// read selects the chunks of a partition that start before a time.
+	// read selects the chunks of a partition that start before a time,
+	// its mark among them.
 	read string
-	// readAll selects every chunk of a partition with its write time.
+	// readAll selects every chunk of a partition with its write time, its
+	// mark among them.
 	readAll string
 	// rowsWithTime selects a data partition's rows with their write times.
 	rowsWithTime string
@@ -45,7 +47,17 @@ type chunkStmts struct {
 	clear, insert string
 	// deleteRows deletes a data partition's rows written up to a timestamp.
 	deleteRows string
+	// clearMark deletes a partition's mark written up to a timestamp.
+	clearMark string
 }
+
+// markFirst is the first time of a chunk partition's mark: a row before
+// every chunk, whose write time is that of the newest rows written to
+// the data partitions since their last seal (see Store.Write). A seal
+// folds the rows in and deletes the mark with the chunks it replaces; a
+// read that finds chunks and no mark reads the chunks alone, not the
+// rows. The mark's data is empty.
+const markFirst = tiers.MinTime - 1
 
 // newChunkStmts returns the statements of the chunks of table t, of kind
 // kindRaw or kindRollup.
@@ -57,13 +69,14 @@ func newChunkStmts(ks string, t tiers.Table, k kind) *chunkStmts {
 	ct := chunkTable(t)
 	return &chunkStmts{
 		rollup:       k == kindRollup,
-		read:         fmt.Sprintf("SELECT last, retention, data FROM %s.%s WHERE %s AND first < ?", ks, ct, where),
-		readAll:      fmt.Sprintf("SELECT last, retention, data, sealed_at, WRITETIME(data) FROM %s.%s WHERE %s", ks, ct, where),
+		read:         fmt.Sprintf("SELECT first, last, retention, sealed_at, data FROM %s.%s WHERE %s AND first < ?", ks, ct, where),
+		readAll:      fmt.Sprintf("SELECT first, last, retention, data, sealed_at, WRITETIME(data) FROM %s.%s WHERE %s", ks, ct, where),
 		rowsWithTime: fmt.Sprintf("SELECT %s FROM %s.%s WHERE %s", rows, ks, t, where),
 		clear:        fmt.Sprintf("DELETE FROM %s.%s USING TIMESTAMP ? WHERE %s", ks, ct, where),
 		insert: fmt.Sprintf("INSERT INTO %s.%s (%s, first, last, retention, sealed_at, data) VALUES (%s, ?, ?, ?, ?, ?) USING TTL ? AND TIMESTAMP ?",
 			ks, ct, keyCols, keyVals),
 		deleteRows: fmt.Sprintf("DELETE FROM %s.%s USING TIMESTAMP ? WHERE %s", ks, t, where),
+		clearMark:  fmt.Sprintf("DELETE FROM %s.%s USING TIMESTAMP ? WHERE %s AND first = ?", ks, ct, where),
 	}
 }
 
@@ -83,22 +96,26 @@ func chunkSchema(ks string, t tiers.Tier) string {
 // readChunks returns the rows of a partition's chunks in span that have
 // not expired, ascending: for a raw partition the points of its event
 // bucket, for a rollup partition its rows, with their extras when extras
-// is set.
-func (s *Store) readChunks(ctx context.Context, cs *chunkStmts, key tiers.PartitionKey, span tiers.Span, extras bool) ([]tiers.Row, error) {
+// is set. withRows says whether the partition's rows must be read too:
+// it has no chunks, or rows written since its seal (a mark), or chunks
+// sealed before the store kept marks.
+func (s *Store) readChunks(ctx context.Context, cs *chunkStmts, key tiers.PartitionKey, span tiers.Span, extras bool) (rows []tiers.Row, withRows bool, err error) {
 	var chunks []storedChunk
-	var err error
 	if cs.rollup {
 		chunks, err = s.queryChunks(ctx, cs, key, span.To)
 	} else {
 		chunks, err = s.rawChunks(ctx, key, span.To)
 	}
 	if err != nil {
-		return nil, err
+		return nil, true, err
 	}
 	now := s.now().UnixMilli()
-	var rows []tiers.Row
+	withRows = len(chunks) == 0
 	for _, c := range chunks {
-		if c.last < span.From {
+		if c.first == markFirst || c.sealedAt < s.marksSince.Load() {
+			withRows = true
+		}
+		if c.first == markFirst || c.last < span.From {
 			continue
 		}
 		oldest := sealed.Oldest(now, c.retention)
@@ -110,16 +127,20 @@ func (s *Store) readChunks(ctx context.Context, cs *chunkStmts, key tiers.Partit
 			rows, err = sealed.Decode(rows, c.data, span, oldest, key.EventBucket)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("cassandra: chunk of %s %q bucket %d/%d: %w", key.Table, key.Series, key.Bucket, key.EventBucket, err)
+			return nil, true, fmt.Errorf("cassandra: chunk of %s %q bucket %d/%d: %w", key.Table, key.Series, key.Bucket, key.EventBucket, err)
 		}
 	}
-	return rows, nil
+	return rows, withRows, nil
 }
 
-// storedChunk is a chunk row as read.
+// RowReadsSkipped counts the partition reads that found chunks and no
+// mark, and so sent no query for rows.
+func (s *Store) RowReadsSkipped() int64 { return s.rowReadsSkipped.Load() }
+
+// storedChunk is a chunk row (or a mark) as read.
 type storedChunk struct {
-	last, retention int64
-	data            []byte
+	first, last, retention, sealedAt int64
+	data                             []byte
 }
 
 // queryChunks reads the chunks of a partition that start before to; a raw
@@ -137,7 +158,7 @@ func (s *Store) queryChunks(ctx context.Context, cs *chunkStmts, key tiers.Parti
 	iter := s.read(session.Query(cs.read, append(args, to)...)).IterContext(ctx)
 	var chunks []storedChunk
 	var c storedChunk
-	for iter.Scan(&c.last, &c.retention, &c.data) {
+	for iter.Scan(&c.first, &c.last, &c.retention, &c.sealedAt, &c.data) {
 		chunks = append(chunks, c)
 		c.data = nil // the driver gives each blob a slice of its own
 	}
@@ -167,12 +188,15 @@ func (s *Store) rawChunks(ctx context.Context, key tiers.PartitionKey, to int64)
 	return v.([]storedChunk), nil
 }
 
-// sealedPages reads a raw or rollup partition: its row pages merged over
-// the rows of its chunks. The chunks are read at the first Next, while the first
-// page of rows is: a seal writes chunks before it deletes rows, and
-// deletes them only SealedRowsGrace after that, longer than a read lasts,
-// so a read sees every point in its rows or in its chunks. A partition
-// that was never sealed costs the read one empty query, in parallel.
+// sealedPages reads a raw or rollup partition: its chunks, and its row
+// pages merged over them unless the chunks say the rows hold nothing
+// they lack (readChunks). The chunks are read at the first Next, then the
+// first page of rows when they are wanted: a seal writes chunks before
+// it deletes rows, and deletes them only SealedRowsGrace after that,
+// longer than a read lasts, so a read sees every point in its rows or in
+// its chunks. A sealed partition costs one query; one that was never
+// sealed, an empty query before its rows, or beside them when the read
+// knows its bucket ends after now (ReadRequest.End).
 type sealedPages struct {
 	s      *Store
 	chunks *chunkStmts
@@ -190,28 +214,53 @@ type chunkRead struct {
 }
 
 func (p *sealedPages) Next() ([]tiers.Row, error) {
-	if p.merged == nil {
+	if p.merged == nil && p.req.End > p.s.now().UnixMilli() {
+		// Not sealed yet: its rows are wanted, read beside the chunks
+		// rather than after them.
 		chunks := make(chan chunkRead, 1)
 		go func() {
-			points, err := p.s.readChunks(p.ctx, p.chunks, p.req.Key, p.req.Span, p.req.Extras)
-			chunks <- chunkRead{points, err}
+			points, _, err := p.s.readChunks(p.ctx, p.chunks, p.req.Key, p.req.Span, p.req.Extras)
+			chunks <- chunkRead{points: points, err: err}
 		}()
 		first, err := p.rows.Next()
 		c := <-chunks
+		switch {
+		case c.err != nil:
+			p.fail(c.err)
+		case err != nil && !errors.Is(err, tiers.ErrDone):
+			p.merged = &failedPages{err: err}
+			_ = p.rows.Close()
+		default:
+			p.merged = sealed.Merge(c.points, &pushedBack{page: first, done: err != nil, rows: p.rows}, p.req.Desc, p.size)
+		}
+	}
+	if p.merged == nil {
+		points, withRows, err := p.s.readChunks(p.ctx, p.chunks, p.req.Key, p.req.Span, p.req.Extras)
+		if err != nil {
+			p.fail(err)
+			return p.merged.Next()
+		}
+		if !withRows {
+			p.s.rowReadsSkipped.Add(1)
+			p.merged = sealed.Merge(points, &pushedBack{done: true, rows: p.rows}, p.req.Desc, p.size)
+			return p.merged.Next()
+		}
+		first, err := p.rows.Next()
 		if err != nil && !errors.Is(err, tiers.ErrDone) {
 			p.merged = &failedPages{err: err}
 			_ = p.rows.Close()
 			return p.merged.Next()
 		}
-		if c.err != nil {
-			p.merged = &failedPages{err: fmt.Errorf("cassandra: read %s %q bucket %d/%d: %w",
-				p.req.Key.Table, p.req.Key.Series, p.req.Key.Bucket, p.req.Key.EventBucket, wrapCtx(p.ctx, c.err))}
-			_ = p.rows.Close()
-			return p.merged.Next()
-		}
-		p.merged = sealed.Merge(c.points, &pushedBack{page: first, done: err != nil, rows: p.rows}, p.req.Desc, p.size)
+		p.merged = sealed.Merge(points, &pushedBack{page: first, done: err != nil, rows: p.rows}, p.req.Desc, p.size)
 	}
 	return p.merged.Next()
+}
+
+// fail ends the read with the chunks' error.
+func (p *sealedPages) fail(err error) {
+	p.merged = &failedPages{err: fmt.Errorf("cassandra: read %s %q bucket %d/%d: %w",
+		p.req.Key.Table, p.req.Key.Series, p.req.Key.Bucket, p.req.Key.EventBucket, wrapCtx(p.ctx, err))}
+	_ = p.rows.Close()
 }
 
 func (p *sealedPages) Close() error {
@@ -311,31 +360,38 @@ func (s *Store) seal(ctx context.Context, cs *chunkStmts, key tiers.PartitionKey
 	all := tiers.Span{From: tiers.MinTime, To: tiers.MaxTime}
 
 	// The chunks, with the time of the newest write and the oldest seal,
-	// and each partition's rows, with its newest write time: independent
-	// reads, made at once, so that a seal costs three round trips in
-	// sequence (the reads, the batch of chunks, the deletes) rather than
-	// one per partition.
+	// and the mark's write time; then each partition's rows, with its
+	// newest write time, read at once, so that a seal costs four round
+	// trips in sequence (the chunks, the rows, the batch of chunks, the
+	// deletes) rather than one per partition. The chunks go first: the
+	// rows a mark that is read stands for were written before it, so
+	// they are read, and a seal that deletes the mark folds them in.
 	type chunk struct {
 		data      []byte
 		retention int64
 	}
 	var chunks []chunk
-	var newest, sealedAt int64 = math.MinInt64, math.MaxInt64
+	var newest, sealedAt, marked int64 = math.MinInt64, math.MaxInt64, math.MinInt64
+	iter := s.read(session.Query(cs.readAll, args(0)...)).IterContext(ctx)
+	var chunkFirst, last, ret, at, wt int64
+	var data []byte
+	for iter.Scan(&chunkFirst, &last, &ret, &data, &at, &wt) {
+		newest = max(newest, wt)
+		if chunkFirst == markFirst {
+			marked = wt
+			continue
+		}
+		// Decoded only when rows are to be folded in.
+		chunks = append(chunks, chunk{data, ret})
+		data = nil // the driver gives each blob a slice of its own
+		sealedAt = min(sealedAt, at)
+	}
+	if err := iter.Close(); err != nil {
+		return rep, fmt.Errorf("cassandra: seal %s: %w", what, wrapCtx(ctx, err))
+	}
 	ebRows := make([][]tiers.Row, eventBuckets)
 	written := make([]int64, eventBuckets)
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		iter := s.read(session.Query(cs.readAll, args(0)...)).IterContext(gctx)
-		var last, ret, at, wt int64
-		var data []byte
-		for iter.Scan(&last, &ret, &data, &at, &wt) {
-			// Decoded only when rows are to be folded in.
-			chunks = append(chunks, chunk{data, ret})
-			data = nil // the driver gives each blob a slice of its own
-			newest, sealedAt = max(newest, wt), min(sealedAt, at)
-		}
-		return wrapCtx(gctx, iter.Close())
-	})
 	for eb := range eventBuckets {
 		written[eb] = math.MinInt64
 		g.Go(func() error {
@@ -374,7 +430,23 @@ func (s *Store) seal(ctx context.Context, cs *chunkStmts, key tiers.PartitionKey
 		rows = append(rows, ebRows[eb]...)
 		rowsWritten = max(rowsWritten, written[eb])
 	}
+	// A mark read is deleted (at its own write time, so that a newer one
+	// stays) by the batch that replaces the chunks, or else here: its rows
+	// are in the chunks already, or gone.
+	clearMark := func() error {
+		if marked == math.MinInt64 {
+			return nil
+		}
+		err := session.Query(cs.clearMark, append(append([]any{marked}, args(0)...), markFirst)...).Idempotent(true).ExecContext(ctx)
+		if err != nil {
+			return fmt.Errorf("cassandra: seal %s: clear its mark: %w", what, wrapCtx(ctx, err))
+		}
+		return nil
+	}
 	if len(rows) == 0 {
+		if err := clearMark(); err != nil {
+			return rep, err
+		}
 		// Nothing to fold in: what the chunks hold is in their headers.
 		for _, c := range chunks {
 			n, err := sealed.Count(c.data)
@@ -431,6 +503,8 @@ func (s *Store) seal(ctx context.Context, cs *chunkStmts, key tiers.PartitionKey
 			return rep, fmt.Errorf("cassandra: seal %s: %w", what, wrapCtx(ctx, err))
 		}
 		sealedAt = now
+	} else if err := clearMark(); err != nil {
+		return rep, err
 	}
 	if rep.Chunks == 0 {
 		rep.Chunks = chunkCount(len(points))

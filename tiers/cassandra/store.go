@@ -45,6 +45,14 @@ type Store struct {
 	// oldest dirty slot; MarkDirty skips the write for later slots, which
 	// could not lower the stored minimum anyway.
 	oldestNoted atomic.Int64
+	// marksSince is when the first gateway that marks rows written to
+	// sealed partitions (see markFirst) opened the keyspace, kept in the
+	// meta table: chunks sealed before it may have rows beside them
+	// without a mark, which reads then read too.
+	marksSince atomic.Int64
+	// rowReadsSkipped counts the partition reads that found chunks and no
+	// mark, and read no rows.
+	rowReadsSkipped atomic.Int64
 	// hostsUp is how many nodes the driver holds up, counted at most once
 	// a second (at hostsUpAt, Unix nanoseconds): reads speculate only when
 	// a second node can take the extra attempt.
@@ -257,6 +265,12 @@ func (s *Store) connect(ctx context.Context) error {
 		session.Close()
 		return err
 	}
+	since, err := s.metaTime(ctx, session, metaMarksSince)
+	if err != nil {
+		session.Close()
+		return err
+	}
+	s.marksSince.Store(since)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	select {

@@ -380,12 +380,16 @@ func (w *Worker) recompute(ctx context.Context, series string, windows []int64, 
 				continue
 			}
 			if rows[0].T+t.Step <= complete {
-				// Rows a cache may hold as final: note where they change.
-				end, err := w.firstChange(ctx, info, l, rows, complete, &stats)
+				// Rows a cache may hold as final: note where they change,
+				// and write only those that do.
+				end, changed, err := w.changes(ctx, info, l, rows, complete, &stats)
 				if err != nil {
 					return counts, earliest, fmt.Errorf("series %s: read %s rows: %w", series, t.Name, err)
 				}
 				earliest[l] = min(earliest[l], end)
+				if rows = changed; len(rows) == 0 {
+					continue
+				}
 			}
 			if err := w.write(ctx, series, t, rows); err != nil {
 				return counts, earliest, fmt.Errorf("series %s: write %s rows: %w", series, t.Name, err)
@@ -400,45 +404,54 @@ func (w *Worker) recompute(ctx context.Context, series string, windows []int64, 
 	return counts, earliest, nil
 }
 
-// firstChange compares the rows about to be written to tier l that end by
-// complete with those stored, and returns the end of the first window
+// changes compares the rows about to be written to tier l that end by
+// complete with those stored. It returns the end of the first window
 // whose row changes (tiers.MaxTime when none does): its aggregates or its
 // extras as stored (tiers.SameRow; a row stored before rollups kept extras
-// changes when it gains them). Most windows that old are rewritten
-// unchanged — slots a forced run took are taken again by the next regular
-// run — and only a change must reach the caches.
-func (w *Worker) firstChange(ctx context.Context, info tiers.SeriesInfo, l tiers.Level, rows []tiers.Row, complete int64, stats *partial.Stats) (int64, error) {
+// changes when it gains them); and the rows without those stored already.
+// Most windows that old are rewritten unchanged — slots a forced run took
+// are taken again by the next regular run, an import's log after the
+// import wrote its windows — and only a change must reach the caches, or
+// the store: a row written to a sealed partition costs its reads until a
+// seal folds it in.
+func (w *Worker) changes(ctx context.Context, info tiers.SeriesInfo, l tiers.Level, rows []tiers.Row, complete int64, stats *partial.Stats) (int64, []tiers.Row, error) {
 	step := w.pyramid.Tier(l).Step
 	n, _ := slices.BinarySearchFunc(rows, complete, func(r tiers.Row, c int64) int { return cmp.Compare(r.T+step, c+1) })
-	rows = rows[:n]
-	if len(rows) == 0 {
-		return tiers.MaxTime, nil
+	if n == 0 {
+		return tiers.MaxTime, rows, nil
 	}
-	stream, err := w.scan.ReadTier(ctx, info, l, tiers.Span{From: rows[0].T, To: rows[len(rows)-1].T + step}, true, stats)
+	stream, err := w.scan.ReadTier(ctx, info, l, tiers.Span{From: rows[0].T, To: rows[n-1].T + step}, true, stats)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer stream.Close()
+	same := make([]bool, n)
 	i := 0
-	for stream.Next() {
+	for i < n && stream.Next() {
 		old := stream.At()
-		for i < len(rows) && rows[i].T < old.T {
-			return rows[i].T + step, nil // a window that had no row
+		for i < n && rows[i].T < old.T {
+			i++ // a window that had no row
 		}
-		if i < len(rows) && rows[i].T == old.T {
-			if !tiers.SameRow(rows[i], old) {
-				return rows[i].T + step, nil
-			}
+		if i < n && rows[i].T == old.T {
+			same[i] = tiers.SameRow(rows[i], old)
 			i++
 		}
 	}
 	if err := stream.Err(); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	if i < len(rows) {
-		return rows[i].T + step, nil
+	end := tiers.MaxTime
+	changed := make([]tiers.Row, 0, len(rows))
+	for i, r := range rows {
+		if i < n && same[i] {
+			continue
+		}
+		if i < n && end == tiers.MaxTime {
+			end = r.T + step
+		}
+		changed = append(changed, r)
 	}
-	return tiers.MaxTime, nil
+	return end, changed, nil
 }
 
 // markCorrections gives a new generation to every series of which the run

@@ -148,6 +148,23 @@ func TestLatePointCorrectsEveryTier(t *testing.T) {
 	if g := generation(); g != gen {
 		t.Fatalf("a run with nothing to do changed the generation from %d to %d", gen, g)
 	}
+	// The same point again: its windows are recomputed, unchanged, and
+	// nothing is written to the complete ones, nor told of.
+	if _, err := env.Writer.Backfill(ctx, []ingest.Point{{Series: "s", T: minute + 10, V: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	clear(rewritten)
+	rep, err := env.Rollups.RunOnce(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(-2, 6, 9, 3)
+	if len(rewritten) != 0 || rep.Windows["minute"] != 0 {
+		t.Fatalf("a recomputation that changed nothing wrote %v (%v windows)", rewritten, rep.Windows)
+	}
+	if g := generation(); g != gen {
+		t.Fatalf("a recomputation that changed nothing changed the generation from %d to %d", gen, g)
+	}
 }
 
 // A regular run leaves slots alone until no on-time point can still land in

@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"encoding/binary"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -375,10 +376,4 @@ func TestSealedPartitionReadsSkipTheRows(t *testing.T) {
 }
 
 // binaryTime is a time as the meta table keeps it.
-func binaryTime(ms int64) []byte {
-	b := make([]byte, 8)
-	for i := range 8 {
-		b[i] = byte(uint64(ms) >> (56 - 8*i))
-	}
-	return b
-}
+func binaryTime(ms int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(ms)) }

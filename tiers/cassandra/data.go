@@ -122,24 +122,13 @@ func (s *Store) Write(ctx context.Context, writes []tiers.PartitionWrite) error 
 			return fmt.Errorf("cassandra: negative retention %d", w.Retention)
 		}
 		grp := group{stmts: make([]stmt, 0, len(w.Rows))}
+		written := mark{last: tiers.MinTime}
 		for _, r := range w.Rows {
 			ttl, ok := rowTTL(r.T, w.Retention, now)
 			if !ok {
 				continue
 			}
-			if !w.Open && t.chunks != nil {
-				// A raw bucket's chunks, and its mark, are under event
-				// bucket 0.
-				mk := tiers.PartitionKey{Table: w.Key.Table, Series: w.Key.Series, Bucket: w.Key.Bucket}
-				if marks == nil {
-					marks = map[tiers.PartitionKey]mark{}
-				}
-				m, seen := marks[mk]
-				if !seen || r.T > m.last {
-					m.last = r.T
-				}
-				marks[mk] = mark{last: m.last, ttl: max(m.ttl, ttl)}
-			}
+			written = mark{last: max(written.last, r.T), ttl: max(written.ttl, ttl)}
 			args := t.partitionArgs(w.Key, 7)
 			switch t.kind {
 			case kindRollup:
@@ -157,6 +146,18 @@ func (s *Store) Write(ctx context.Context, writes []tiers.PartitionWrite) error 
 		if len(grp.stmts) > 0 {
 			grp.what = fmt.Sprintf("%s %q bucket %d/%d", w.Key.Table, w.Key.Series, w.Key.Bucket, w.Key.EventBucket)
 			groups = append(groups, grp)
+			if !w.Open && t.chunks != nil {
+				// A raw bucket's chunks, and its mark, are under event
+				// bucket 0.
+				mk := tiers.PartitionKey{Table: w.Key.Table, Series: w.Key.Series, Bucket: w.Key.Bucket}
+				if marks == nil {
+					marks = map[tiers.PartitionKey]mark{}
+				}
+				if m, ok := marks[mk]; ok {
+					written = mark{last: max(m.last, written.last), ttl: max(m.ttl, written.ttl)}
+				}
+				marks[mk] = written
+			}
 		}
 	}
 	if err := s.execGroups(ctx, groups); err != nil || len(marks) == 0 {

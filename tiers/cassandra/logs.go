@@ -229,51 +229,54 @@ func (s *Store) getState(ctx context.Context, name string) (int64, bool, error) 
 // of racing instances exactly one insert applies, and the others get the
 // stored value back from their failed condition.
 func (s *Store) Secret(ctx context.Context, name string, generate func() ([]byte, error)) ([]byte, error) {
-	if v, ok, err := s.readSecret(ctx, name); err != nil || ok {
+	session, err := s.sess()
+	if err != nil {
+		return nil, err
+	}
+	return s.metaValue(ctx, session, "secret", name, generate)
+}
+
+// metaValue is the value of the named meta row, which it inserts from
+// generate when the row is missing, as Secret describes; what names the
+// value in errors.
+func (s *Store) metaValue(ctx context.Context, session *gocql.Session, what, name string, generate func() ([]byte, error)) ([]byte, error) {
+	if v, ok, err := s.readMeta(ctx, session, what, name); err != nil || ok {
 		return v, err
 	}
 	v, err := generate()
 	if err != nil {
-		return nil, fmt.Errorf("cassandra: generate secret %q: %w", name, err)
-	}
-	session, err := s.sess()
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cassandra: generate %s %q: %w", what, name, err)
 	}
 	existing := map[string]any{}
 	applied, err := session.Query(s.stmts.putMeta, name, v).MapScanCASContext(ctx, existing)
 	if err != nil {
 		// The transaction's outcome may be unknown (a timeout after the
 		// proposal): whatever is stored now is the answer.
-		if stored, ok, rerr := s.readSecret(ctx, name); rerr == nil && ok {
+		if stored, ok, rerr := s.readMeta(ctx, session, what, name); rerr == nil && ok {
 			return stored, nil
 		}
-		return nil, fmt.Errorf("cassandra: store secret %q: %w", name, wrapCtx(ctx, err))
+		return nil, fmt.Errorf("cassandra: store %s %q: %w", what, name, wrapCtx(ctx, err))
 	}
 	if applied {
 		return v, nil
 	}
 	stored, ok := existing["value"].([]byte)
 	if !ok || stored == nil {
-		return nil, fmt.Errorf("cassandra: secret %q exists but its value could not be read back", name)
+		return nil, fmt.Errorf("cassandra: %s %q exists but its value could not be read back", what, name)
 	}
 	return stored, nil
 }
 
-// readSecret reads at SERIAL (or LOCAL_SERIAL) consistency, so that a value
+// readMeta reads at SERIAL (or LOCAL_SERIAL) consistency, so that a value
 // some instance's transaction is committing is seen, not missed.
-func (s *Store) readSecret(ctx context.Context, name string) ([]byte, bool, error) {
-	session, err := s.sess()
-	if err != nil {
-		return nil, false, err
-	}
+func (s *Store) readMeta(ctx context.Context, session *gocql.Session, what, name string) ([]byte, bool, error) {
 	var v []byte
-	err = session.Query(s.stmts.getMeta, name).Consistency(s.serial).ScanContext(ctx, &v)
+	err := session.Query(s.stmts.getMeta, name).Consistency(s.serial).ScanContext(ctx, &v)
 	if errors.Is(err, gocql.ErrNotFound) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("cassandra: read secret %q: %w", name, wrapCtx(ctx, err))
+		return nil, false, fmt.Errorf("cassandra: read %s %q: %w", what, name, wrapCtx(ctx, err))
 	}
 	return v, true, nil
 }
@@ -282,32 +285,16 @@ func (s *Store) readSecret(ctx context.Context, name string) ([]byte, bool, erro
 const metaMarksSince = "chunk_marks_since"
 
 // metaTime returns the time kept in the named meta row, storing the
-// store's now there first when the row is missing: of racing gateways
-// the first insert applies, and the others read it back.
+// store's now there first when the row is missing (metaValue).
 func (s *Store) metaTime(ctx context.Context, session *gocql.Session, name string) (int64, error) {
-	decode := func(v []byte) (int64, error) {
-		if len(v) != 8 {
-			return 0, fmt.Errorf("cassandra: meta %q holds %d bytes, not a time", name, len(v))
-		}
-		return int64(binary.BigEndian.Uint64(v)), nil
-	}
-	var v []byte
-	err := session.Query(s.stmts.getMeta, name).Consistency(s.serial).ScanContext(ctx, &v)
-	if err == nil {
-		return decode(v)
-	}
-	if !errors.Is(err, gocql.ErrNotFound) {
-		return 0, fmt.Errorf("cassandra: read meta %q: %w", name, wrapCtx(ctx, err))
-	}
-	v = binary.BigEndian.AppendUint64(nil, uint64(s.now().UnixMilli()))
-	existing := map[string]any{}
-	applied, err := session.Query(s.stmts.putMeta, name, v).MapScanCASContext(ctx, existing)
+	v, err := s.metaValue(ctx, session, "meta time", name, func() ([]byte, error) {
+		return binary.BigEndian.AppendUint64(nil, uint64(s.now().UnixMilli())), nil
+	})
 	if err != nil {
-		return 0, fmt.Errorf("cassandra: store meta %q: %w", name, wrapCtx(ctx, err))
+		return 0, err
 	}
-	if !applied {
-		stored, _ := existing["value"].([]byte)
-		return decode(stored)
+	if len(v) != 8 {
+		return 0, fmt.Errorf("cassandra: meta %q holds %d bytes, not a time", name, len(v))
 	}
-	return decode(v)
+	return int64(binary.BigEndian.Uint64(v)), nil
 }

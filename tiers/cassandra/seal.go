@@ -214,7 +214,12 @@ type chunkRead struct {
 }
 
 func (p *sealedPages) Next() ([]tiers.Row, error) {
-	if p.merged == nil && p.req.End > p.s.now().UnixMilli() {
+	if p.merged != nil {
+		return p.merged.Next()
+	}
+	var points, first []tiers.Row
+	withRows, err, rowsErr := true, error(nil), tiers.ErrDone
+	if p.req.End > p.s.now().UnixMilli() {
 		// Not sealed yet: its rows are wanted, read beside the chunks
 		// rather than after them.
 		chunks := make(chan chunkRead, 1)
@@ -222,45 +227,27 @@ func (p *sealedPages) Next() ([]tiers.Row, error) {
 			points, _, err := p.s.readChunks(p.ctx, p.chunks, p.req.Key, p.req.Span, p.req.Extras)
 			chunks <- chunkRead{points: points, err: err}
 		}()
-		first, err := p.rows.Next()
+		first, rowsErr = p.rows.Next()
 		c := <-chunks
-		switch {
-		case c.err != nil:
-			p.fail(c.err)
-		case err != nil && !errors.Is(err, tiers.ErrDone):
-			p.merged = &failedPages{err: err}
-			_ = p.rows.Close()
-		default:
-			p.merged = sealed.Merge(c.points, &pushedBack{page: first, done: err != nil, rows: p.rows}, p.req.Desc, p.size)
-		}
+		points, err = c.points, c.err
+	} else if points, withRows, err = p.s.readChunks(p.ctx, p.chunks, p.req.Key, p.req.Span, p.req.Extras); err == nil && withRows {
+		first, rowsErr = p.rows.Next()
 	}
-	if p.merged == nil {
-		points, withRows, err := p.s.readChunks(p.ctx, p.chunks, p.req.Key, p.req.Span, p.req.Extras)
-		if err != nil {
-			p.fail(err)
-			return p.merged.Next()
-		}
+	switch {
+	case err != nil:
+		p.merged = &failedPages{err: fmt.Errorf("cassandra: read %s %q bucket %d/%d: %w",
+			p.req.Key.Table, p.req.Key.Series, p.req.Key.Bucket, p.req.Key.EventBucket, wrapCtx(p.ctx, err))}
+		_ = p.rows.Close()
+	case rowsErr != nil && !errors.Is(rowsErr, tiers.ErrDone):
+		p.merged = &failedPages{err: rowsErr}
+		_ = p.rows.Close()
+	default:
 		if !withRows {
 			p.s.rowReadsSkipped.Add(1)
-			p.merged = sealed.Merge(points, &pushedBack{done: true, rows: p.rows}, p.req.Desc, p.size)
-			return p.merged.Next()
 		}
-		first, err := p.rows.Next()
-		if err != nil && !errors.Is(err, tiers.ErrDone) {
-			p.merged = &failedPages{err: err}
-			_ = p.rows.Close()
-			return p.merged.Next()
-		}
-		p.merged = sealed.Merge(points, &pushedBack{page: first, done: err != nil, rows: p.rows}, p.req.Desc, p.size)
+		p.merged = sealed.Merge(points, &pushedBack{page: first, done: rowsErr != nil, rows: p.rows}, p.req.Desc, p.size)
 	}
 	return p.merged.Next()
-}
-
-// fail ends the read with the chunks' error.
-func (p *sealedPages) fail(err error) {
-	p.merged = &failedPages{err: fmt.Errorf("cassandra: read %s %q bucket %d/%d: %w",
-		p.req.Key.Table, p.req.Key.Series, p.req.Key.Bucket, p.req.Key.EventBucket, wrapCtx(p.ctx, err))}
-	_ = p.rows.Close()
 }
 
 func (p *sealedPages) Close() error {

@@ -213,7 +213,8 @@ func TestSealedPartitionReadsSkipTheRows(t *testing.T) {
 	store, s, cfg := freshStore(t, p, func(c *cassandra.Config) { c.SealedRowsGrace = 0 })
 	ctx := testContext(t)
 	raw, minute := p.Raw(), p.Tier(p.Rollups()[0])
-	now := time.Now().UnixMilli()
+	// The store's clock (storeConfig), which its TTLs, seals and marks go by.
+	now := storetest.Start().UnixMilli()
 	const ebs = 4
 	rawBucket := tiers.AlignDown(now-3*tiers.Hour, raw.BucketWidth)
 	rollupKey := tiers.PartitionKey{Table: minute.Table, Series: "marked", Bucket: tiers.AlignDown(now-3*tiers.Day, minute.BucketWidth)}
@@ -363,7 +364,7 @@ func TestSealedPartitionReadsSkipTheRows(t *testing.T) {
 		t.Fatalf("a read of a partition ending after now: %d rows, row 9 %+v, %d reads skipped the rows; want %d rows, %+v, none",
 			len(got), got[min(9, len(got)-1)], store.RowReadsSkipped()-before, len(rollups), rollups[9])
 	}
-	since := binaryTime(time.Now().Add(time.Hour).UnixMilli())
+	since := binaryTime(now + tiers.Hour)
 	if err := s.Query("UPDATE "+cfg.Keyspace+".gateway_meta SET value = ? WHERE name = 'chunk_marks_since'", since).ExecContext(ctx); err != nil {
 		t.Fatal(err)
 	}

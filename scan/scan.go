@@ -153,10 +153,15 @@ func (s *Scanner) Groups(ctx context.Context, series string, segs []Segment, des
 			for b := range seg.Layout.Buckets(seg.Span, desc) {
 				gs := b.Span().Intersect(seg.Span)
 				g := partial.Group{Span: gs, Bucket: b, Reads: make([]tiers.ReadRequest, 0, b.EventBuckets+1), Generation: seg.Generation}
+				var together *tiers.BucketReads
+				if b.EventBuckets > 1 {
+					together = &tiers.BucketReads{EventBuckets: b.EventBuckets}
+				}
 				for eb := range b.EventBuckets {
 					g.Reads = append(g.Reads, tiers.ReadRequest{
 						Key:  tiers.PartitionKey{Table: seg.Tier.Table, Series: series, Bucket: b.Start, EventBucket: eb},
 						Span: gs, Desc: desc, PageSize: pageSize, Extras: seg.Extras && seg.Tier.Level != tiers.LevelRaw, End: b.End,
+						Together: together,
 					})
 				}
 				if m, ok := late[b.Start]; ok && seg.Tier.Level == tiers.LevelRaw {

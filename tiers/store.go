@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync"
 
 	"github.com/tsgate/tsgate/failure"
 )
@@ -104,6 +105,47 @@ type ReadRequest struct {
 	// a partition that ends after its now at once, beside its chunks,
 	// since no seal has folded them in yet; it changes no answer.
 	End int64
+	// Together, when set, is shared by the reads of the event-bucket
+	// partitions of one bucket that a reader makes at once: a store may
+	// answer all of them with one query (see BucketReads). Stores that
+	// do not ignore it.
+	Together *BucketReads
+}
+
+// BucketReads ties together the reads of one bucket's event-bucket
+// partitions made at once by one reader, so that a store can serve them
+// with one query made by whichever read asks first. Only reads of one
+// logical read share it: a query started before a write was acknowledged
+// never answers a read started after it.
+type BucketReads struct {
+	// EventBuckets is the bucket's partition count.
+	EventBuckets int
+
+	mu   sync.Mutex
+	done chan struct{}
+	val  any
+	err  error
+}
+
+// Do returns what load returns, calling it for the first caller only;
+// the others wait for its outcome, or for their own ctx.
+func (b *BucketReads) Do(ctx context.Context, load func() (any, error)) (any, error) {
+	b.mu.Lock()
+	if b.done == nil {
+		b.done = make(chan struct{})
+		b.mu.Unlock()
+		b.val, b.err = load()
+		close(b.done)
+		return b.val, b.err
+	}
+	done := b.done
+	b.mu.Unlock()
+	select {
+	case <-done:
+		return b.val, b.err
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
 }
 
 // RowPages iterates over the pages of one partition read.

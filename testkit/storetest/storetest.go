@@ -61,6 +61,7 @@ func Run(t *testing.T, store tiers.Store, p tiers.Pyramid) {
 	prefix := fmt.Sprintf("conf%08x.", rand.Uint32())
 	s := suite{store: store, prefix: prefix, pyramid: p}
 	t.Run("ReadEqualsBruteForce", s.readEqualsBruteForce)
+	t.Run("EventBucketsReadTogether", s.eventBucketsReadTogether)
 	t.Run("Overwrite", s.overwrite)
 	t.Run("ExtrasRoundTrip", s.extrasRoundTrip)
 	t.Run("PartitionsAreIsolated", s.partitionsAreIsolated)
@@ -208,6 +209,76 @@ func (s suite) readEqualsBruteForce(t *testing.T) {
 				if !equalRows(got, want) {
 					t.Fatalf("%s span %+v desc %v page %d: got %d rows, want %d\n got %v\nwant %v",
 						table, span, desc, pageSize, len(got), len(want), head(got), head(want))
+				}
+			}
+		}
+	}
+}
+
+// The reads of a bucket's event buckets made together (ReadRequest.
+// Together), which a store may answer with one query, each return what
+// it returns alone: whatever each event bucket holds against the page
+// size (nothing, less than a page, a page exactly, several), whichever
+// of them are read, in a bucket that has ended and in one that ends after
+// now; and a second read of an event bucket under the same Together too.
+func (s suite) eventBucketsReadTogether(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	const n = 4
+	for bi, base := range []int64{tiers.AlignDown(now(), tiers.Hour), tiers.AlignDown(now(), tiers.Hour) - 3*tiers.Hour} {
+		for round := range 6 {
+			pageSize := []int{1, 3, 7, 50}[r.IntN(4)]
+			series := s.series(fmt.Sprintf("together%d.%d", bi, round))
+			rows := make([][]tiers.Row, n)
+			for eb := range n {
+				count := []int{0, pageSize - 1, pageSize, pageSize + 1, 3*pageSize + r.IntN(pageSize+1)}[r.IntN(5)]
+				seen := map[int64]bool{}
+				for len(rows[eb]) < count {
+					ts := base + r.Int64N(tiers.Hour)
+					if !seen[ts] {
+						seen[ts] = true
+						rows[eb] = append(rows[eb], randomRow(r, ts, true))
+					}
+				}
+				if len(rows[eb]) > 0 {
+					s.write(t, tiers.PartitionWrite{Key: tiers.PartitionKey{Table: tiers.TableRaw, Series: series, Bucket: base, EventBucket: eb}, Retention: 30 * tiers.Day, Rows: rows[eb]})
+				}
+			}
+			for range 8 {
+				span := tiers.Span{From: base, To: base + tiers.Hour}
+				if r.IntN(2) == 0 {
+					a, b := base+r.Int64N(tiers.Hour+2), base+r.Int64N(tiers.Hour+2)
+					span = tiers.Span{From: min(a, b), To: max(a, b) + 1}
+				}
+				var ebs []int
+				for eb := range n {
+					if r.IntN(4) != 0 {
+						ebs = append(ebs, eb)
+					}
+				}
+				if len(ebs) > 0 && r.IntN(3) == 0 {
+					ebs = append(ebs, ebs[r.IntN(len(ebs))])
+				}
+				together := &tiers.BucketReads{EventBuckets: n}
+				got := make([][]tiers.Row, len(ebs))
+				errs := make([]error, len(ebs))
+				var wg sync.WaitGroup
+				for i, eb := range ebs {
+					wg.Go(func() {
+						got[i], _, errs[i] = ReadAll(s.store.Read(ctx(t), tiers.ReadRequest{
+							Key:  tiers.PartitionKey{Table: tiers.TableRaw, Series: series, Bucket: base, EventBucket: eb},
+							Span: span, PageSize: pageSize, End: base + tiers.Hour, Together: together,
+						}))
+					})
+				}
+				wg.Wait()
+				for i, eb := range ebs {
+					if errs[i] != nil {
+						t.Fatalf("event bucket %d of %v, page %d: %v", eb, ebs, pageSize, errs[i])
+					}
+					if want := bruteForce(rows[eb], span, false); !equalRows(got[i], want) {
+						t.Fatalf("event bucket %d of %v (holding %d rows), span %+v, page %d: got %d rows, want %d\n got %v\nwant %v",
+							eb, ebs, len(rows[eb]), span, pageSize, len(got[i]), len(want), head(got[i]), head(want))
+					}
 				}
 			}
 		}

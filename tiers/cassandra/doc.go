@@ -87,7 +87,7 @@
 // label index splits the same way: a posting lives in its series' registry
 // shard, a value entry in one of 16 shards of its name by FNV-1a of the
 // value, a name in one of 4 by FNV-1a of the name; a read queries every
-// shard at once and merges them. No partition of the index grows past the
+// shard with one query, IN over the shards, and merges them. No partition of the index grows past the
 // registry's (a pair every series holds has as many rows per partition as a
 // registry shard). SetLabels writes postings, then value entries and the
 // record, then name entries, then deletes what the series lost, each step
@@ -113,7 +113,10 @@
 // names its whole partition key with bind markers, so the token-aware
 // policy sends it to a replica. A read is one partition, never IN over
 // buckets, paged by the driver with the caller's page size (capped by
-// Config.PageSize). Writes are UNLOGGED batches of one partition each, at
+// Config.PageSize). Two reads are IN over partitions, each bounded: the
+// first page of each event bucket of one raw bucket, asked by the reads
+// of the bucket that one reader makes together (tiers.BucketReads), and
+// a label index entry's shards. Writes are UNLOGGED batches of one partition each, at
 // most Config.MaxBatchRows statements, Config.WriteParallelism at once;
 // the exception is a step of SetLabels, a few one-row partitions of the
 // label index written as one batch (see execIndex). Every request runs at

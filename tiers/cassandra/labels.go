@@ -341,15 +341,15 @@ func (s *Store) SeriesLabels(ctx context.Context, ids []string) (map[string]tier
 	return out, nil
 }
 
-// Postings reads the pair's postings from every shard at once and merges
-// them: each shard is in series order (clustering), and a series is in one
+// Postings reads the pair's postings from every shard and merges them:
+// each shard is in series order (clustering), and a series is in one
 // shard only.
 func (s *Store) Postings(ctx context.Context, name, value string) ([]string, error) {
 	if (tiers.Labels{name: value}).CheckStorable() != nil || value == "" {
 		return nil, nil // no series can have it
 	}
-	out, err := s.mergeShards(ctx, seriesShards, func(session *gocql.Session, sh int) *gocql.Query {
-		return session.Query(s.stmts.postings, name, value, sh)
+	out, err := s.mergeShards(ctx, seriesShards, func(session *gocql.Session, shards []int) *gocql.Query {
+		return session.Query(s.stmts.postings, name, value, shards)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cassandra: postings of %s=%q: %w", name, value, err)
@@ -362,8 +362,8 @@ func (s *Store) LabelValues(ctx context.Context, name string) ([]string, error) 
 	if (tiers.Labels{name: ""}).CheckStorable() != nil {
 		return nil, nil
 	}
-	out, err := s.mergeShards(ctx, valueShards, func(session *gocql.Session, sh int) *gocql.Query {
-		return session.Query(s.stmts.values, name, sh)
+	out, err := s.mergeShards(ctx, valueShards, func(session *gocql.Session, shards []int) *gocql.Query {
+		return session.Query(s.stmts.values, name, shards)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cassandra: values of label %s: %w", name, err)
@@ -373,8 +373,8 @@ func (s *Store) LabelValues(ctx context.Context, name string) ([]string, error) 
 
 // LabelNames merges the name shards.
 func (s *Store) LabelNames(ctx context.Context) ([]string, error) {
-	out, err := s.mergeShards(ctx, nameShards, func(session *gocql.Session, sh int) *gocql.Query {
-		return session.Query(s.stmts.names, sh)
+	out, err := s.mergeShards(ctx, nameShards, func(session *gocql.Session, shards []int) *gocql.Query {
+		return session.Query(s.stmts.names, shards)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cassandra: label names: %w", err)
@@ -382,36 +382,43 @@ func (s *Store) LabelNames(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// mergeShards reads the one text column of shards partitions at once, each
-// in clustering order, and merges them without duplicates.
-func (s *Store) mergeShards(ctx context.Context, shards int, q func(*gocql.Session, int) *gocql.Query) ([]string, error) {
+// mergeShards reads the text column of the partitions of shards 0 to
+// shards-1, each in clustering order, and merges them without duplicates.
+// It reads them with one query, IN over the shards: every selector asks
+// for postings, and one query each rather than sixteen was a tenth of
+// what a node spent on reading twenty series' last hour. The query's
+// rows come partition by partition, each partition's in order, with the
+// shard on each row to tell where one partition ends.
+func (s *Store) mergeShards(ctx context.Context, shards int, q func(*gocql.Session, []int) *gocql.Query) ([]string, error) {
 	session, err := s.sess()
 	if err != nil {
 		return nil, err
 	}
-	parts := make([]merge.Iterator[string], shards)
-	g, gctx := errgroup.WithContext(ctx)
-	for sh := range shards {
-		g.Go(func() error {
-			scan := func(q *gocql.Query) ([]string, error) {
-				iter := q.IterContext(gctx)
-				var out []string
-				var v string
-				for iter.Scan(&v) {
-					out = append(out, v)
-				}
-				return out, iter.Close()
-			}
-			rows, err := retryLostRace(s, func() *gocql.Query { return s.read(q(session, sh).PageSize(s.cfg.PageSize)) }, scan)
-			if err != nil {
-				return fmt.Errorf("shard %d: %w", sh, wrapCtx(gctx, err))
-			}
-			parts[sh] = merge.FromSlice(rows)
-			return nil
-		})
+	all := make([]int, shards)
+	for i := range all {
+		all[i] = i
 	}
-	if err := g.Wait(); err != nil {
-		return nil, err
+	scan := func(q *gocql.Query) ([][]string, error) {
+		iter := q.IterContext(ctx)
+		var runs [][]string
+		var sh, last int
+		var v string
+		for iter.Scan(&sh, &v) {
+			if len(runs) == 0 || sh != last {
+				runs = append(runs, nil)
+				last = sh
+			}
+			runs[len(runs)-1] = append(runs[len(runs)-1], v)
+		}
+		return runs, iter.Close()
+	}
+	runs, err := retryLostRace(s, func() *gocql.Query { return s.read(q(session, all).PageSize(s.cfg.PageSize)) }, scan)
+	if err != nil {
+		return nil, wrapCtx(ctx, err)
+	}
+	parts := make([]merge.Iterator[string], len(runs))
+	for i, run := range runs {
+		parts[i] = merge.FromSlice(run)
 	}
 	return merge.Collect(merge.Iter(func(a, b string) bool { return a < b }, parts, merge.Dedup()))
 }

@@ -82,6 +82,9 @@ type tableStmts struct {
 	// chunks are the statements of the table's sealed chunks (raw and
 	// rollup tables).
 	chunks *chunkStmts
+	// firstPages reads the first page of each of a raw bucket's event
+	// buckets (Store.firstPages).
+	firstPages string
 }
 
 // stmts are the statements of the other tables.
@@ -118,7 +121,9 @@ func newTableStmts(ks string, name tiers.Table, k kind) *tableStmts {
 	}
 	t.insert = fmt.Sprintf("INSERT INTO %s.%s (%s) VALUES (%s) USING TTL ?", ks, name, cols, vals)
 	// One partition per query, never IN over partitions: every partition is
-	// then routed to its own replicas and paged on its own.
+	// then routed to its own replicas and paged on its own. The one
+	// exception is the first page of a raw bucket's event buckets, read
+	// together (firstPages).
 	selectFrom := func(cols string) string {
 		return fmt.Sprintf("SELECT %s FROM %s.%s WHERE %s AND t >= ? AND t < ? ORDER BY t ", cols, ks, name, where)
 	}
@@ -131,6 +136,9 @@ func newTableStmts(ks string, name tiers.Table, k kind) *tableStmts {
 	}
 	if k != kindLate {
 		t.chunks = newChunkStmts(ks, name, k)
+	}
+	if k == kindRaw {
+		t.firstPages = fmt.Sprintf("SELECT eb, t, v FROM %s.%s WHERE series = ? AND bucket = ? AND eb IN ? AND t >= ? AND t < ? PER PARTITION LIMIT ?", ks, name)
 	}
 	return t
 }
@@ -165,15 +173,15 @@ func newStmts(ks string) stmts {
 		clearPending:     q("UPDATE %s USING TIMESTAMP ? SET labels_pending = null WHERE shard = ? AND id = ?", tableSeries),
 		addPosting:       q("INSERT INTO %s (name, value, shard, series) VALUES (?, ?, ?, ?) USING TIMESTAMP ?", tableLabelPostings),
 		delPosting:       q("DELETE FROM %s USING TIMESTAMP ? WHERE name = ? AND value = ? AND shard = ? AND series = ?", tableLabelPostings),
-		postings:         q("SELECT series FROM %s WHERE name = ? AND value = ? AND shard = ?", tableLabelPostings),
+		postings:         q("SELECT shard, series FROM %s WHERE name = ? AND value = ? AND shard IN ?", tableLabelPostings),
 		anyPosting:       q("SELECT series FROM %s WHERE name = ? AND value = ? AND shard = ? LIMIT 1", tableLabelPostings),
 		addValue:         q("INSERT INTO %s (name, shard, value) VALUES (?, ?, ?) USING TIMESTAMP ?", tableLabelValues),
 		delValue:         q("DELETE FROM %s USING TIMESTAMP ? WHERE name = ? AND shard = ? AND value = ?", tableLabelValues),
-		values:           q("SELECT value FROM %s WHERE name = ? AND shard = ?", tableLabelValues),
+		values:           q("SELECT shard, value FROM %s WHERE name = ? AND shard IN ?", tableLabelValues),
 		anyValue:         q("SELECT value FROM %s WHERE name = ? AND shard = ? LIMIT 1", tableLabelValues),
 		addName:          q("INSERT INTO %s (shard, name) VALUES (?, ?) USING TIMESTAMP ?", tableLabelNames),
 		delName:          q("DELETE FROM %s USING TIMESTAMP ? WHERE shard = ? AND name = ?", tableLabelNames),
-		names:            q("SELECT name FROM %s WHERE shard = ?", tableLabelNames),
+		names:            q("SELECT shard, name FROM %s WHERE shard IN ?", tableLabelNames),
 	}
 }
 

@@ -41,6 +41,9 @@ type bucketKey struct {
 	// extras says the run's rollup rows carry their extras: a run read
 	// without them never answers a read that needs them.
 	extras bool
+	// settled says the run holds the settled start of a raw bucket, up
+	// to end (see SettleRaw), not the whole bucket.
+	settled bool
 }
 
 type bucketEntry struct {
@@ -71,7 +74,19 @@ type Buckets struct {
 	group singleflight.Group
 
 	hits, misses atomic.Int64
+
+	// settledBefore, when set, is the time before which raw rows are
+	// settled (SettleRaw); settledOf remembers, per bucket, the key of its
+	// latest settled start, which the next one extends.
+	settledBefore func() int64
+	settledOf     *lru.LRU[bucketKey, bucketKey]
+	settledHits   atomic.Int64
 }
+
+// settledStep is what the settled start of a bucket grows by: a read
+// within the same step finds the same entry, and the next step's entry
+// is the last one's rows and the step's.
+const settledStep = tiers.Minute
 
 // NewBuckets caches the buckets of next whose whole span final reports
 // final, holding at most maxBytes of runs, and no single run larger than a
@@ -83,6 +98,25 @@ func NewBuckets(next tiers.PartitionReader, final func(tiers.ReadRequest) bool, 
 	b.large, _ = lru.NewLRU[bucketKey, struct{}](4096, nil)
 	return b
 }
+
+// SettleRaw lets the cache hold the settled start of raw buckets that
+// are not final yet, such as the bucket a dashboard of the last hour
+// reads on every refresh. Rows of a raw partition older than settledBefore()
+// no longer change: on-time points stop there (Finality's rule for whole
+// buckets), later points go to the late partition, which stays a read of
+// its own, and an import changes the bucket's rewrite mark, which is part
+// of the key. Such a bucket's rows from its start up to the settled time,
+// rounded down to a minute, are cached like a final bucket's, and the
+// read takes only the rest from the store. The entry of the next minute
+// is this one's rows and the minute's, read from the store.
+func (b *Buckets) SettleRaw(settledBefore func() int64) {
+	b.settledBefore = settledBefore
+	b.settledOf, _ = lru.NewLRU[bucketKey, bucketKey](1<<16, nil)
+}
+
+// SettledHits counts the reads of buckets that were not final and found
+// their settled start in the cache.
+func (b *Buckets) SettledHits() int64 { return b.settledHits.Load() }
 
 // Stats returns the buckets served from memory and those loaded so far.
 func (b *Buckets) Stats() (hits, misses int64) { return b.hits.Load(), b.misses.Load() }
@@ -111,11 +145,14 @@ func (b *Buckets) Bucket(g partial.Group) partial.BucketRead {
 	}
 	first := reads[0].Key
 	whole := tiers.ReadRequest{Key: tiers.PartitionKey{Table: first.Table, Series: first.Series, Bucket: g.Bucket.Start}, Span: g.Bucket.Span(), End: g.Bucket.End}
-	if first.Bucket != g.Bucket.Start || !b.final(whole) {
+	if first.Bucket != g.Bucket.Start {
 		return partial.BucketRead{}
 	}
 	k := bucketKey{version: bucketKeyVersion, table: first.Table, series: first.Series, start: g.Bucket.Start, end: g.Bucket.End, events: g.Bucket.EventBuckets,
 		rewritten: g.Rewritten, seriesGen: g.Generation, gen: b.generation(first.Series), extras: reads[0].Extras}
+	if !b.final(whole) {
+		return b.settledStart(g, k, reads, late)
+	}
 	if late != nil {
 		lr := *late
 		lr.Span = g.Bucket.Span()
@@ -128,9 +165,18 @@ func (b *Buckets) Bucket(g partial.Group) partial.BucketRead {
 			rest = []tiers.ReadRequest{*late}
 		}
 	}
+	return b.serve(k, reads, rest)
+}
+
+// serve answers a group from the entry of k, which covers reads, or
+// loads it; rest are the group's reads the entry does not cover.
+func (b *Buckets) serve(k bucketKey, reads, rest []tiers.ReadRequest) partial.BucketRead {
 	covered := len(reads)
 	if e, large := b.get(k); e != nil {
 		b.hits.Add(1)
+		if k.settled {
+			b.settledHits.Add(1)
+		}
 		return partial.BucketRead{Run: e.run, Rest: rest, Covered: covered}
 	} else if large {
 		return partial.BucketRead{}
@@ -141,7 +187,7 @@ func (b *Buckets) Bucket(g partial.Group) partial.BucketRead {
 			if e, _ := b.get(k); e != nil {
 				return e, nil
 			}
-			run, err := b.load(ctx, k, reads)
+			run, err := b.loadEntry(ctx, k, reads)
 			if err != nil {
 				return nil, err
 			}
@@ -159,11 +205,94 @@ func (b *Buckets) Bucket(g partial.Group) partial.BucketRead {
 			}
 			// The shared load failed under another read's context (or a
 			// key-string collision): load under this read's own.
-			return b.load(ctx, k, reads)
+			return b.loadEntry(ctx, k, reads)
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
 		}
 	}, Rest: rest, Covered: covered}
+}
+
+// settledStart serves a raw bucket that is not final from the entry of
+// its settled start (SettleRaw): the entry covers the event-bucket
+// partitions up to the settled time; their reads from there on, and the
+// late partition's, are the group's rest.
+func (b *Buckets) settledStart(g partial.Group, k bucketKey, reads []tiers.ReadRequest, late *tiers.ReadRequest) partial.BucketRead {
+	if b.settledBefore == nil || k.table != tiers.TableRaw {
+		return partial.BucketRead{}
+	}
+	upTo := tiers.AlignDown(b.settledBefore(), settledStep)
+	if upTo <= g.Bucket.Start || upTo >= g.Bucket.End || g.Span.From >= upTo {
+		// Nothing of the bucket settled, or nothing of the read; or the
+		// whole bucket, which only a clock that moved between the two
+		// looks sees.
+		return partial.BucketRead{}
+	}
+	k.end, k.settled = upTo, true
+	var rest []tiers.ReadRequest
+	if g.Span.To > upTo {
+		for _, r := range reads {
+			r.Span.From = max(r.Span.From, upTo)
+			rest = append(rest, r)
+		}
+	}
+	if late != nil {
+		lr := *late
+		lr.Span = tiers.Span{From: g.Bucket.Start, To: upTo}
+		switch {
+		case b.final(lr):
+			// Under a version of its mark, the late partition's rows up to
+			// the settled time are part of the entry, merged last; those
+			// after it are read last, so that on equal times a late row
+			// still wins over an on-time one.
+			k.late, k.lateVersion = true, lateVersion(lr)
+			reads = append(reads[:len(reads):len(reads)], lr)
+			if g.Span.To > upTo {
+				after := *late
+				after.Span.From = max(after.Span.From, upTo)
+				rest = append(rest, after)
+			}
+		default:
+			rest = append(rest, *late)
+		}
+	}
+	return b.serve(k, reads, rest)
+}
+
+// loadEntry loads the run of k: a whole bucket, or a settled start, which
+// extends the bucket's latest settled start still cached when there is
+// one, reading only the rows after it.
+func (b *Buckets) loadEntry(ctx context.Context, k bucketKey, reads []tiers.ReadRequest) (*partial.Run, error) {
+	if !k.settled {
+		return b.load(ctx, k, reads, k.start)
+	}
+	id := k
+	id.end = 0
+	b.mu.Lock()
+	prev, ok := b.settledOf.Get(id)
+	b.mu.Unlock()
+	var base *partial.Run
+	if ok && prev.end < k.end {
+		if e, _ := b.get(prev); e != nil {
+			base = e.run
+		}
+	}
+	from := k.start
+	if base != nil {
+		from = prev.end
+	}
+	run, err := b.load(ctx, k, reads, from)
+	if err != nil {
+		return nil, err
+	}
+	if base != nil {
+		run = base.Append(run)
+	}
+	b.mu.Lock()
+	if cur, ok := b.settledOf.Peek(id); !ok || cur.end < k.end {
+		b.settledOf.Add(id, k)
+	}
+	b.mu.Unlock()
+	return run, nil
 }
 
 // load reads the partitions of the whole bucket at once and merges them
@@ -171,13 +300,19 @@ func (b *Buckets) Bucket(g partial.Group) partial.BucketRead {
 // partition comes last). It counts no rows: a read counts the rows of the
 // span it takes from the run, loaded or found, so that rows_read says
 // what an answer read, not whether the cache held it.
-func (b *Buckets) load(ctx context.Context, k bucketKey, reads []tiers.ReadRequest) (*partial.Run, error) {
+func (b *Buckets) load(ctx context.Context, k bucketKey, reads []tiers.ReadRequest, from int64) (*partial.Run, error) {
 	parts := make([][]tiers.Row, len(reads))
 	var eg errgroup.Group
+	// The reads' spans change: a query their group's reads shared would
+	// not answer them.
+	var together *tiers.BucketReads
+	if len(reads) > 1 {
+		together = &tiers.BucketReads{EventBuckets: k.events}
+	}
 	for i, r := range reads {
 		eg.Go(func() error {
 			req := r
-			req.Span, req.Desc = tiers.Span{From: k.start, To: k.end}, false
+			req.Span, req.Desc, req.Together = tiers.Span{From: from, To: k.end}, false, together
 			req.PageSize = max(req.PageSize, 1)
 			pages := b.next.Read(ctx, req)
 			defer pages.Close()
@@ -299,6 +434,9 @@ func bucketKeyString(k bucketKey) string {
 	}
 	if k.extras {
 		late |= 2
+	}
+	if k.settled {
+		late |= 4
 	}
 	for _, n := range []int64{k.start, k.end, int64(k.events), late, k.lateVersion, k.rewritten, k.seriesGen, int64(k.gen)} {
 		for i := range 8 {

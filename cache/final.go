@@ -38,6 +38,12 @@ type Finality struct {
 	Now     func() time.Time
 }
 
+// RawSettledBefore is the time before which raw rows are final (see
+// Buckets.SettleRaw): a raw read that ends by then is final.
+func (f Finality) RawSettledBefore() int64 {
+	return f.Now().UnixMilli() - f.Grace.Milliseconds() - f.Lateness.Milliseconds()
+}
+
 // Final reports whether req's rows are final.
 func (f Finality) Final(req tiers.ReadRequest) bool {
 	n := f.Now().UnixMilli() - f.Grace.Milliseconds()

@@ -197,11 +197,14 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 	if cfg.CacheBytes > 0 {
 		final := cache.Finality{Pyramid: cfg.Pyramid, Lateness: cfg.Ingest.Lateness, Grace: rc.Grace, Rollups: g.Rollups, Now: now}
 		buckets = cache.NewBuckets(reader, final.Final, cfg.CacheBytes)
+		buckets.SettleRaw(final.RawSettledBefore)
 		reg.MustRegister(
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tsgate_cache_hits_total", Help: "Buckets served from the cache of final buckets."},
 				func() float64 { h, _ := buckets.Stats(); return float64(h) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tsgate_cache_misses_total", Help: "Final buckets read from the store into the cache."},
 				func() float64 { _, m := buckets.Stats(); return float64(m) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tsgate_cache_settled_hits_total", Help: "Raw buckets not final yet whose settled start was served from the cache of buckets."},
+				func() float64 { return float64(buckets.SettledHits()) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tsgate_cache_bytes", Help: "Memory held by the cache of final buckets."},
 				func() float64 { return float64(buckets.Bytes()) }),
 		)

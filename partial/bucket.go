@@ -349,6 +349,26 @@ func (r *Run) Row(i int) tiers.Row {
 	return tiers.PointRow(r.T[i], r.V[i])
 }
 
+// Append returns a new run of r's rows followed by next's, which all come
+// after them, as a cache grows a bucket's settled start by its next rows.
+// Neither run changes; the encodings are not carried over.
+func (r *Run) Append(next *Run) *Run {
+	out := &Run{T: make([]int64, 0, len(r.T)+len(next.T))}
+	out.T = append(append(out.T, r.T...), next.T...)
+	if r.Rows == nil && next.Rows == nil {
+		out.V = make([]float64, 0, len(out.T))
+		out.V = append(append(out.V, r.V...), next.V...)
+		return out
+	}
+	out.Rows = make([]tiers.Row, 0, len(out.T))
+	for _, part := range []*Run{r, next} {
+		for i := range part.T {
+			out.Rows = append(out.Rows, part.Row(i))
+		}
+	}
+	return out
+}
+
 // Bytes is the memory the run takes.
 func (r *Run) Bytes() int64 {
 	var enc int64

@@ -275,6 +275,7 @@ func Run(t *testing.T, store tiers.Store, p tiers.Pyramid) {
 	t.Run("CachedResultsAnswerTheSame", func(t *testing.T) { cachedResults(t, store, series, truth, env) })
 	t.Run("ImportsAfterCachedReadsAreSeenByEveryGateway", func(t *testing.T) { importsSeen(t, store, env) })
 	t.Run("CachedRollupsStayCurrent", func(t *testing.T) { cachedRollupsStayCurrent(t, store, env) })
+	t.Run("CachedOpenBucketsStayCurrent", func(t *testing.T) { cachedOpenBucketsStayCurrent(t, store, env) })
 	t.Run("ManyReadsEqualSingleReads", func(t *testing.T) { env.manyReads(t, series, truth) })
 	t.Run("PercentilesWithinAccuracy", func(t *testing.T) { percentilesWithinAccuracy(t, store, env) })
 	t.Run("ReadsByMatchEqualBruteForce", func(t *testing.T) {

@@ -290,9 +290,23 @@ func (b *Buckets) loadEntry(ctx context.Context, k bucketKey, reads []tiers.Read
 	b.mu.Lock()
 	if cur, ok := b.settledOf.Peek(id); !ok || cur.end < k.end {
 		b.settledOf.Add(id, k)
+		if ok {
+			// The settled time only moves on: no read asks for the older
+			// start again, which would otherwise hold its bytes until the
+			// LRU reached it.
+			b.removeLocked(cur)
+		}
 	}
 	b.mu.Unlock()
 	return run, nil
+}
+
+// removeLocked drops the entry of k, if cached; b.mu must be held.
+func (b *Buckets) removeLocked(k bucketKey) {
+	if e, ok := b.lru.Peek(k); ok {
+		b.bytes -= bucketEntrySize(e)
+		b.lru.Remove(k)
+	}
 }
 
 // load reads the partitions of the whole bucket at once and merges them

@@ -36,6 +36,7 @@ func (r *eventReader) Read(ctx context.Context, req tiers.ReadRequest) tiers.Row
 			rows = append(rows, row)
 		}
 	}
+	r.rowsRead.Add(int64(len(rows)))
 	return &slicePages{rows: rows, size: req.PageSize}
 }
 
@@ -301,5 +302,65 @@ func TestBucketsChargeKeptWindows(t *testing.T) {
 	first.AppendRows(nil, 0, 100, false, []int{partial.FieldSum})
 	if b.Bytes() != before {
 		t.Fatalf("a run no longer cached charged %d bytes", b.Bytes()-before)
+	}
+}
+
+// The settled start of a bucket that is not final grows minute by minute:
+// each entry is the last one's rows and the minute's, read from the store
+// (never the whole start again), the older entry is dropped, and the rows
+// after the settled time are left to the read.
+func TestBucketsSettledStartGrowsAndReplacesItself(t *testing.T) {
+	const width = tiers.Hour
+	var rows []tiers.Row
+	for ts := int64(0); ts < width; ts += 10 * tiers.Second {
+		rows = append(rows, tiers.PointRow(ts, float64(ts)/7))
+	}
+	store := &eventReader{countingReader: countingReader{rows: rows}, events: 4}
+	b := NewBuckets(store, func(tiers.ReadRequest) bool { return false }, 64<<20)
+	settled := int64(0)
+	b.SettleRaw(func() int64 { return settled })
+	ctx := context.Background()
+	span := tiers.Span{From: 0, To: width}
+	if br := b.Bucket(bucketGroup(0, width, 4, span)); br.Run != nil || br.Load != nil {
+		t.Fatal("a bucket with nothing settled was served from the cache")
+	}
+	var sizes []int64
+	for minute := int64(1); minute < 60; minute++ {
+		settled = minute*tiers.Minute + 30*tiers.Second
+		upTo := minute * tiers.Minute
+		br := b.Bucket(bucketGroup(0, width, 4, span))
+		if br.Load == nil {
+			t.Fatalf("minute %d: no settled start to load", minute)
+		}
+		if len(br.Rest) != 4 || br.Rest[0].Span != (tiers.Span{From: upTo, To: width}) {
+			t.Fatalf("minute %d: the read is left %d partitions over %+v, want 4 over [%d, %d)", minute, len(br.Rest), br.Rest[0].Span, upTo, width)
+		}
+		before := store.rowsRead.Load()
+		run, err := br.Load(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := slices.DeleteFunc(slices.Clone(rows), func(r tiers.Row) bool { return r.T >= upTo })
+		var got []tiers.Row
+		for i := range run.Len() {
+			got = append(got, run.Row(i))
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("minute %d: the settled start holds %d rows, want %d", minute, len(got), len(want))
+		}
+		if n := store.rowsRead.Load() - before; minute > 1 && n != 6 {
+			t.Fatalf("minute %d: %d rows read from the store to extend the start, want the minute's 6", minute, n)
+		}
+		if again := b.Bucket(bucketGroup(0, width, 4, span)); again.Run != run {
+			t.Fatalf("minute %d: a second read missed the entry", minute)
+		}
+		sizes = append(sizes, b.Bytes())
+	}
+	if hits := b.SettledHits(); hits != 59 {
+		t.Fatalf("%d settled hits, want 59", hits)
+	}
+	// One entry at a time: the cache holds the latest start only.
+	if last, full := sizes[len(sizes)-1], int64(len(rows))*16; last > 2*full {
+		t.Fatalf("the cache holds %d bytes after an hour of settled starts of %d points", last, len(rows))
 	}
 }

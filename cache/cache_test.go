@@ -16,7 +16,9 @@ import (
 type countingReader struct {
 	rows  []tiers.Row
 	reads atomic.Int64
-	gate  chan struct{}
+	// rowsRead counts the rows eventReader returned.
+	rowsRead atomic.Int64
+	gate     chan struct{}
 }
 
 type slicePages struct {

@@ -257,7 +257,7 @@ func (s *Store) firstPages(ctx context.Context, together *tiers.BucketReads, key
 		var t int64
 		var val float64
 		for iter.Scan(&eb, &t, &val) {
-			if int(eb) < n {
+			if eb >= 0 && int(eb) < n {
 				fp.parts[eb] = append(fp.parts[eb], tiers.PointRow(t, val))
 			}
 		}

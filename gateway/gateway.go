@@ -262,6 +262,17 @@ type engineStore struct {
 	layouts.Guard
 }
 
+// LateBucketsOf reads the late index of many series at once when the
+// store can (scan.LateBatcher).
+func (s engineStore) LateBucketsOf(ctx context.Context, series []string, span tiers.Span) (map[string][]tiers.LateBucket, bool, error) {
+	batch, ok := s.LateIndex.(tiers.LateIndexBatch)
+	if !ok {
+		return nil, false, nil
+	}
+	marks, err := batch.LateBucketsOf(ctx, series, span)
+	return marks, true, err
+}
+
 // cachedStore is an engineStore whose final buckets are served from
 // memory (the scan looks for partial.Buckets).
 type cachedStore struct {

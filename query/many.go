@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tsgate/tsgate/membudget"
+	"github.com/tsgate/tsgate/scan"
 )
 
 // ManyConfig tunes reads of many series.
@@ -112,6 +113,12 @@ func (m *Many) Each(ctx context.Context, start time.Time, reqs []Request, visit 
 		mu    sync.Mutex
 		first error
 	)
+	ids := make([]string, len(reqs))
+	for i, r := range reqs {
+		ids[i] = r.Series
+	}
+	// One read of the late index for the series, not one each.
+	ctx = scan.WithLateBatch(ctx, ids)
 	sem := make(chan struct{}, m.cfg.Parallelism)
 	for i := range reqs {
 		wg.Go(func() {

@@ -135,7 +135,7 @@ func (s *Scanner) Groups(ctx context.Context, series string, segs []Segment, des
 		// Which raw buckets hold late points, and which were rewritten
 		// after the fact: one index read per page.
 		from := seg.Layout.BucketOf(seg.Span.From).Start
-		buckets, err := s.store.LateBuckets(ctx, series, tiers.Span{From: from, To: seg.Span.To})
+		buckets, err := s.lateBuckets(ctx, series, tiers.Span{From: from, To: seg.Span.To})
 		if err != nil {
 			return nil, 0, err
 		}

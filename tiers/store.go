@@ -270,6 +270,14 @@ type LateIndex interface {
 	LateBuckets(ctx context.Context, series string, span Span) ([]LateBucket, error)
 }
 
+// LateIndexBatch is a late index that reads the marks of many series at
+// once.
+type LateIndexBatch interface {
+	// LateBucketsOf returns, by series, what LateBuckets returns for each
+	// of the series over span; series without marks may be absent.
+	LateBucketsOf(ctx context.Context, series []string, span Span) (map[string][]LateBucket, error)
+}
+
 // DirtyWindow names a window of the finest rollup tier, [Window,
 // Window+step), of a series whose raw points changed.
 type DirtyWindow struct {
@@ -314,6 +322,7 @@ type Store interface {
 	PartitionWriter
 	Registry
 	LateIndex
+	LateIndexBatch
 	RollupLog
 	Secrets
 	Blocks

@@ -74,6 +74,7 @@ func Run(t *testing.T, store tiers.Store, p tiers.Pyramid) {
 	t.Run("ListSeries", s.listSeries)
 	t.Run("Layout", s.layout)
 	t.Run("LateIndex", s.lateIndex)
+	t.Run("LateIndexOfManySeries", s.lateIndexOfManySeries)
 	t.Run("RollupLog", s.rollupLog)
 	t.Run("Secret", s.secret)
 	t.Run("Blocks", s.blocks)
@@ -586,6 +587,50 @@ func (s suite) layout(t *testing.T) {
 	}
 	if !slices.Equal(got.Layout, tiers.Layout(entries)) {
 		t.Fatalf("layout = %+v, want %+v", got.Layout, entries)
+	}
+}
+
+// The late index of many series read at once is what reading each
+// series gives: late and rewrite marks, series with none, any span.
+func (s suite) lateIndexOfManySeries(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 19))
+	base := tiers.AlignDown(now(), tiers.Hour) - 48*tiers.Hour
+	var ids []string
+	var marks []tiers.LateMark
+	for i := range 130 {
+		id := s.series(fmt.Sprintf("latemany%03d", i))
+		ids = append(ids, id)
+		for range r.IntN(4) {
+			marks = append(marks, tiers.LateMark{Series: id, Bucket: base + r.Int64N(48)*tiers.Hour, Retention: tiers.Week, Rewrite: r.IntN(3) == 0})
+		}
+	}
+	if err := s.store.MarkLate(ctx(t), marks); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		a, b := base-tiers.Hour+r.Int64N(50*tiers.Hour), base-tiers.Hour+r.Int64N(50*tiers.Hour)
+		span := tiers.Span{From: min(a, b), To: max(a, b) + 1}
+		ask := slices.Clone(ids)
+		r.Shuffle(len(ask), func(i, j int) { ask[i], ask[j] = ask[j], ask[i] })
+		ask = ask[:1+r.IntN(len(ask))]
+		got, err := s.store.LateBucketsOf(ctx(t), ask, span)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ask {
+			want, err := s.store.LateBuckets(ctx(t), id, span)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got[id], want) {
+				t.Fatalf("span %+v, series %s: LateBucketsOf gives %v, LateBuckets %v", span, id, got[id], want)
+			}
+		}
+		for id := range got {
+			if !slices.Contains(ask, id) {
+				t.Fatalf("LateBucketsOf answered for %s, which it was not asked for", id)
+			}
+		}
 	}
 }
 

@@ -113,10 +113,11 @@
 // names its whole partition key with bind markers, so the token-aware
 // policy sends it to a replica. A read is one partition, never IN over
 // buckets, paged by the driver with the caller's page size (capped by
-// Config.PageSize). Two reads are IN over partitions, each bounded: the
+// Config.PageSize). Three reads are IN over partitions, each bounded: the
 // first page of each event bucket of one raw bucket, asked by the reads
-// of the bucket that one reader makes together (tiers.BucketReads), and
-// a label index entry's shards. Writes are UNLOGGED batches of one partition each, at
+// of the bucket that one reader makes together (tiers.BucketReads); a
+// label index entry's shards; and the late index of up to 100 series of
+// one request (LateBucketsOf). Writes are UNLOGGED batches of one partition each, at
 // most Config.MaxBatchRows statements, Config.WriteParallelism at once;
 // the exception is a step of SetLabels, a few one-row partitions of the
 // label index written as one batch (see execIndex). Every request runs at

@@ -91,7 +91,7 @@ type tableStmts struct {
 type stmts struct {
 	noteFirst, noteLast, lookup, layout, appendLayout string
 	markGeneration                                    string
-	markLate, markRewrite, lateBuckets                string
+	markLate, markRewrite, lateBuckets, lateBucketsOf string
 	markDirty, dirtyWindows                           string
 	setState, getState                                string
 	getMeta, putMeta                                  string
@@ -155,6 +155,7 @@ func newStmts(ks string) stmts {
 		markLate:       q("INSERT INTO %s (series, bucket, version) VALUES (?, ?, ?) USING TTL ? AND TIMESTAMP ?", tableLateBuckets),
 		markRewrite:    q("INSERT INTO %s (series, bucket, rewritten) VALUES (?, ?, ?) USING TTL ? AND TIMESTAMP ?", tableLateBuckets),
 		lateBuckets:    q("SELECT bucket, version, rewritten FROM %s WHERE series = ? AND bucket >= ? AND bucket < ?", tableLateBuckets),
+		lateBucketsOf:  q("SELECT series, bucket, version, rewritten FROM %s WHERE series IN ? AND bucket >= ? AND bucket < ?", tableLateBuckets),
 		markDirty:      q("INSERT INTO %s (slot, shard, series, window) VALUES (?, ?, ?, ?) USING TTL ?", tableRollupDirty),
 		dirtyWindows:   q("SELECT series, window FROM %s WHERE slot = ? AND shard = ?", tableRollupDirty),
 		setState:       q("UPDATE %s USING TIMESTAMP ? SET value = ? WHERE name = ?", tableRollupState),

@@ -71,6 +71,23 @@ func (s *Store) commitVersioned(expiring bool, fill func(b *pebble.Batch, versio
 	return s.commit(b)
 }
 
+// LateBucketsOf is LateBuckets for each of the series
+// (tiers.LateIndexBatch): a scan of each one's marks, which in Pebble is
+// as cheap as one scan of them all.
+func (s *Store) LateBucketsOf(ctx context.Context, series []string, span tiers.Span) (map[string][]tiers.LateBucket, error) {
+	out := make(map[string][]tiers.LateBucket, len(series))
+	for _, id := range series {
+		marks, err := s.LateBuckets(ctx, id, span)
+		if err != nil {
+			return nil, err
+		}
+		if len(marks) > 0 {
+			out[id] = marks
+		}
+	}
+	return out, nil
+}
+
 // LateBuckets scans the series' marks between the span's bounds, a
 // bucket's late mark and rewrite mark next to each other. A late mark
 // written before marks had versions reads as version 1, which the next

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -140,5 +141,90 @@ func TestSeriesCacheWidensOnLocalWrites(t *testing.T) {
 	}
 	if reg.lookups.Load() != lookups+1 {
 		t.Fatal("an expired entry was not refreshed")
+	}
+}
+
+// batchRegistry looks many series up at once, and counts it.
+type batchRegistry struct {
+	fakeRegistry
+	batches atomic.Int64
+	fail    error
+}
+
+func (b *batchRegistry) LookupSeriesOf(_ context.Context, ids []string) (map[string]tiers.SeriesInfo, error) {
+	b.batches.Add(1)
+	if b.fail != nil {
+		return nil, b.fail
+	}
+	out := map[string]tiers.SeriesInfo{}
+	for _, id := range ids {
+		if info, ok := b.infos[id]; ok {
+			out[id] = info
+		}
+	}
+	return out, nil
+}
+
+// Many series are looked up with one lookup of the registry for those the
+// cache lacks or holds stale; the cache then answers them, the missing
+// ones as missing, until the TTL; a failed batch falls back to one
+// lookup each.
+func TestSeriesCacheLooksManyUpAtOnce(t *testing.T) {
+	reg := &batchRegistry{fakeRegistry: fakeRegistry{infos: map[string]tiers.SeriesInfo{}}}
+	var ids []string
+	for i := range 20 {
+		id := fmt.Sprintf("s%02d", i)
+		ids = append(ids, id)
+		if i%4 != 0 {
+			reg.infos[id] = tiers.SeriesInfo{ID: id, First: int64(i), Last: int64(100 + i), Generation: int64(i % 3)}
+		}
+	}
+	clock := time.Unix(0, 0)
+	c := NewSeries(reg, 100, time.Second, time.Minute, func() time.Time { return clock })
+	ctx := context.Background()
+	check := func(got map[string]tiers.SeriesInfo) {
+		t.Helper()
+		if len(got) != 15 {
+			t.Fatalf("%d series found, want 15", len(got))
+		}
+		for _, id := range ids {
+			want, ok := reg.infos[id]
+			if g, found := got[id]; found != ok || g.ID != want.ID || g.First != want.First || g.Last != want.Last || g.Generation != want.Generation {
+				t.Fatalf("series %s: %+v (found %v), want %+v (found %v)", id, g, found, want, ok)
+			}
+		}
+	}
+	// One cached already: the batch asks for the other nineteen.
+	if _, err := c.LookupSeries(ctx, ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.LookupSeriesOf(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(got)
+	if reg.batches.Load() != 1 || reg.lookups.Load() != 1 {
+		t.Fatalf("%d batches and %d lookups, want 1 and the 1 before", reg.batches.Load(), reg.lookups.Load())
+	}
+	for _, id := range ids {
+		if _, err := c.LookupSeries(ctx, id); err != nil && !errors.Is(err, tiers.ErrNotFound) {
+			t.Fatal(err)
+		}
+	}
+	if got, _ := c.LookupSeriesOf(ctx, ids); reg.batches.Load() != 1 || reg.lookups.Load() != 1 {
+		t.Fatalf("within the TTL the registry was asked again: %d batches, %d lookups", reg.batches.Load(), reg.lookups.Load())
+	} else {
+		check(got)
+	}
+	// Past the TTL, and the batch fails: one lookup each.
+	clock = clock.Add(2 * time.Second)
+	reg.fail = errors.New("node down")
+	got, err = c.LookupSeriesOf(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(got)
+	if reg.batches.Load() != 2 || reg.lookups.Load() != 21 {
+		t.Fatalf("%d batches and %d lookups after a failed batch, want 2 and 21", reg.batches.Load(), reg.lookups.Load())
 	}
 }

@@ -60,6 +60,57 @@ func (s *Series) LookupSeries(ctx context.Context, id string) (tiers.SeriesInfo,
 	return e.info, nil
 }
 
+// LookupSeriesOf returns the series of ids the registry has: from the
+// cache those fresh enough (as LookupSeries), the others with one lookup
+// of the registry when it can look many up at once (tiers.RegistryBatch),
+// which the cache then holds, the ids it lacks as missing; else, or when
+// that lookup fails, one by one.
+func (s *Series) LookupSeriesOf(ctx context.Context, ids []string) (map[string]tiers.SeriesInfo, error) {
+	out := make(map[string]tiers.SeriesInfo, len(ids))
+	var misses []string
+	now := s.now()
+	s.mu.Lock()
+	for _, id := range ids {
+		if e, ok := s.lru.Get(id); ok && now.Sub(e.at) < s.infoTTL {
+			if !e.missing {
+				out[id] = e.info
+			}
+			continue
+		}
+		misses = append(misses, id)
+	}
+	s.mu.Unlock()
+	if len(misses) == 0 {
+		return out, nil
+	}
+	if batch, ok := s.next.(tiers.RegistryBatch); ok && len(misses) > 1 {
+		if found, err := batch.LookupSeriesOf(ctx, misses); err == nil {
+			at := s.now()
+			s.mu.Lock()
+			for _, id := range misses {
+				info, ok := found[id]
+				s.lru.Add(id, &seriesEntry{info: info, missing: !ok, at: at})
+				if ok {
+					out[id] = info
+				}
+			}
+			s.mu.Unlock()
+			return out, nil
+		}
+	}
+	for _, id := range misses {
+		info, err := s.LookupSeries(ctx, id)
+		switch {
+		case errors.Is(err, tiers.ErrNotFound):
+		case err != nil:
+			return nil, err
+		default:
+			out[id] = info
+		}
+	}
+	return out, nil
+}
+
 // Layout returns the series' raw layout (nil for the default, also for a
 // series not written yet).
 func (s *Series) Layout(ctx context.Context, id string) (tiers.Layout, error) {

@@ -323,6 +323,10 @@ func (s indexStore) LookupSeries(ctx context.Context, id string) (tiers.SeriesIn
 	return s.series.LookupSeries(ctx, id)
 }
 
+func (s indexStore) LookupSeriesOf(ctx context.Context, ids []string) (map[string]tiers.SeriesInfo, error) {
+	return s.series.LookupSeriesOf(ctx, ids)
+}
+
 func (s indexStore) ListSeries(ctx context.Context, prefix, after string, limit int) ([]tiers.SeriesInfo, error) {
 	return s.store.ListSeries(ctx, prefix, after, limit)
 }

@@ -124,6 +124,22 @@ func (ix *Index) Select(ctx context.Context, param string, sels []Selector, max 
 	if max > 0 && len(ids) > max {
 		return nil, params.Bad(param, "the selector matches %d series, more than %d (--max-series-per-query); narrow it", len(ids), max)
 	}
+	if batch, ok := ix.store.(tiers.RegistryBatch); ok {
+		// One lookup for the series, not one each.
+		byID, err := batch.LookupSeriesOf(ctx, ids)
+		if err != nil {
+			return nil, failure.Mark(err, failure.Unavailable)
+		}
+		out := make([]tiers.SeriesInfo, 0, len(byID))
+		for _, id := range ids {
+			// Absent: labelled before its first write was acknowledged,
+			// no points to read yet.
+			if info, ok := byID[id]; ok {
+				out = append(out, info)
+			}
+		}
+		return out, nil
+	}
 	infos := make([]tiers.SeriesInfo, len(ids))
 	found := make([]bool, len(ids))
 	g, gctx := errgroup.WithContext(ctx)

@@ -229,6 +229,13 @@ type Registry interface {
 	AppendLayout(ctx context.Context, id string, entry LayoutEntry) error
 }
 
+// RegistryBatch looks many series up at once.
+type RegistryBatch interface {
+	// LookupSeriesOf returns the series of ids the registry has, each as
+	// LookupSeries returns it; the ids it lacks are absent.
+	LookupSeriesOf(ctx context.Context, ids []string) (map[string]SeriesInfo, error)
+}
+
 // LateMark says that the raw bucket starting at Bucket of a series holds
 // points in TableLate, or, with Rewrite, that its raw partitions were
 // written to after the fact (an import of history). The mark expires at
@@ -321,6 +328,7 @@ type Store interface {
 	PartitionReader
 	PartitionWriter
 	Registry
+	RegistryBatch
 	LateIndex
 	LateIndexBatch
 	RollupLog

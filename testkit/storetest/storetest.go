@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -73,6 +74,7 @@ func Run(t *testing.T, store tiers.Store, p tiers.Pyramid) {
 	t.Run("Generations", s.generations)
 	t.Run("ListSeries", s.listSeries)
 	t.Run("Layout", s.layout)
+	t.Run("LookupManySeries", s.lookupManySeries)
 	t.Run("LateIndex", s.lateIndex)
 	t.Run("LateIndexOfManySeries", s.lateIndexOfManySeries)
 	t.Run("RollupLog", s.rollupLog)
@@ -587,6 +589,72 @@ func (s suite) layout(t *testing.T) {
 	}
 	if !slices.Equal(got.Layout, tiers.Layout(entries)) {
 		t.Fatalf("layout = %+v, want %+v", got.Layout, entries)
+	}
+}
+
+// Many series looked up at once are what looking each up gives: spans,
+// generations, labels, layouts; the ids the registry lacks, labelled
+// ones among them, are absent.
+func (s suite) lookupManySeries(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 29))
+	n := now()
+	var ids []string
+	for i := range 150 {
+		id := s.series(fmt.Sprintf("many%03d", i))
+		ids = append(ids, id)
+		switch i % 5 {
+		case 0:
+			continue // never written
+		case 1:
+			if err := s.store.SetLabels(ctx(t), id, tiers.Labels{"job": "api", "i": fmt.Sprint(i)}); err != nil {
+				t.Fatal(err)
+			}
+			if i%2 == 0 {
+				continue // labelled, never written
+			}
+		}
+		first := n - r.Int64N(tiers.Day)
+		if err := s.store.NoteSeries(ctx(t), []tiers.SeriesInfo{{ID: id, First: first, Last: first + r.Int64N(tiers.Hour)}}); err != nil {
+			t.Fatal(err)
+		}
+		if i%3 == 0 {
+			if err := s.store.MarkRewritten(ctx(t), []string{id}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i%4 == 0 {
+			for k := range 1 + r.IntN(2) {
+				e := tiers.LayoutEntry{Since: tiers.AlignUp(n, tiers.Hour) + int64(k+1)*tiers.Hour, Width: 15 * tiers.Minute, EventBuckets: 2 + k}
+				if err := s.store.AppendLayout(ctx(t), id, e); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	ask := append(slices.Clone(ids), s.series("many.ghost"), "bad\xff", ids[3])
+	got, err := s.store.LookupSeriesOf(ctx(t), ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ask {
+		want, err := s.store.LookupSeries(ctx(t), id)
+		g, found := got[id]
+		switch {
+		case errors.Is(err, tiers.ErrNotFound):
+			if found {
+				t.Fatalf("LookupSeriesOf found %s, which LookupSeries does not: %+v", id, g)
+			}
+		case err != nil:
+			t.Fatal(err)
+		case !found:
+			t.Fatalf("LookupSeriesOf lacks %s, which LookupSeries finds: %+v", id, want)
+		case g.First != want.First || g.Last != want.Last || g.Generation != want.Generation ||
+			!maps.Equal(g.Labels, want.Labels) || !slices.Equal(g.Layout, want.Layout):
+			t.Fatalf("series %s: LookupSeriesOf gives %+v, LookupSeries %+v", id, g, want)
+		}
+	}
+	if len(got) == 0 {
+		t.Fatal("LookupSeriesOf found none of the series")
 	}
 }
 

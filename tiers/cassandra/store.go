@@ -90,6 +90,7 @@ type tableStmts struct {
 // stmts are the statements of the other tables.
 type stmts struct {
 	noteFirst, noteLast, lookup, layout, appendLayout string
+	lookupOf, layoutOf                                string
 	markGeneration                                    string
 	markLate, markRewrite, lateBuckets, lateBucketsOf string
 	markDirty, dirtyWindows                           string
@@ -151,6 +152,8 @@ func newStmts(ks string) stmts {
 		lookup:         q("SELECT first, last, generation, labels FROM %s WHERE shard = ? AND id = ?", tableSeries),
 		markGeneration: q("UPDATE %s USING TIMESTAMP ? SET generation = ? WHERE shard = ? AND id = ?", tableSeries),
 		layout:         q("SELECT since, width, event_buckets FROM %s WHERE series = ?", tableSeriesLayout),
+		lookupOf:       q("SELECT id, first, last, generation, labels FROM %s WHERE shard = ? AND id IN ?", tableSeries),
+		layoutOf:       q("SELECT series, since, width, event_buckets FROM %s WHERE series IN ?", tableSeriesLayout),
 		appendLayout:   q("INSERT INTO %s (series, since, width, event_buckets) VALUES (?, ?, ?, ?)", tableSeriesLayout),
 		markLate:       q("INSERT INTO %s (series, bucket, version) VALUES (?, ?, ?) USING TTL ? AND TIMESTAMP ?", tableLateBuckets),
 		markRewrite:    q("INSERT INTO %s (series, bucket, rewritten) VALUES (?, ?, ?) USING TTL ? AND TIMESTAMP ?", tableLateBuckets),

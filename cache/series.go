@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"maps"
 	"sync"
 	"time"
 
@@ -98,16 +99,11 @@ func (s *Series) LookupSeriesOf(ctx context.Context, ids []string) (map[string]t
 			return out, nil
 		}
 	}
-	for _, id := range misses {
-		info, err := s.LookupSeries(ctx, id)
-		switch {
-		case errors.Is(err, tiers.ErrNotFound):
-		case err != nil:
-			return nil, err
-		default:
-			out[id] = info
-		}
+	found, err := tiers.LookupEach(ctx, misses, s.LookupSeries)
+	if err != nil {
+		return nil, err
 	}
+	maps.Copy(out, found)
 	return out, nil
 }
 

@@ -100,24 +100,7 @@ func TestLateWritesAfterCachedReadsAreSeen(t *testing.T) {
 		write(1 + r.IntN(5))
 		check(read(), "read after a late write")
 	}
-	if cacheHits(t, env) == 0 {
+	if env.Counter(t, "tsgate_cache_hits_total") == 0 {
 		t.Fatal("no read was served from the cache")
 	}
-}
-
-// cacheHits reads the gateway's count of partition reads served from the
-// cache.
-func cacheHits(t *testing.T, env *querytest.Env) float64 {
-	t.Helper()
-	mfs, err := env.Gateway.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == "tsgate_cache_hits_total" {
-			return mf.GetMetric()[0].GetCounter().GetValue()
-		}
-	}
-	t.Fatal("no tsgate_cache_hits_total metric")
-	return 0
 }

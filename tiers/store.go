@@ -236,6 +236,24 @@ type RegistryBatch interface {
 	LookupSeriesOf(ctx context.Context, ids []string) (map[string]SeriesInfo, error)
 }
 
+// LookupEach looks each of ids up with lookup and answers as
+// RegistryBatch.LookupSeriesOf does: the ids lookup does not find
+// (ErrNotFound) are absent.
+func LookupEach(ctx context.Context, ids []string, lookup func(context.Context, string) (SeriesInfo, error)) (map[string]SeriesInfo, error) {
+	out := make(map[string]SeriesInfo, len(ids))
+	for _, id := range ids {
+		info, err := lookup(ctx, id)
+		switch {
+		case errors.Is(err, ErrNotFound):
+		case err != nil:
+			return nil, err
+		default:
+			out[id] = info
+		}
+	}
+	return out, nil
+}
+
 // LateMark says that the raw bucket starting at Bucket of a series holds
 // points in TableLate, or, with Rewrite, that its raw partitions were
 // written to after the fact (an import of history). The mark expires at

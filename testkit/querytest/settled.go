@@ -108,7 +108,7 @@ func cachedOpenBucketsStayCurrent(t *testing.T, store tiers.Store, base *Env) {
 			check(plain, span, step)
 		}
 	}
-	if settledHits(t, cached) == 0 {
+	if cached.Counter(t, "tsgate_cache_settled_hits_total") == 0 {
 		t.Fatal("no read found a settled bucket start in the cache")
 	}
 }
@@ -127,19 +127,19 @@ func diffPoints(got []query.Item, want []tiers.Row) string {
 	return ""
 }
 
-// settledHits reads the gateway's count of settled bucket starts served
-// from its cache.
-func settledHits(t *testing.T, env *Env) float64 {
+// Counter reads a counter of the gateway's metrics (one without
+// labels), failing the test when there is none.
+func (e *Env) Counter(t *testing.T, name string) float64 {
 	t.Helper()
-	mfs, err := env.Gateway.Registry.Gather()
+	mfs, err := e.Gateway.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() == "tsgate_cache_settled_hits_total" {
+		if mf.GetName() == name {
 			return mf.GetMetric()[0].GetCounter().GetValue()
 		}
 	}
-	t.Fatal("no tsgate_cache_settled_hits_total metric")
+	t.Fatalf("no %s metric", name)
 	return 0
 }

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"sync"
-	"unicode/utf8"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"golang.org/x/sync/errgroup"
@@ -295,45 +294,35 @@ func (s *Store) SeriesLabels(ctx context.Context, ids []string) (map[string]tier
 	if err != nil {
 		return nil, err
 	}
-	var shards [seriesShards][]string
-	for _, id := range ids {
-		if utf8.ValidString(id) { // Cassandra would refuse the read; no such series can exist
-			shards[seriesShard(id)] = append(shards[seriesShard(id)], id)
-		}
-	}
 	out := make(map[string]tiers.Labels)
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(labelReads)
-	for sh, shardIDs := range shards {
-		slices.Sort(shardIDs)
-		shardIDs = slices.Compact(shardIDs)
-		for chunk := range slices.Chunk(shardIDs, seriesLabelsChunk) {
-			g.Go(func() error {
-				scan := func(q *gocql.Query) (map[string]tiers.Labels, error) {
-					iter := q.IterContext(gctx)
-					found := make(map[string]tiers.Labels, len(chunk))
-					var id string
-					var l map[string]string
-					for iter.Scan(&id, &l) {
-						if len(l) > 0 {
-							found[id] = l
-						}
-						l = nil
+	for sh, chunk := range registryChunks(ids) {
+		g.Go(func() error {
+			scan := func(q *gocql.Query) (map[string]tiers.Labels, error) {
+				iter := q.IterContext(gctx)
+				found := make(map[string]tiers.Labels, len(chunk))
+				var id string
+				var l map[string]string
+				for iter.Scan(&id, &l) {
+					if len(l) > 0 {
+						found[id] = l
 					}
-					return found, iter.Close()
+					l = nil
 				}
-				q := func() *gocql.Query { return s.read(session.Query(s.stmts.seriesLabels, sh, chunk)) }
-				found, err := retryLostRace(s, q, scan)
-				if err != nil {
-					return fmt.Errorf("cassandra: labels of %d series of registry shard %d: %w", len(chunk), sh, wrapCtx(gctx, err))
-				}
-				mu.Lock()
-				maps.Copy(out, found)
-				mu.Unlock()
-				return nil
-			})
-		}
+				return found, iter.Close()
+			}
+			q := func() *gocql.Query { return s.read(session.Query(s.stmts.seriesLabels, sh, chunk)) }
+			found, err := retryLostRace(s, q, scan)
+			if err != nil {
+				return fmt.Errorf("cassandra: labels of %d series of registry shard %d: %w", len(chunk), sh, wrapCtx(gctx, err))
+			}
+			mu.Lock()
+			maps.Copy(out, found)
+			mu.Unlock()
+			return nil
+		})
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"strings"
@@ -154,51 +155,39 @@ func (s *Store) LookupSeriesOf(ctx context.Context, ids []string) (map[string]ti
 	if err != nil {
 		return nil, err
 	}
-	var shards [seriesShards][]string
-	var valid []string
-	for _, id := range ids {
-		if utf8.ValidString(id) { // Cassandra would refuse the read; no such series can exist
-			shards[seriesShard(id)] = append(shards[seriesShard(id)], id)
-			valid = append(valid, id)
-		}
-	}
-	slices.Sort(valid)
-	valid = slices.Compact(valid)
-	out := make(map[string]tiers.SeriesInfo, len(valid))
+	out := make(map[string]tiers.SeriesInfo, len(ids))
 	layouts := make(map[string]tiers.Layout)
+	var valid []string
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(labelReads)
-	for sh, shardIDs := range shards {
-		slices.Sort(shardIDs)
-		shardIDs = slices.Compact(shardIDs)
-		for chunk := range slices.Chunk(shardIDs, seriesLabelsChunk) {
-			g.Go(func() error {
-				scan := func(q *gocql.Query) (map[string]tiers.SeriesInfo, error) {
-					iter := q.IterContext(gctx)
-					found := make(map[string]tiers.SeriesInfo, len(chunk))
-					var id string
-					var first, last, gen *int64
-					var labels map[string]string
-					for iter.Scan(&id, &first, &last, &gen, &labels) {
-						if info, ok := registryInfo(id, first, last, gen, labels); ok {
-							found[id] = info
-						}
-						first, last, gen, labels = nil, nil, nil, nil
+	for sh, chunk := range registryChunks(ids) {
+		valid = append(valid, chunk...)
+		g.Go(func() error {
+			scan := func(q *gocql.Query) (map[string]tiers.SeriesInfo, error) {
+				iter := q.IterContext(gctx)
+				found := make(map[string]tiers.SeriesInfo, len(chunk))
+				var id string
+				var first, last, gen *int64
+				var labels map[string]string
+				for iter.Scan(&id, &first, &last, &gen, &labels) {
+					if info, ok := registryInfo(id, first, last, gen, labels); ok {
+						found[id] = info
 					}
-					return found, iter.Close()
+					first, last, gen, labels = nil, nil, nil, nil
 				}
-				q := func() *gocql.Query { return s.read(session.Query(s.stmts.lookupOf, sh, chunk)) }
-				found, err := retryLostRace(s, q, scan)
-				if err != nil {
-					return fmt.Errorf("cassandra: look up %d series of registry shard %d: %w", len(chunk), sh, wrapCtx(gctx, err))
-				}
-				mu.Lock()
-				maps.Copy(out, found)
-				mu.Unlock()
-				return nil
-			})
-		}
+				return found, iter.Close()
+			}
+			q := func() *gocql.Query { return s.read(session.Query(s.stmts.lookupOf, sh, chunk)) }
+			found, err := retryLostRace(s, q, scan)
+			if err != nil {
+				return fmt.Errorf("cassandra: look up %d series of registry shard %d: %w", len(chunk), sh, wrapCtx(gctx, err))
+			}
+			mu.Lock()
+			maps.Copy(out, found)
+			mu.Unlock()
+			return nil
+		})
 	}
 	for chunk := range slices.Chunk(valid, seriesLabelsChunk) {
 		g.Go(func() error {
@@ -236,6 +225,30 @@ func (s *Store) LookupSeriesOf(ctx context.Context, ids []string) (map[string]ti
 		}
 	}
 	return out, nil
+}
+
+// registryChunks groups ids by registry shard, sorted and without
+// duplicates, in chunks of at most seriesLabelsChunk: what one query, IN
+// over the ids of one registry partition, reads. Ids that are not UTF-8
+// are left out: Cassandra would refuse the read, and no such series can
+// exist.
+func registryChunks(ids []string) iter.Seq2[int, []string] {
+	return func(yield func(int, []string) bool) {
+		var shards [seriesShards][]string
+		for _, id := range ids {
+			if utf8.ValidString(id) {
+				shards[seriesShard(id)] = append(shards[seriesShard(id)], id)
+			}
+		}
+		for sh, shardIDs := range shards {
+			slices.Sort(shardIDs)
+			for chunk := range slices.Chunk(slices.Compact(shardIDs), seriesLabelsChunk) {
+				if !yield(sh, chunk) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // registryInfo is a registry row as LookupSeries returns it; false for a

@@ -71,18 +71,7 @@ func (s *Store) MarkRewritten(ctx context.Context, ids []string) error {
 // LookupSeriesOf is LookupSeries for each of the ids
 // (tiers.RegistryBatch): in Pebble a lookup each is as cheap as one scan.
 func (s *Store) LookupSeriesOf(ctx context.Context, ids []string) (map[string]tiers.SeriesInfo, error) {
-	out := make(map[string]tiers.SeriesInfo, len(ids))
-	for _, id := range ids {
-		info, err := s.LookupSeries(ctx, id)
-		switch {
-		case errors.Is(err, tiers.ErrNotFound):
-		case err != nil:
-			return nil, err
-		default:
-			out[id] = info
-		}
-	}
-	return out, nil
+	return tiers.LookupEach(ctx, ids, s.LookupSeries)
 }
 
 // LookupSeries returns the series' span, its layout history and its

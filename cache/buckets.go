@@ -103,12 +103,13 @@ func NewBuckets(next tiers.PartitionReader, final func(tiers.ReadRequest) bool, 
 // are not final yet, such as the bucket a dashboard of the last hour
 // reads on every refresh. Rows of a raw partition older than settledBefore()
 // no longer change: on-time points stop there (Finality's rule for whole
-// buckets), later points go to the late partition, which stays a read of
-// its own, and an import changes the bucket's rewrite mark, which is part
-// of the key. Such a bucket's rows from its start up to the settled time,
-// rounded down to a minute, are cached like a final bucket's, and the
-// read takes only the rest from the store. The entry of the next minute
-// is this one's rows and the minute's, read from the store.
+// buckets), later points go to the late partition, and an import changes
+// the bucket's rewrite mark, which is part of the key. Such a bucket's
+// rows from its start up to the settled time, rounded down to a minute,
+// are cached like a final bucket's, with the late partition's up to
+// there when it is read under a version of its mark (also part of the
+// key); the read takes only the rest from the store. The entry of the
+// next minute is this one's rows and the minute's, read from the store.
 func (b *Buckets) SettleRaw(settledBefore func() int64) {
 	b.settledBefore = settledBefore
 	b.settledOf, _ = lru.NewLRU[bucketKey, bucketKey](1<<16, nil)

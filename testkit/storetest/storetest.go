@@ -606,7 +606,9 @@ func (s suite) lookupManySeries(t *testing.T) {
 		case 0:
 			continue // never written
 		case 1:
-			if err := s.store.SetLabels(ctx(t), id, tiers.Labels{"job": "api", "i": fmt.Sprint(i)}); err != nil {
+			// Names of this run's own: other suites share the store and
+			// select by label.
+			if err := s.store.SetLabels(ctx(t), id, tiers.Labels{s.labelName("many_job"): "api", s.labelName("many_i"): fmt.Sprint(i)}); err != nil {
 				t.Fatal(err)
 			}
 			if i%2 == 0 {

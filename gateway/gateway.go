@@ -258,19 +258,15 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 // blocked series before anything of theirs is read.
 type engineStore struct {
 	tiers.PartitionReader
-	tiers.LateIndex
+	lateIndex
 	layouts.Guard
 }
 
-// LateBucketsOf reads the late index of many series at once when the
-// store can (scan.LateBatcher).
-func (s engineStore) LateBucketsOf(ctx context.Context, series []string, span tiers.Span) (map[string][]tiers.LateBucket, bool, error) {
-	batch, ok := s.LateIndex.(tiers.LateIndexBatch)
-	if !ok {
-		return nil, false, nil
-	}
-	marks, err := batch.LateBucketsOf(ctx, series, span)
-	return marks, true, err
+// lateIndex is the store's late index, of one series at a time and of
+// many at once.
+type lateIndex interface {
+	tiers.LateIndex
+	tiers.LateIndexBatch
 }
 
 // cachedStore is an engineStore whose final buckets are served from
@@ -280,7 +276,7 @@ type cachedStore struct {
 	*cache.Buckets
 }
 
-func newEngineStore(r tiers.PartitionReader, late tiers.LateIndex, series layouts.Guard, buckets *cache.Buckets) query.Store {
+func newEngineStore(r tiers.PartitionReader, late lateIndex, series layouts.Guard, buckets *cache.Buckets) query.Store {
 	s := engineStore{r, late, series}
 	if buckets == nil {
 		return s
@@ -317,10 +313,6 @@ type indexStore struct {
 	tiers.LabelIndex
 	series *cache.Series
 	store  tiers.Store
-}
-
-func (s indexStore) LookupSeries(ctx context.Context, id string) (tiers.SeriesInfo, error) {
-	return s.series.LookupSeries(ctx, id)
 }
 
 func (s indexStore) LookupSeriesOf(ctx context.Context, ids []string) (map[string]tiers.SeriesInfo, error) {

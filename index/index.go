@@ -12,7 +12,6 @@ package index
 import (
 	"cmp"
 	"context"
-	"errors"
 	"regexp"
 	"slices"
 	"strings"
@@ -30,9 +29,9 @@ import (
 // Store is what selectors are answered from.
 type Store interface {
 	tiers.LabelIndex
-	// LookupSeries tells whether a series exists (tiers.ErrNotFound) and
-	// gives its span and labels; usually the series cache.
-	LookupSeries(ctx context.Context, id string) (tiers.SeriesInfo, error)
+	// LookupSeriesOf gives the series that exist among ids, with their
+	// spans and labels, in one lookup; usually the series cache.
+	tiers.RegistryBatch
 	// ListSeries lists the registry by id.
 	ListSeries(ctx context.Context, prefix, after string, limit int) ([]tiers.SeriesInfo, error)
 }
@@ -124,47 +123,16 @@ func (ix *Index) Select(ctx context.Context, param string, sels []Selector, max 
 	if max > 0 && len(ids) > max {
 		return nil, params.Bad(param, "the selector matches %d series, more than %d (--max-series-per-query); narrow it", len(ids), max)
 	}
-	if batch, ok := ix.store.(tiers.RegistryBatch); ok {
-		// One lookup for the series, not one each.
-		byID, err := batch.LookupSeriesOf(ctx, ids)
-		if err != nil {
-			return nil, failure.Mark(err, failure.Unavailable)
-		}
-		out := make([]tiers.SeriesInfo, 0, len(byID))
-		for _, id := range ids {
-			// Absent: labelled before its first write was acknowledged,
-			// no points to read yet.
-			if info, ok := byID[id]; ok {
-				out = append(out, info)
-			}
-		}
-		return out, nil
-	}
-	infos := make([]tiers.SeriesInfo, len(ids))
-	found := make([]bool, len(ids))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(32)
-	for i, id := range ids {
-		g.Go(func() error {
-			info, err := ix.store.LookupSeries(gctx, id)
-			switch {
-			case errors.Is(err, tiers.ErrNotFound):
-				// Labelled before its first write was acknowledged: no
-				// points to read yet.
-				return nil
-			case err != nil:
-				return err
-			}
-			infos[i], found[i] = info, true
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	// One lookup for the series, not one each.
+	byID, err := ix.store.LookupSeriesOf(ctx, ids)
+	if err != nil {
 		return nil, failure.Mark(err, failure.Unavailable)
 	}
-	out := infos[:0]
-	for i, info := range infos {
-		if found[i] {
+	out := make([]tiers.SeriesInfo, 0, len(byID))
+	for _, id := range ids {
+		// Absent: labelled before its first write was acknowledged, no
+		// points to read yet.
+		if info, ok := byID[id]; ok {
 			out = append(out, info)
 		}
 	}

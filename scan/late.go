@@ -7,12 +7,6 @@ import (
 	"github.com/tsgate/tsgate/tiers"
 )
 
-// LateBatcher reads the late index of many series at once (see
-// WithLateBatch). ok is false when the store reads it a series at a time.
-type LateBatcher interface {
-	LateBucketsOf(ctx context.Context, series []string, span tiers.Span) (marks map[string][]tiers.LateBucket, ok bool, err error)
-}
-
 type lateBatchKey struct{}
 
 // lateBatch is the late index of the series of one request, read once
@@ -25,13 +19,12 @@ type lateBatch struct {
 	done  chan struct{}
 	span  tiers.Span
 	marks map[string][]tiers.LateBucket
-	ok    bool
 	err   error
 }
 
 // WithLateBatch returns a context under which the scans of the given
 // series, made for one request, read their late index with one read of
-// the store (LateBatcher) rather than one each: the first scan to ask
+// the store (tiers.LateIndexBatch) rather than one each: the first scan to ask
 // reads it for all of them over its own span, and the others take their
 // part when their span lies within it. A scan of another series, or of a
 // span outside the first one's, reads on its own. The read starts within
@@ -51,7 +44,7 @@ func WithLateBatch(ctx context.Context, series []string) context.Context {
 // there is one that covers the read.
 func (s *Scanner) lateBuckets(ctx context.Context, series string, span tiers.Span) ([]tiers.LateBucket, error) {
 	b, _ := ctx.Value(lateBatchKey{}).(*lateBatch)
-	batcher, ok := s.store.(LateBatcher)
+	batcher, ok := s.store.(tiers.LateIndexBatch)
 	if b == nil || !ok || !b.series[series] {
 		return s.store.LateBuckets(ctx, series, span)
 	}
@@ -59,7 +52,7 @@ func (s *Scanner) lateBuckets(ctx context.Context, series string, span tiers.Spa
 	if b.done == nil {
 		b.done, b.span = make(chan struct{}), span
 		b.mu.Unlock()
-		b.marks, b.ok, b.err = batcher.LateBucketsOf(ctx, b.list, span)
+		b.marks, b.err = batcher.LateBucketsOf(ctx, b.list, span)
 		close(b.done)
 	} else {
 		done := b.done
@@ -70,7 +63,7 @@ func (s *Scanner) lateBuckets(ctx context.Context, series string, span tiers.Spa
 			return nil, context.Cause(ctx)
 		}
 	}
-	if !b.ok || b.err != nil || span.From < b.span.From || span.To > b.span.To {
+	if b.err != nil || span.From < b.span.From || span.To > b.span.To {
 		return s.store.LateBuckets(ctx, series, span)
 	}
 	var out []tiers.LateBucket

@@ -14,14 +14,16 @@ import (
 )
 
 // lateStore is a late index of marks by series that counts its reads,
-// one series at a time and many at once.
+// one series at a time and (batchStore) many at once.
 type lateStore struct {
 	tiers.PartitionReader
 	marks      map[string][]tiers.LateBucket
-	batchable  bool
 	batchErr   error
 	one, batch atomic.Int64
 }
+
+// batchStore is a lateStore that reads many series at once.
+type batchStore struct{ *lateStore }
 
 func (s *lateStore) MarkLate(context.Context, []tiers.LateMark) error { return nil }
 
@@ -36,13 +38,10 @@ func (s *lateStore) LateBuckets(_ context.Context, series string, span tiers.Spa
 	return out, nil
 }
 
-func (s *lateStore) LateBucketsOf(ctx context.Context, series []string, span tiers.Span) (map[string][]tiers.LateBucket, bool, error) {
-	if !s.batchable {
-		return nil, false, nil
-	}
+func (s batchStore) LateBucketsOf(ctx context.Context, series []string, span tiers.Span) (map[string][]tiers.LateBucket, error) {
 	s.batch.Add(1)
 	if s.batchErr != nil {
-		return nil, true, s.batchErr
+		return nil, s.batchErr
 	}
 	out := map[string][]tiers.LateBucket{}
 	for _, id := range series {
@@ -52,7 +51,7 @@ func (s *lateStore) LateBucketsOf(ctx context.Context, series []string, span tie
 			out[id] = marks
 		}
 	}
-	return out, true, nil
+	return out, nil
 }
 
 // The scans of one request's series read their late index with one
@@ -88,8 +87,12 @@ func TestLateIndexReadOnceForTheSeriesOfARequest(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			store := &lateStore{marks: marks, batchable: c.batchable, batchErr: c.batchErr}
-			sc := New(store, tiers.DefaultPyramid(), Config{Parallelism: 4, PageSize: 100, Lookahead: 1}, time.Now)
+			store := &lateStore{marks: marks, batchErr: c.batchErr}
+			var scanned Store = store
+			if c.batchable {
+				scanned = batchStore{store}
+			}
+			sc := New(scanned, tiers.DefaultPyramid(), Config{Parallelism: 4, PageSize: 100, Lookahead: 1}, time.Now)
 			ctx := context.Background()
 			if c.batched {
 				ctx = WithLateBatch(ctx, ids)

@@ -584,7 +584,8 @@ func (s *Stream) bulk() (*Run, bool) {
 
 // MergePages merges pages, each in descending order when desc is set and
 // ascending otherwise, into an ascending run; on equal times the later
-// page's row wins. Raw points are held compactly.
+// page's row wins. Raw points are held compactly. The run may hold a
+// page itself, which nobody may change after.
 func MergePages(pages [][]tiers.Row, desc bool) *Run {
 	n, points := 0, true
 	for _, p := range pages {
@@ -604,6 +605,16 @@ func MergePages(pages [][]tiers.Row, desc bool) *Run {
 		if desc {
 			slices.Reverse(run.T)
 			slices.Reverse(run.V)
+		}
+		return run
+	}
+	if nonEmpty := slices.DeleteFunc(slices.Clone(pages), func(p []tiers.Row) bool { return len(p) == 0 }); len(nonEmpty) == 1 && !desc {
+		// One partition's rows, ascending, as a sealed rollup partition
+		// arrives: the run holds the page itself (runs are read only).
+		rows := nonEmpty[0]
+		run := &Run{T: make([]int64, len(rows)), Rows: rows}
+		for i, r := range rows {
+			run.T[i] = r.T
 		}
 		return run
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/tsgate/tsgate/ricecode"
 	"github.com/tsgate/tsgate/tiers"
@@ -181,6 +182,14 @@ func encodeRollupChunk(rows []tiers.Row) ([]byte, error) {
 	return append(b, ex...), nil
 }
 
+// scratch is DecodeRollup's working space for one chunk.
+type scratch struct {
+	times  [MaxSamples]int64
+	floats [MaxSamples]float64
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
 // IsRollup reports whether data is a rollup chunk.
 func IsRollup(data []byte) bool { return len(data) > 0 && data[0] == rollupFormat }
 
@@ -200,8 +209,12 @@ func DecodeRollup(dst []tiers.Row, data []byte, span tiers.Span, oldest int64, e
 	}
 	b = b[k:]
 	n := int(un)
-	// The times, and a column of values at a time.
-	times, floats := make([]int64, n), make([]float64, n)
+	// The times, and a column of values at a time: scratch that a read of
+	// a week of minute rows would otherwise allocate, and clear, for each
+	// of its hundreds of chunks.
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	times, floats := sc.times[:n], sc.floats[:n]
 	// column decodes the next column into floats (and its times into
 	// times when given, else checks that it is indexed by position).
 	column := func(times []int64) error {
@@ -221,6 +234,7 @@ func DecodeRollup(dst []tiers.Row, data []byte, span tiers.Span, oldest int64, e
 	hi, _ := slices.BinarySearch(times, span.To)
 	hi = max(hi, lo)
 	start := len(dst)
+	dst = slices.Grow(dst, hi-lo)
 	for i := lo; i < hi; i++ {
 		c := floats[i]
 		if c < 0 || c >= maxExactInt || c != math.Trunc(c) {

@@ -267,7 +267,7 @@ func MergePoints(chunkPoints, rows []tiers.Row) []tiers.Row {
 // distinct times, whatever the read's order): the union in the read's
 // order (descending when desc is set), pageSize points a page, a row
 // replacing the chunk point of the same time. With no points it returns
-// rows itself.
+// rows itself. Merge takes points over: its pages may be slices of it.
 func Merge(points []tiers.Row, rows tiers.RowPages, desc bool, pageSize int) tiers.RowPages {
 	if len(points) == 0 {
 		return rows
@@ -335,6 +335,13 @@ func (m *merged) Next() ([]tiers.Row, error) {
 		}
 		haveRow := m.pos < len(m.page)
 		if !haveRow && len(m.points) == 0 {
+			break
+		}
+		if out == nil && !haveRow && m.rowsDone {
+			// Only chunk points are left, which are the read's own: a
+			// page of them needs no copy.
+			n := min(m.pageSize, len(m.points))
+			out, m.points = m.points[:n:n], m.points[n:]
 			break
 		}
 		if out == nil {

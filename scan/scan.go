@@ -148,7 +148,29 @@ func (s *Scanner) Groups(ctx context.Context, series string, segs []Segment, des
 		}
 	}
 	pageSize := s.cfg.PageSize
+	now := s.now().UnixMilli()
 	return func(yield func(partial.Group) bool) {
+		// Groups of ended rollup buckets wait here until a batch of them
+		// is complete (see tiers.PartitionBatch).
+		var pending []partial.Group
+		flush := func() bool {
+			if len(pending) > 1 {
+				batch := &tiers.PartitionBatch{Buckets: make([]int64, len(pending))}
+				for i, g := range pending {
+					batch.Buckets[i] = g.Bucket.Start
+					for j := range g.Reads {
+						g.Reads[j].Batch = batch
+					}
+				}
+			}
+			for _, g := range pending {
+				if !yield(g) {
+					return false
+				}
+			}
+			pending = pending[:0]
+			return true
+		}
 		for _, seg := range segs {
 			for b := range seg.Layout.Buckets(seg.Span, desc) {
 				gs := b.Span().Intersect(seg.Span)
@@ -174,13 +196,34 @@ func (s *Scanner) Groups(ctx context.Context, series string, segs []Segment, des
 						})
 					}
 				}
-				if !yield(g) {
+				if seg.Tier.Level != tiers.LevelRaw && b.End <= now {
+					// A bucket that has ended is read whole from the store
+					// or not at all (the cache holds it); one that has not
+					// is read on every refresh, and must not take the
+					// others along.
+					if pending = append(pending, g); len(pending) < s.batchBuckets() {
+						continue
+					}
+					if !flush() {
+						return
+					}
+					continue
+				}
+				if !flush() || !yield(g) {
 					return
 				}
+			}
+			if !flush() {
+				return
 			}
 		}
 	}, maxGroup, nil
 }
+
+// batchBuckets is how many ended rollup buckets of a series one batch
+// holds: the partitions a read has in flight, so that the store is not
+// asked for chunks far ahead of the merge.
+func (s *Scanner) batchBuckets() int { return min(s.cfg.Parallelism, 16) }
 
 // Progress says which part of a read must complete whatever its budget
 // (see partial.FetchOptions): the reads of the rest stop when Soft is done.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/tsgate/tsgate/failure"
@@ -110,6 +111,11 @@ type ReadRequest struct {
 	// answer all of them with one query (see BucketReads). Stores that
 	// do not ignore it.
 	Together *BucketReads
+	// Batch, when set, is shared by the reads of one series' partitions
+	// of a rollup table, over consecutive buckets, that a reader makes:
+	// a store may read their sealed form with one query (see
+	// PartitionBatch). Stores that do not ignore it.
+	Batch *PartitionBatch
 }
 
 // BucketReads ties together the reads of one bucket's event-bucket
@@ -121,6 +127,27 @@ type BucketReads struct {
 	// EventBuckets is the bucket's partition count.
 	EventBuckets int
 
+	sharedLoad
+}
+
+// PartitionBatch ties together the reads of one series' partitions of
+// one rollup table, over consecutive buckets, made by one reader, so that
+// a store can read their sealed form with one query made by whichever
+// read asks first: a week of minute rows is then a query a series rather
+// than one a day. The same rule as BucketReads': only reads of one
+// logical read share it.
+type PartitionBatch struct {
+	// Buckets are the starts of the partitions' buckets.
+	Buckets []int64
+
+	sharedLoad
+}
+
+// Has reports whether the partition of bucket is one of the batch's.
+func (b *PartitionBatch) Has(bucket int64) bool { return slices.Contains(b.Buckets, bucket) }
+
+// sharedLoad is the outcome of a load made once for several readers.
+type sharedLoad struct {
 	mu   sync.Mutex
 	done chan struct{}
 	val  any
@@ -129,7 +156,7 @@ type BucketReads struct {
 
 // Do returns what load returns, calling it for the first caller only;
 // the others wait for its outcome, or for their own ctx.
-func (b *BucketReads) Do(ctx context.Context, load func() (any, error)) (any, error) {
+func (b *sharedLoad) Do(ctx context.Context, load func() (any, error)) (any, error) {
 	b.mu.Lock()
 	if b.done == nil {
 		b.done = make(chan struct{})

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/tsgate/tsgate/tiers"
@@ -286,5 +287,123 @@ func (s suite) sealedRollupsEqualBruteForce(t *testing.T) {
 	}
 	if _, err := sealer.SealRollup(ctx(t), tiers.PartitionKey{Table: tiers.TableRaw, Series: s.series("x"), Bucket: 0}, 0); err == nil {
 		t.Fatal("a raw partition was sealed as a rollup partition")
+	}
+}
+
+// The reads of one series' rollup partitions made under one batch
+// (ReadRequest.Batch), which a store may answer with one query, each
+// return what they return alone: whatever each partition holds (nothing,
+// rows, chunks, chunks and rows written after the seal), whichever of
+// them are read, at random spans, orders, page sizes and with or without
+// extras; with the batch listing partitions that are not read, reads of
+// partitions it does not list, and a partition read twice under it.
+func (s suite) rollupPartitionsReadInBatch(t *testing.T) {
+	sealer, ok := s.store.(tiers.Sealer)
+	if !ok {
+		t.Skip("the store does not seal partitions")
+	}
+	r := rand.New(rand.NewPCG(41, 42))
+	kinds := slices.Sorted(maps.Keys(ExtrasData))
+	for _, l := range s.pyramid.Rollups() {
+		tier := s.pyramid.Tier(l)
+		n := 6
+		if tier.Retention > 0 {
+			n = min(n, int(tier.Retention/2/tier.BucketWidth))
+		}
+		if n < 2 {
+			continue
+		}
+		windows := min(200, tier.BucketWidth/tier.Step)
+		last := tiers.AlignDown(now(), tier.BucketWidth) - tier.BucketWidth
+		for round := range 3 {
+			series := s.series(fmt.Sprintf("batch%d.%s", round, tier.Name))
+			keys := make([]tiers.PartitionKey, n)
+			written := make([][]tiers.Row, n)
+			for i := range keys {
+				keys[i] = tiers.PartitionKey{Table: tier.Table, Series: series, Bucket: last - int64(n-1-i)*tier.BucketWidth}
+				held := map[int64]tiers.Row{}
+				write := func() {
+					start := r.Int64N(windows)
+					rows := rowsWithExtras(r, kinds[r.IntN(len(kinds))], keys[i].Bucket+start*tier.Step, tier.Step, int(1+r.Int64N(min(60, windows-start))))
+					for j := range rows {
+						rows[j].X = rows[j].X.Compact(rows[j])
+						held[rows[j].T] = rows[j]
+					}
+					s.write(t, tiers.PartitionWrite{Key: keys[i], Retention: tier.Retention, Rows: rows})
+				}
+				seal := func() {
+					if _, err := sealer.SealRollup(ctx(t), keys[i], tier.Retention); err != nil {
+						t.Fatalf("seal %+v: %v", keys[i], err)
+					}
+				}
+				switch r.IntN(4) {
+				case 1:
+					write()
+				case 2:
+					write()
+					seal()
+				case 3:
+					write()
+					seal()
+					write() // a correction after the seal: a mark on Cassandra
+				}
+				for _, ts := range slices.Sorted(maps.Keys(held)) {
+					written[i] = append(written[i], held[ts])
+				}
+			}
+			for range 6 {
+				batch := &tiers.PartitionBatch{}
+				for _, k := range keys {
+					if r.IntN(5) != 0 {
+						batch.Buckets = append(batch.Buckets, k.Bucket)
+					}
+				}
+				var reads []int
+				for i := range keys {
+					if r.IntN(4) != 0 {
+						reads = append(reads, i)
+					}
+				}
+				if len(reads) > 0 && r.IntN(3) == 0 {
+					reads = append(reads, reads[r.IntN(len(reads))])
+				}
+				reqs := make([]tiers.ReadRequest, len(reads))
+				for j, i := range reads {
+					span := tiers.Span{From: keys[i].Bucket, To: keys[i].Bucket + tier.BucketWidth}
+					if r.IntN(2) == 0 {
+						x, y := keys[i].Bucket-5+r.Int64N(windows*tier.Step+10), keys[i].Bucket-5+r.Int64N(windows*tier.Step+10)
+						span = tiers.Span{From: min(x, y), To: max(x, y) + 1}
+					}
+					reqs[j] = tiers.ReadRequest{Key: keys[i], Span: span, Desc: r.IntN(2) == 0, PageSize: []int{1, 7, 100, 5000}[r.IntN(4)],
+						Extras: r.IntN(2) == 0, End: keys[i].Bucket + tier.BucketWidth, Batch: batch}
+				}
+				got := make([][]tiers.Row, len(reads))
+				errs := make([]error, len(reads))
+				var wg sync.WaitGroup
+				for j := range reads {
+					wg.Go(func() { got[j], _, errs[j] = ReadAll(s.store.Read(ctx(t), reqs[j])) })
+				}
+				wg.Wait()
+				for j, i := range reads {
+					req := reqs[j]
+					if errs[j] != nil {
+						t.Fatalf("%+v in a batch of %v: %v", req.Key, batch.Buckets, errs[j])
+					}
+					want := bruteForce(written[i], req.Span, req.Desc)
+					same := len(got[j]) == len(want)
+					for k := 0; same && k < len(want); k++ {
+						w := want[k]
+						if !req.Extras {
+							w.X = nil
+						}
+						same = tiers.SameRow(got[j][k], w)
+					}
+					if !same {
+						t.Fatalf("%+v (holding %d rows) in a batch of %v, span %+v desc %v page %d extras %v: got %d rows, want %d\n got %v\nwant %v",
+							req.Key, len(written[i]), batch.Buckets, req.Span, req.Desc, req.PageSize, req.Extras, len(got[j]), len(want), head(got[j]), head(want))
+					}
+				}
+			}
+		}
 	}
 }

@@ -63,6 +63,7 @@ func Run(t *testing.T, store tiers.Store, p tiers.Pyramid) {
 	s := suite{store: store, prefix: prefix, pyramid: p}
 	t.Run("ReadEqualsBruteForce", s.readEqualsBruteForce)
 	t.Run("EventBucketsReadTogether", s.eventBucketsReadTogether)
+	t.Run("RollupPartitionsReadInBatch", s.rollupPartitionsReadInBatch)
 	t.Run("Overwrite", s.overwrite)
 	t.Run("ExtrasRoundTrip", s.extrasRoundTrip)
 	t.Run("PartitionsAreIsolated", s.partitionsAreIsolated)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"golang.org/x/sync/errgroup"
@@ -37,6 +38,9 @@ type chunkStmts struct {
 	// read selects the chunks of a partition that start before a time,
 	// its mark among them.
 	read string
+	// readBatch selects every chunk of a series' partitions over a list
+	// of buckets, marks among them, with their buckets (rollup tables).
+	readBatch string
 	// readAll selects every chunk of a partition with its write time, its
 	// mark among them.
 	readAll string
@@ -70,6 +74,7 @@ func newChunkStmts(ks string, t tiers.Table, k kind) *chunkStmts {
 	return &chunkStmts{
 		rollup:       k == kindRollup,
 		read:         fmt.Sprintf("SELECT first, last, retention, sealed_at, data FROM %s.%s WHERE %s AND first < ?", ks, ct, where),
+		readBatch:    fmt.Sprintf("SELECT bucket, first, last, retention, sealed_at, data FROM %s.%s WHERE series = ? AND bucket IN ?", ks, ct),
 		readAll:      fmt.Sprintf("SELECT first, last, retention, data, sealed_at, WRITETIME(data) FROM %s.%s WHERE %s", ks, ct, where),
 		rowsWithTime: fmt.Sprintf("SELECT %s FROM %s.%s WHERE %s", rows, ks, t, where),
 		clear:        fmt.Sprintf("DELETE FROM %s.%s USING TIMESTAMP ? WHERE %s", ks, ct, where),
@@ -99,10 +104,12 @@ func chunkSchema(ks string, t tiers.Tier) string {
 // is set. withRows says whether the partition's rows must be read too:
 // it has no chunks, or rows written since its seal (a mark), or chunks
 // sealed before the store kept marks.
-func (s *Store) readChunks(ctx context.Context, cs *chunkStmts, key tiers.PartitionKey, span tiers.Span, extras bool) (rows []tiers.Row, withRows bool, err error) {
+func (s *Store) readChunks(ctx context.Context, cs *chunkStmts, key tiers.PartitionKey, span tiers.Span, extras bool, batch *tiers.PartitionBatch) (rows []tiers.Row, withRows bool, err error) {
 	var chunks []storedChunk
 	if cs.rollup {
-		chunks, err = s.queryChunks(ctx, cs, key, span.To)
+		if chunks, err = s.batchChunks(ctx, cs, batch, key); err != nil && ctx.Err() == nil {
+			chunks, err = s.queryChunks(ctx, cs, key, span.To)
+		}
 	} else {
 		chunks, err = s.rawChunks(ctx, key, span.To)
 	}
@@ -180,6 +187,69 @@ func (s *Store) queryChunks(ctx context.Context, cs *chunkStmts, key tiers.Parti
 	return chunks, nil
 }
 
+// maxBatchBuckets bounds the buckets of one batched chunk query: an IN
+// list is held by the coordinator for the whole query.
+const maxBatchBuckets = 32
+
+// batchChunks returns the chunks of key's partition, read with those of
+// the other partitions of batch by one query that their reads share: IN
+// over their buckets, every chunk of each (the reads' spans differ, and a
+// read for the cache wants its bucket whole). A week of minute rows of a
+// series is then one request to the node instead of one a day, which on
+// a cold read of many series is most of what the node spends. Each
+// partition's chunks go to one read; a read of a partition the batch does
+// not hold, or holds no longer, or whose query failed, gets an error and
+// reads on its own.
+func (s *Store) batchChunks(ctx context.Context, cs *chunkStmts, batch *tiers.PartitionBatch, key tiers.PartitionKey) ([]storedChunk, error) {
+	if batch == nil || len(batch.Buckets) > maxBatchBuckets || !batch.Has(key.Bucket) {
+		return nil, errNotBatched
+	}
+	v, err := batch.Do(ctx, func() (any, error) {
+		session, err := s.sess()
+		if err != nil {
+			return nil, err
+		}
+		bc := &batchedChunks{series: key.Series, table: key.Table, parts: make(map[int64][]storedChunk, len(batch.Buckets)), taken: map[int64]bool{}}
+		iter := s.read(session.Query(cs.readBatch, key.Series, batch.Buckets)).IterContext(ctx)
+		var bucket int64
+		var c storedChunk
+		for iter.Scan(&bucket, &c.first, &c.last, &c.retention, &c.sealedAt, &c.data) {
+			bc.parts[bucket] = append(bc.parts[bucket], c)
+			c.data = nil // the driver gives each blob a slice of its own
+		}
+		if err := iter.Close(); err != nil {
+			return nil, err
+		}
+		return bc, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	bc := v.(*batchedChunks)
+	bc.mu.Lock()
+	defer bc.mu.Unlock()
+	if bc.series != key.Series || bc.table != key.Table || bc.taken[key.Bucket] {
+		return nil, errNotBatched
+	}
+	bc.taken[key.Bucket] = true
+	// In clustering order within a partition, whatever order the
+	// partitions came in.
+	return bc.parts[key.Bucket], nil
+}
+
+// errNotBatched says a partition read must query its own chunks.
+var errNotBatched = errors.New("cassandra: not the batch's partition")
+
+// batchedChunks are the chunks of a batch's partitions (batchChunks).
+type batchedChunks struct {
+	series string
+	table  tiers.Table
+	parts  map[int64][]storedChunk
+
+	mu    sync.Mutex
+	taken map[int64]bool
+}
+
 // rawChunks reads a raw bucket's chunks for the read of one of its event
 // buckets. The reads of a bucket's event buckets run at once (a merge
 // needs them all) and all want the same chunks: the first one's query
@@ -236,13 +306,13 @@ func (p *sealedPages) Next() ([]tiers.Row, error) {
 		// rather than after them.
 		chunks := make(chan chunkRead, 1)
 		go func() {
-			points, _, err := p.s.readChunks(p.ctx, p.chunks, p.req.Key, p.req.Span, p.req.Extras)
+			points, _, err := p.s.readChunks(p.ctx, p.chunks, p.req.Key, p.req.Span, p.req.Extras, p.req.Batch)
 			chunks <- chunkRead{points: points, err: err}
 		}()
 		first, rowsErr = p.rows.Next()
 		c := <-chunks
 		points, err = c.points, c.err
-	} else if points, withRows, err = p.s.readChunks(p.ctx, p.chunks, p.req.Key, p.req.Span, p.req.Extras); err == nil && withRows {
+	} else if points, withRows, err = p.s.readChunks(p.ctx, p.chunks, p.req.Key, p.req.Span, p.req.Extras, p.req.Batch); err == nil && withRows {
 		first, rowsErr = p.rows.Next()
 	}
 	switch {

@@ -102,9 +102,9 @@ type ReadRequest struct {
 	// it. Ordinary reads leave it unset and pay nothing for them.
 	Extras bool
 	// End, when not 0, is the end of the partition's bucket. A store that
-	// reads a sealed partition's rows only when it must may read those of
-	// a partition that ends after its now at once, beside its chunks,
-	// since no seal has folded them in yet; it changes no answer.
+	// keeps sealed partitions' chunks apart from their rows reads only the
+	// rows of a partition that ends after its now: no seal can have folded
+	// them yet, as with PartitionWrite.Open. It changes no answer.
 	End int64
 	// Together, when set, is shared by the reads of the event-bucket
 	// partitions of one bucket that a reader makes at once: a store may

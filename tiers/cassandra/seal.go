@@ -277,8 +277,8 @@ func (s *Store) rawChunks(ctx context.Context, key tiers.PartitionKey, to int64)
 // it deletes rows, and deletes them only SealedRowsGrace after that,
 // longer than a read lasts, so a read sees every point in its rows or in
 // its chunks. A sealed partition costs one query; one that was never
-// sealed, an empty query before its rows, or beside them when the read
-// knows its bucket ends after now (ReadRequest.End).
+// sealed, an empty query before its rows; one whose bucket the read knows
+// ends after now (ReadRequest.End), its rows alone.
 type sealedPages struct {
 	s      *Store
 	chunks *chunkStmts
@@ -289,30 +289,23 @@ type sealedPages struct {
 	size   int
 }
 
-// chunkRead is the outcome of readChunks.
-type chunkRead struct {
-	points []tiers.Row
-	err    error
-}
-
 func (p *sealedPages) Next() ([]tiers.Row, error) {
 	if p.merged != nil {
 		return p.merged.Next()
 	}
-	var points, first []tiers.Row
-	withRows, err, rowsErr := true, error(nil), tiers.ErrDone
 	if p.req.End > p.s.now().UnixMilli() {
-		// Not sealed yet: its rows are wanted, read beside the chunks
-		// rather than after them.
-		chunks := make(chan chunkRead, 1)
-		go func() {
-			points, _, err := p.s.readChunks(p.ctx, p.chunks, p.req.Key, p.req.Span, p.req.Extras, p.req.Batch)
-			chunks <- chunkRead{points: points, err: err}
-		}()
-		first, rowsErr = p.rows.Next()
-		c := <-chunks
-		points, err = c.points, c.err
-	} else if points, withRows, err = p.s.readChunks(p.ctx, p.chunks, p.req.Key, p.req.Span, p.req.Extras, p.req.Batch); err == nil && withRows {
+		// Not sealed: a seal waits for the bucket's end, its lateness and
+		// the grace that bounds how far writers' clocks lag (the rule
+		// writes rely on too, see tiers.PartitionWrite.Open), so the rows
+		// are all the partition holds. The open buckets of a refreshed
+		// panel cost one query each, not two.
+		p.merged = p.rows
+		return p.merged.Next()
+	}
+	var points, first []tiers.Row
+	rowsErr := tiers.ErrDone
+	points, withRows, err := p.s.readChunks(p.ctx, p.chunks, p.req.Key, p.req.Span, p.req.Extras, p.req.Batch)
+	if err == nil && withRows {
 		first, rowsErr = p.rows.Next()
 	}
 	switch {

@@ -174,9 +174,14 @@ func (p *rowPages) fill() ([]tiers.Row, error) {
 	visited := 0
 	for (p.valid || len(p.points) > 0) && len(page) < size {
 		if !p.valid {
-			// Rows exhausted: the rest is sealed points.
+			// Rows exhausted: the rest is sealed points, the read's own,
+			// handed over without a copy when the page holds nothing else.
 			n := min(size-len(page), len(p.points))
-			page = append(page, p.points[:n]...)
+			if page == nil {
+				page = p.points[:n:n]
+			} else {
+				page = append(page, p.points[:n]...)
+			}
 			p.points = p.points[n:]
 			continue
 		}

@@ -197,3 +197,41 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
+
+// BenchmarkReadSmallPartitions reads what a refreshed panel of 20 series
+// reads from the store each time: the open raw bucket's four event
+// buckets of each series, 90 points each (an hour at 10 s), at the
+// scan's page size.
+func BenchmarkReadSmallPartitions(b *testing.B) {
+	s := benchStore(b, false)
+	ctx := context.Background()
+	t0 := tiers.AlignDown(storetest.Start().UnixMilli(), tiers.Hour)
+	var keys []tiers.PartitionKey
+	for series := range 20 {
+		for eb := range 4 {
+			key := tiers.PartitionKey{Table: tiers.TableRaw, Series: fmt.Sprintf("bench.%02d", series), Bucket: t0, EventBucket: eb}
+			var rows []tiers.Row
+			for j := range 90 {
+				rows = append(rows, tiers.PointRow(t0+int64(j*4+eb)*10_000, float64(j)))
+			}
+			if err := s.Write(ctx, []tiers.PartitionWrite{{Key: key, Retention: tiers.Week, Rows: rows}}); err != nil {
+				b.Fatal(err)
+			}
+			keys = append(keys, key)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		n := 0
+		for _, key := range keys {
+			rows, _, err := storetest.ReadAll(s.Read(ctx, tiers.ReadRequest{Key: key, Span: tiers.Span{From: t0, To: t0 + tiers.Hour}, PageSize: 5000}))
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += len(rows)
+		}
+		if n != 20*4*90 {
+			b.Fatalf("read %d rows, want %d", n, 20*4*90)
+		}
+	}
+}

@@ -15,9 +15,14 @@ const (
 	// defaultPageSize applies to a request without a page size, as the
 	// Cassandra driver's default page size does.
 	defaultPageSize = 5000
-	// maxInitialPage caps the up-front allocation of a page, so that a large
-	// page size on a small partition does not allocate for rows that are not
-	// there; a page that fills up grows by append.
+	// firstPageRows and maxInitialPage cap the up-front allocation of a
+	// partition's first page and of the pages after a full one, so that a
+	// large page size on a small partition does not allocate for rows that
+	// are not there; a page that fills up grows by append. Rows hold a
+	// pointer, so every row allocated is also cleared: the open buckets a
+	// refreshed panel reads hold some tens to hundreds of rows each, and a
+	// first page of 1024 was most of what such a read allocated.
+	firstPageRows  = 128
 	maxInitialPage = 1024
 	// ctxCheckEvery is how many keys a page visits between checks of the
 	// context, so that a page skipping many expired rows still stops soon.
@@ -80,7 +85,10 @@ type rowPages struct {
 	iter *pebble.Iterator
 	// valid says whether iter is positioned on a row not yet returned.
 	valid bool
-	now   int64
+	// pageRows is the capacity a page starts with: firstPageRows, then
+	// maxInitialPage once a page has filled up.
+	pageRows int
+	now      int64
 	// err ends the read: ErrDone, ctx's error, ErrClosed or a read error.
 	err error
 }
@@ -170,6 +178,9 @@ func (p *rowPages) start() error {
 func (p *rowPages) fill() ([]tiers.Row, error) {
 	it := p.iter
 	size := p.req.PageSize
+	if p.pageRows == 0 {
+		p.pageRows = firstPageRows
+	}
 	var page []tiers.Row
 	visited := 0
 	for (p.valid || len(p.points) > 0) && len(page) < size {
@@ -204,7 +215,7 @@ func (p *rowPages) fill() ([]tiers.Row, error) {
 				return nil, fmt.Errorf("embedded: corrupt row %x in %s/%s", key, p.req.Key.Table, p.req.Key.Series)
 			}
 			if page == nil {
-				page = make([]tiers.Row, 0, min(size, maxInitialPage))
+				page = make([]tiers.Row, 0, min(size, p.pageRows))
 			}
 			// Sealed points before the row come first; a row replaces the
 			// sealed point of its time.
@@ -237,6 +248,9 @@ func (p *rowPages) fill() ([]tiers.Row, error) {
 		if err := it.Error(); err != nil {
 			return nil, fmt.Errorf("embedded: read %s/%s: %w", p.req.Key.Table, p.req.Key.Series, err)
 		}
+	}
+	if len(page) == size {
+		p.pageRows = maxInitialPage
 	}
 	return page, nil
 }

@@ -118,7 +118,7 @@ func (m *Many) Each(ctx context.Context, start time.Time, reqs []Request, visit 
 		ids[i] = r.Series
 	}
 	// One read of the late index for the series, not one each.
-	ctx = scan.WithLateBatch(ctx, ids)
+	ctx = scan.WithSeriesReads(scan.WithLateBatch(ctx, ids), ids)
 	sem := make(chan struct{}, m.cfg.Parallelism)
 	for i := range reqs {
 		wg.Go(func() {

@@ -179,11 +179,16 @@ func (s *Scanner) Groups(ctx context.Context, series string, segs []Segment, des
 				if b.EventBuckets > 1 {
 					together = &tiers.BucketReads{EventBuckets: b.EventBuckets}
 				}
+				extras := seg.Extras && seg.Tier.Level != tiers.LevelRaw
+				var shared *tiers.SeriesReads
+				if seg.Tier.Level != tiers.LevelRaw && b.End > now && !desc && !extras {
+					shared = seriesReads(ctx, series, seg.Tier.Table, b.Start)
+				}
 				for eb := range b.EventBuckets {
 					g.Reads = append(g.Reads, tiers.ReadRequest{
 						Key:  tiers.PartitionKey{Table: seg.Tier.Table, Series: series, Bucket: b.Start, EventBucket: eb},
-						Span: gs, Desc: desc, PageSize: pageSize, Extras: seg.Extras && seg.Tier.Level != tiers.LevelRaw, End: b.End,
-						Together: together,
+						Span: gs, Desc: desc, PageSize: pageSize, Extras: extras, End: b.End,
+						Together: together, Across: shared,
 					})
 				}
 				if m, ok := late[b.Start]; ok && seg.Tier.Level == tiers.LevelRaw {

@@ -2,6 +2,7 @@ package scan
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -88,6 +89,80 @@ func TestGroupsBatchEndedRollupBuckets(t *testing.T) {
 				if want := days; int64(len(ended)) != want {
 					t.Fatalf("%d days: %d ended buckets read", days, len(ended))
 				}
+			}
+		}
+	}
+}
+
+// Under WithSeriesReads, the reads of a rollup bucket that has not ended,
+// ascending and without extras, share one tiers.SeriesReads per table and
+// bucket across the request's series; raw buckets, ended buckets,
+// descending reads, reads with extras and series outside the request have
+// none.
+func TestOpenRollupBucketsSharedAcrossSeries(t *testing.T) {
+	p := tiers.DefaultPyramid()
+	minute, hour, raw := p.Tier(1), p.Tier(2), p.Tier(tiers.LevelRaw)
+	now := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
+	sc := New(&lateStore{}, p, Config{Parallelism: 4, PageSize: 100, Lookahead: 1}, func() time.Time { return now })
+	ms := now.UnixMilli()
+	ctx := WithSeriesReads(context.Background(), []string{"a", "b"})
+	type read struct {
+		table  tiers.Table
+		bucket int64
+		ended  bool
+		across *tiers.SeriesReads
+	}
+	reads := func(series string, desc, extras bool) []read {
+		segs := []Segment{
+			{Span: tiers.Span{From: ms - 40*tiers.Day, To: ms - 2*tiers.Day}, Tier: hour, Layout: hour.DefaultLayout(), Extras: extras},
+			{Span: tiers.Span{From: ms - 2*tiers.Day, To: ms - tiers.Hour}, Tier: minute, Layout: minute.DefaultLayout(), Extras: extras},
+			{Span: tiers.Span{From: ms - tiers.Hour, To: ms}, Tier: raw, Layout: raw.DefaultLayout()},
+		}
+		if desc {
+			slices.Reverse(segs)
+		}
+		groups, _, err := sc.Groups(ctx, series, segs, desc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []read
+		for g := range groups {
+			for _, r := range g.Reads {
+				out = append(out, read{r.Key.Table, r.Key.Bucket, g.Bucket.End <= ms, r.Across})
+			}
+		}
+		return out
+	}
+	a, b := reads("a", false, false), reads("b", false, false)
+	if len(a) != len(b) {
+		t.Fatalf("%d and %d reads", len(a), len(b))
+	}
+	shared := 0
+	for i := range a {
+		open := a[i].table != raw.Table && !a[i].ended
+		switch {
+		case open && (a[i].across == nil || a[i].across != b[i].across):
+			t.Fatalf("%s bucket %d: reads of a and b share %p and %p", a[i].table, a[i].bucket, a[i].across, b[i].across)
+		case open && !slices.Equal(a[i].across.Series, []string{"a", "b"}):
+			t.Fatalf("%s bucket %d: shared by %v", a[i].table, a[i].bucket, a[i].across.Series)
+		case !open && (a[i].across != nil || b[i].across != nil):
+			t.Fatalf("%s bucket %d (ended %v): shared", a[i].table, a[i].bucket, a[i].ended)
+		case open:
+			shared++
+			for j := range i {
+				if a[j].across == a[i].across {
+					t.Fatalf("%s bucket %d shares the reads of %s bucket %d", a[i].table, a[i].bucket, a[j].table, a[j].bucket)
+				}
+			}
+		}
+	}
+	if shared != 2 {
+		t.Fatalf("%d open rollup buckets shared, want the hour's and the minute's", shared)
+	}
+	for _, c := range [][]read{reads("a", true, false), reads("a", false, true), reads("c", false, false)} {
+		for _, r := range c {
+			if r.across != nil {
+				t.Fatalf("%s bucket %d: shared", r.table, r.bucket)
 			}
 		}
 	}

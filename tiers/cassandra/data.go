@@ -219,6 +219,9 @@ func (s *Store) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPages 
 	if t.kind == kindRaw && !req.Desc && req.Together != nil && req.Together.EventBuckets > 1 {
 		p.together, p.span, p.cql = req.Together, req.Span, cql
 	}
+	if t.kind == kindRollup && !req.Desc && !req.Extras && req.Across != nil && len(req.Across.Series) <= maxSeriesPages && slices.Contains(req.Across.Series, req.Key.Series) {
+		p.across, p.span, p.cql = req.Across, req.Span, cql
+	}
 	if t.chunks != nil {
 		return &sealedPages{s: s, chunks: t.chunks, ctx: ctx, req: req, rows: p, size: p.pageSize}
 	}
@@ -279,6 +282,70 @@ func (s *Store) firstPages(ctx context.Context, together *tiers.BucketReads, key
 	return fp.parts[key.EventBucket], nil
 }
 
+// maxSeriesPages bounds the series of one seriesPages query: an IN list
+// is held by the coordinator for the whole query.
+const maxSeriesPages = 100
+
+// seriesPages returns the first page of rows (at most pageSize,
+// ascending from span.From) of key's rollup partition, read for the
+// request's series by one query that their reads of the bucket share
+// (across): IN over the series, at most pageSize rows of each. A refresh
+// of a panel of many series reads the partition of the bucket that has
+// not ended for every one of them each time; one request rather than one
+// a series is most of what the node then spends. Each series' page goes
+// to one read; a read that finds its page taken, a table, bucket, span or
+// page size other than the shared query's, or the query failed, gets an
+// error and reads on its own.
+func (s *Store) seriesPages(ctx context.Context, across *tiers.SeriesReads, key tiers.PartitionKey, span tiers.Span, pageSize int) ([]tiers.Row, error) {
+	t, err := s.table(key)
+	if err != nil {
+		return nil, err
+	}
+	v, err := across.Do(ctx, func() (any, error) {
+		session, err := s.sess()
+		if err != nil {
+			return nil, err
+		}
+		sp := &sharedSeriesPages{table: key.Table, bucket: key.Bucket, span: span, pageSize: pageSize,
+			parts: make(map[string][]tiers.Row, len(across.Series)), taken: map[string]bool{}}
+		q := s.read(session.Query(t.seriesPages, across.Series, key.Bucket, span.From, span.To, pageSize))
+		iter := q.PageSize(min(len(across.Series)*pageSize, 10000)).IterContext(ctx)
+		var series string
+		var r tiers.Row
+		for iter.Scan(&series, &r.T, &r.Min, &r.Max, &r.Sum, &r.Count) {
+			sp.parts[series] = append(sp.parts[series], r)
+		}
+		if err := iter.Close(); err != nil {
+			return nil, err
+		}
+		return sp, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sp := v.(*sharedSeriesPages)
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.table != key.Table || sp.bucket != key.Bucket || sp.span != span || sp.pageSize != pageSize || sp.taken[key.Series] {
+		return nil, errors.New("cassandra: not the shared read's partition")
+	}
+	sp.taken[key.Series] = true
+	return sp.parts[key.Series], nil
+}
+
+// sharedSeriesPages are the first pages of one bucket's partition of a
+// rollup table for many series, read together (seriesPages).
+type sharedSeriesPages struct {
+	table    tiers.Table
+	bucket   int64
+	span     tiers.Span
+	pageSize int
+	parts    map[string][]tiers.Row
+
+	mu    sync.Mutex
+	taken map[string]bool
+}
+
 // sharedPages are the first pages of a bucket's event buckets, read
 // together (firstPages).
 type sharedPages struct {
@@ -310,8 +377,11 @@ type rowPages struct {
 	// bucket's other event buckets (see firstPages); span and cql are
 	// this read's, to go on after a full first page.
 	together *tiers.BucketReads
-	span     tiers.Span
-	cql      string
+	// across, until the first Next, is shared with the reads of the
+	// bucket's partition for the request's other series (seriesPages).
+	across *tiers.SeriesReads
+	span   tiers.Span
+	cql    string
 }
 
 func (p *rowPages) Next() ([]tiers.Row, error) {
@@ -325,7 +395,7 @@ func (p *rowPages) Next() ([]tiers.Row, error) {
 		p.fail(err)
 		return nil, p.err
 	}
-	if p.together != nil {
+	if p.together != nil || p.across != nil {
 		if page, ok := p.sharedFirstPage(); ok {
 			return page, nil
 		}
@@ -406,16 +476,23 @@ func (p *rowPages) Next() ([]tiers.Row, error) {
 	return rows, nil
 }
 
-// sharedFirstPage returns this event bucket's first page from the query
-// its bucket's reads share (firstPages). When that page is short, the
+// sharedFirstPage returns this partition's first page from the query
+// its bucket's reads share (firstPages, or seriesPages for a rollup
+// bucket's partitions of a request's series). When that page is short, the
 // partition is done; when full, the read goes on with a query of its
 // own from after its last row. It reports false when there is no page to
 // return: the partition is done (finished), or the shared query failed
 // and the read asks on its own.
 func (p *rowPages) sharedFirstPage() ([]tiers.Row, bool) {
-	together := p.together
-	p.together = nil
-	rows, err := p.store.firstPages(p.ctx, together, p.key, p.span, p.pageSize)
+	together, across := p.together, p.across
+	p.together, p.across = nil, nil
+	var rows []tiers.Row
+	var err error
+	if together != nil {
+		rows, err = p.store.firstPages(p.ctx, together, p.key, p.span, p.pageSize)
+	} else {
+		rows, err = p.store.seriesPages(p.ctx, across, p.key, p.span, p.pageSize)
+	}
 	if err != nil {
 		return nil, false
 	}
@@ -428,7 +505,11 @@ func (p *rowPages) sharedFirstPage() ([]tiers.Row, bool) {
 		return nil, false
 	}
 	p.started = true
-	args := append(p.store.tables[tiers.TableRaw].partitionArgs(p.key, 2), rows[len(rows)-1].T+1, p.span.To)
+	t, err := p.store.table(p.key)
+	if err != nil {
+		return nil, false
+	}
+	args := append(t.partitionArgs(p.key, 2), rows[len(rows)-1].T+1, p.span.To)
 	p.query = p.store.read(session.Query(p.cql, args...).PageSize(p.pageSize))
 	return rows, true
 }

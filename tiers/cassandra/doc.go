@@ -112,12 +112,14 @@
 // Every statement is prepared (the driver prepares and caches them) and
 // names its whole partition key with bind markers, so the token-aware
 // policy sends it to a replica. A read is one partition, paged by the
-// driver with the caller's page size (capped by Config.PageSize). Four
+// driver with the caller's page size (capped by Config.PageSize). Five
 // reads are IN over partitions, each bounded: the first page of each
 // event bucket of one raw bucket, asked by the reads of the bucket that
 // one reader makes together (tiers.BucketReads); the chunks of one
 // series' sealed rollup partitions over up to maxBatchBuckets ended
-// buckets, asked by the reads of one reader (tiers.PartitionBatch); a
+// buckets, asked by the reads of one reader (tiers.PartitionBatch); the
+// first page of one rollup bucket's partition for up to maxSeriesPages
+// series of one request (tiers.SeriesReads); a
 // label index entry's shards; and the late index of up to 100 series of
 // one request (LateBucketsOf). Writes are UNLOGGED batches of one partition each, at
 // most Config.MaxBatchRows statements, Config.WriteParallelism at once;

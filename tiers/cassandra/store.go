@@ -85,6 +85,9 @@ type tableStmts struct {
 	// firstPages reads the first page of each of a raw bucket's event
 	// buckets (Store.firstPages).
 	firstPages string
+	// seriesPages reads the first page of one bucket's partition of a
+	// rollup table for many series (Store.seriesPages).
+	seriesPages string
 }
 
 // stmts are the statements of the other tables.
@@ -137,6 +140,9 @@ func newTableStmts(ks string, name tiers.Table, k kind) *tableStmts {
 	}
 	if k != kindLate {
 		t.chunks = newChunkStmts(ks, name, k)
+	}
+	if k == kindRollup {
+		t.seriesPages = fmt.Sprintf("SELECT series, t, min, max, sum, count FROM %s.%s WHERE series IN ? AND bucket = ? AND t >= ? AND t < ? PER PARTITION LIMIT ?", ks, name)
 	}
 	if k == kindRaw {
 		t.firstPages = fmt.Sprintf("SELECT eb, t, v FROM %s.%s WHERE series = ? AND bucket = ? AND eb IN ? AND t >= ? AND t < ? PER PARTITION LIMIT ?", ks, name)

@@ -181,8 +181,8 @@ func (s *Scanner) Groups(ctx context.Context, series string, segs []Segment, des
 				}
 				extras := seg.Extras && seg.Tier.Level != tiers.LevelRaw
 				var shared *tiers.SeriesReads
-				if seg.Tier.Level != tiers.LevelRaw && b.End > now && !desc && !extras {
-					shared = seriesReads(ctx, series, seg.Tier.Table, b.Start)
+				if b.End > now && !desc && !extras {
+					shared = seriesReads(ctx, series, seg.Tier.Table, b.Start, b.EventBuckets)
 				}
 				for eb := range b.EventBuckets {
 					g.Reads = append(g.Reads, tiers.ReadRequest{

@@ -94,23 +94,24 @@ func TestGroupsBatchEndedRollupBuckets(t *testing.T) {
 	}
 }
 
-// Under WithSeriesReads, the reads of a rollup bucket that has not ended,
+// Under WithSeriesReads, the reads of a bucket that has not ended,
 // ascending and without extras, share one tiers.SeriesReads per table and
-// bucket across the request's series; raw buckets, ended buckets,
-// descending reads, reads with extras and series outside the request have
-// none.
-func TestOpenRollupBucketsSharedAcrossSeries(t *testing.T) {
+// bucket across the request's series, which knows the bucket's event
+// buckets; ended buckets, descending reads, reads with extras and series
+// outside the request have none.
+func TestOpenBucketsSharedAcrossSeries(t *testing.T) {
 	p := tiers.DefaultPyramid()
 	minute, hour, raw := p.Tier(1), p.Tier(2), p.Tier(tiers.LevelRaw)
-	now := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
+	now := time.Date(2026, 11, 29, 6, 20, 0, 0, time.UTC)
 	sc := New(&lateStore{}, p, Config{Parallelism: 4, PageSize: 100, Lookahead: 1}, func() time.Time { return now })
 	ms := now.UnixMilli()
 	ctx := WithSeriesReads(context.Background(), []string{"a", "b"})
 	type read struct {
-		table  tiers.Table
-		bucket int64
-		ended  bool
-		across *tiers.SeriesReads
+		table        tiers.Table
+		bucket       int64
+		ended        bool
+		eventBuckets int
+		across       *tiers.SeriesReads
 	}
 	reads := func(series string, desc, extras bool) []read {
 		segs := []Segment{
@@ -128,7 +129,7 @@ func TestOpenRollupBucketsSharedAcrossSeries(t *testing.T) {
 		var out []read
 		for g := range groups {
 			for _, r := range g.Reads {
-				out = append(out, read{r.Key.Table, r.Key.Bucket, g.Bucket.End <= ms, r.Across})
+				out = append(out, read{r.Key.Table, r.Key.Bucket, g.Bucket.End <= ms, g.Bucket.EventBuckets, r.Across})
 			}
 		}
 		return out
@@ -139,29 +140,29 @@ func TestOpenRollupBucketsSharedAcrossSeries(t *testing.T) {
 	}
 	shared := 0
 	for i := range a {
-		open := a[i].table != raw.Table && !a[i].ended
+		open := !a[i].ended
 		switch {
 		case open && (a[i].across == nil || a[i].across != b[i].across):
 			t.Fatalf("%s bucket %d: reads of a and b share %p and %p", a[i].table, a[i].bucket, a[i].across, b[i].across)
-		case open && !slices.Equal(a[i].across.Series, []string{"a", "b"}):
-			t.Fatalf("%s bucket %d: shared by %v", a[i].table, a[i].bucket, a[i].across.Series)
+		case open && (!slices.Equal(a[i].across.Series, []string{"a", "b"}) || a[i].across.EventBuckets != a[i].eventBuckets):
+			t.Fatalf("%s bucket %d of %d event buckets: shared by %v over %d", a[i].table, a[i].bucket, a[i].eventBuckets, a[i].across.Series, a[i].across.EventBuckets)
 		case !open && (a[i].across != nil || b[i].across != nil):
 			t.Fatalf("%s bucket %d (ended %v): shared", a[i].table, a[i].bucket, a[i].ended)
 		case open:
 			shared++
 			for j := range i {
-				if a[j].across == a[i].across {
+				if a[j].across == a[i].across && a[j].bucket != a[i].bucket {
 					t.Fatalf("%s bucket %d shares the reads of %s bucket %d", a[i].table, a[i].bucket, a[j].table, a[j].bucket)
 				}
 			}
 		}
 	}
-	if shared != 2 {
-		t.Fatalf("%d open rollup buckets shared, want the hour's and the minute's", shared)
+	if shared != 2+raw.EventBuckets {
+		t.Fatalf("%d reads of open buckets shared, want the hour's, the minute's and the raw bucket's %d", shared, raw.EventBuckets)
 	}
-	for _, c := range [][]read{reads("a", true, false), reads("a", false, true), reads("c", false, false)} {
+	for k, c := range [][]read{reads("a", true, false), reads("a", false, true), reads("c", false, false)} {
 		for _, r := range c {
-			if r.across != nil {
+			if r.across != nil && (k != 1 || r.table != raw.Table) { // raw reads have no extras
 				t.Fatalf("%s bucket %d: shared", r.table, r.bucket)
 			}
 		}

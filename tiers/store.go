@@ -116,9 +116,9 @@ type ReadRequest struct {
 	// a store may read their sealed form with one query (see
 	// PartitionBatch). Stores that do not ignore it.
 	Batch *PartitionBatch
-	// Across, when set, is shared by the reads of one rollup bucket's
-	// partition across the series of a request: a store may answer them
-	// with one query (see SeriesReads). Stores that do not ignore it.
+	// Across, when set, is shared by the reads of one bucket's partitions
+	// across the series of a request: a store may answer them with one
+	// query (see SeriesReads). Stores that do not ignore it.
 	Across *SeriesReads
 }
 
@@ -147,15 +147,18 @@ type PartitionBatch struct {
 	sharedLoad
 }
 
-// SeriesReads ties together the reads of one bucket's partition of a
-// rollup table across the series of one request, made by its reads of
-// the bucket that has not ended: a store can answer them with one query
-// made by whichever read asks first, so that a refreshed panel of many
-// series costs a query a table rather than one a series. The same rule
-// as BucketReads': only reads of one logical read share it.
+// SeriesReads ties together the reads of one bucket's partitions of a
+// table across the series of one request, made by its reads of the
+// bucket that has not ended: a store can answer them with one query made
+// by whichever read asks first, so that a refreshed panel of many series
+// costs a query a table rather than one a series. The same rule as
+// BucketReads': only reads of one logical read share it.
 type SeriesReads struct {
 	// Series are the request's series.
 	Series []string
+	// EventBuckets is, for a raw bucket, its partition count, the same
+	// for every series sharing it; 1 for a rollup bucket.
+	EventBuckets int
 
 	sharedLoad
 }

@@ -64,7 +64,7 @@ func Run(t *testing.T, store tiers.Store, p tiers.Pyramid) {
 	t.Run("ReadEqualsBruteForce", s.readEqualsBruteForce)
 	t.Run("EventBucketsReadTogether", s.eventBucketsReadTogether)
 	t.Run("RollupPartitionsReadInBatch", s.rollupPartitionsReadInBatch)
-	t.Run("RollupReadsAcrossSeries", s.rollupReadsAcrossSeries)
+	t.Run("ReadsAcrossSeries", s.readsAcrossSeries)
 	t.Run("Overwrite", s.overwrite)
 	t.Run("ExtrasRoundTrip", s.extrasRoundTrip)
 	t.Run("PartitionsAreIsolated", s.partitionsAreIsolated)
@@ -290,75 +290,95 @@ func (s suite) eventBucketsReadTogether(t *testing.T) {
 	}
 }
 
-// The reads of one rollup bucket's partition for many series made under
-// one SeriesReads (ReadRequest.Across), which a store may answer with one
-// query, each return what they return alone: whatever each partition
-// holds against the page size (nothing, less than a page, a page exactly,
-// several), whichever series are read, with series the reads share that
-// are not read, a read of a series they do not list, reads of other spans
-// and a second read of a series.
-func (s suite) rollupReadsAcrossSeries(t *testing.T) {
+// The reads of one bucket's partitions for many series made under one
+// SeriesReads (ReadRequest.Across), which a store may answer with one
+// query, each return what they return alone, for a rollup bucket and a
+// raw bucket of event buckets: whatever each partition holds against the
+// page size (nothing, less than a page, a page exactly, several),
+// whichever partitions are read, with series the reads share that are
+// not read, a read of a series they do not list, reads of other spans
+// and a second read of a partition.
+func (s suite) readsAcrossSeries(t *testing.T) {
 	r := rand.New(rand.NewPCG(15, 16))
-	tier := s.pyramid.Tier(s.pyramid.Rollups()[0])
-	bucket := tiers.AlignDown(now(), tier.BucketWidth)
-	windows := min(300, tier.BucketWidth/tier.Step)
-	const n = 5
-	for round := range 8 {
-		pageSize := []int{1, 3, 7, 50}[r.IntN(4)]
-		keys := make([]tiers.PartitionKey, n)
-		rows := make([][]tiers.Row, n)
-		for i := range keys {
-			keys[i] = tiers.PartitionKey{Table: tier.Table, Series: s.series(fmt.Sprintf("across%d.%d", round, i)), Bucket: bucket}
-			count := int64([]int{0, pageSize - 1, pageSize, pageSize + 1, 3*pageSize + r.IntN(pageSize+1)}[r.IntN(5)])
-			for w := range min(count, windows) {
-				rows[i] = append(rows[i], tiers.Row{T: bucket + w*tier.Step, Min: float64(w), Max: float64(w) + float64(i), Sum: float64(r.IntN(1000)) / 8, Count: 1 + r.Int64N(9)})
-			}
-			if len(rows[i]) > 0 {
-				s.write(t, tiers.PartitionWrite{Key: keys[i], Retention: tier.Retention, Rows: rows[i]})
-			}
-		}
-		for range 6 {
-			across := &tiers.SeriesReads{}
-			for _, k := range keys[:n-1] {
-				if r.IntN(4) != 0 {
-					across.Series = append(across.Series, k.Series)
+	rollup := s.pyramid.Tier(s.pyramid.Rollups()[0])
+	for _, c := range []struct {
+		table        tiers.Table
+		width, step  int64
+		eventBuckets int
+	}{
+		{rollup.Table, rollup.BucketWidth, rollup.Step, 1},
+		{tiers.TableRaw, tiers.Hour, 10 * tiers.Second, 4},
+	} {
+		bucket := tiers.AlignDown(now(), c.width)
+		windows := min(300, c.width/c.step)
+		const n = 5
+		type partition struct{ series, eb int }
+		for round := range 8 {
+			pageSize := []int{1, 3, 7, 50}[r.IntN(4)]
+			keys := map[partition]tiers.PartitionKey{}
+			rows := map[partition][]tiers.Row{}
+			var all []partition
+			for i := range n {
+				for eb := range c.eventBuckets {
+					p := partition{i, eb}
+					all = append(all, p)
+					keys[p] = tiers.PartitionKey{Table: c.table, Series: s.series(fmt.Sprintf("across%s%d.%d", c.table, round, i)), Bucket: bucket, EventBucket: eb}
+					count := int64([]int{0, pageSize - 1, pageSize, pageSize + 1, 3*pageSize + r.IntN(pageSize+1)}[r.IntN(5)])
+					for w := range min(count, windows) {
+						row := tiers.Row{T: bucket + w*c.step + int64(eb), Min: float64(w), Max: float64(w) + float64(i), Sum: float64(r.IntN(1000)) / 8, Count: 1 + r.Int64N(9)}
+						if c.table == tiers.TableRaw {
+							row = tiers.PointRow(row.T, row.Sum)
+						}
+						rows[p] = append(rows[p], row)
+					}
+					if len(rows[p]) > 0 {
+						s.write(t, tiers.PartitionWrite{Key: keys[p], Retention: 30 * tiers.Day, Rows: rows[p]})
+					}
 				}
 			}
-			var reads []int
-			for i := range keys {
-				if r.IntN(4) != 0 {
-					reads = append(reads, i)
+			for range 6 {
+				across := &tiers.SeriesReads{EventBuckets: c.eventBuckets}
+				for i := range n - 1 {
+					if r.IntN(4) != 0 {
+						across.Series = append(across.Series, keys[partition{i, 0}].Series)
+					}
 				}
-			}
-			if len(reads) > 0 && r.IntN(3) == 0 {
-				reads = append(reads, reads[r.IntN(len(reads))])
-			}
-			shared := tiers.Span{From: bucket, To: bucket + tier.BucketWidth}
-			if r.IntN(2) == 0 {
-				shared = tiers.Span{From: bucket + r.Int64N(3)*tier.Step, To: bucket + (3+r.Int64N(windows))*tier.Step}
-			}
-			reqs := make([]tiers.ReadRequest, len(reads))
-			for j, i := range reads {
-				span := shared
-				if r.IntN(5) == 0 {
-					span.From += tier.Step
+				var reads []partition
+				for _, p := range all {
+					if r.IntN(4) != 0 {
+						reads = append(reads, p)
+					}
 				}
-				reqs[j] = tiers.ReadRequest{Key: keys[i], Span: span, PageSize: pageSize, End: bucket + tier.BucketWidth, Across: across}
-			}
-			got := make([][]tiers.Row, len(reads))
-			errs := make([]error, len(reads))
-			var wg sync.WaitGroup
-			for j := range reads {
-				wg.Go(func() { got[j], _, errs[j] = ReadAll(s.store.Read(ctx(t), reqs[j])) })
-			}
-			wg.Wait()
-			for j, i := range reads {
-				if errs[j] != nil {
-					t.Fatalf("series %d of %v, page %d: %v", i, across.Series, pageSize, errs[j])
+				if len(reads) > 0 && r.IntN(3) == 0 {
+					reads = append(reads, reads[r.IntN(len(reads))])
 				}
-				if want := bruteForce(rows[i], reqs[j].Span, false); !equalRows(got[j], want) {
-					t.Fatalf("series %d (holding %d rows) under %v, span %+v, page %d: got %d rows, want %d\n got %v\nwant %v",
-						i, len(rows[i]), across.Series, reqs[j].Span, pageSize, len(got[j]), len(want), head(got[j]), head(want))
+				shared := tiers.Span{From: bucket, To: bucket + c.width}
+				if r.IntN(2) == 0 {
+					shared = tiers.Span{From: bucket + r.Int64N(3)*c.step, To: bucket + (3+r.Int64N(windows))*c.step}
+				}
+				reqs := make([]tiers.ReadRequest, len(reads))
+				for j, p := range reads {
+					span := shared
+					if r.IntN(5) == 0 {
+						span.From += c.step
+					}
+					reqs[j] = tiers.ReadRequest{Key: keys[p], Span: span, PageSize: pageSize, End: bucket + c.width, Across: across}
+				}
+				got := make([][]tiers.Row, len(reads))
+				errs := make([]error, len(reads))
+				var wg sync.WaitGroup
+				for j := range reads {
+					wg.Go(func() { got[j], _, errs[j] = ReadAll(s.store.Read(ctx(t), reqs[j])) })
+				}
+				wg.Wait()
+				for j, p := range reads {
+					if errs[j] != nil {
+						t.Fatalf("%s: %+v of %v, page %d: %v", c.table, p, across.Series, pageSize, errs[j])
+					}
+					if want := bruteForce(rows[p], reqs[j].Span, false); !equalRows(got[j], want) {
+						t.Fatalf("%s: %+v (holding %d rows) under %v, span %+v, page %d: got %d rows, want %d\n got %v\nwant %v",
+							c.table, p, len(rows[p]), across.Series, reqs[j].Span, pageSize, len(got[j]), len(want), head(got[j]), head(want))
+					}
 				}
 			}
 		}

@@ -219,8 +219,9 @@ func (s *Store) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPages 
 	if t.kind == kindRaw && !req.Desc && req.Together != nil && req.Together.EventBuckets > 1 {
 		p.together, p.span, p.cql = req.Together, req.Span, cql
 	}
-	if t.kind == kindRollup && !req.Desc && !req.Extras && req.Across != nil && len(req.Across.Series) <= maxSeriesPages && slices.Contains(req.Across.Series, req.Key.Series) {
-		p.across, p.span, p.cql = req.Across, req.Span, cql
+	if a := req.Across; a != nil && t.kind != kindLate && !req.Desc && !p.extras && req.Key.EventBucket < a.EventBuckets &&
+		len(a.Series)*a.EventBuckets <= maxSeriesPages && slices.Contains(a.Series, req.Key.Series) {
+		p.across, p.span, p.cql = a, req.Span, cql
 	}
 	if t.chunks != nil {
 		return &sealedPages{s: s, chunks: t.chunks, ctx: ctx, req: req, rows: p, size: p.pageSize}
@@ -282,20 +283,22 @@ func (s *Store) firstPages(ctx context.Context, together *tiers.BucketReads, key
 	return fp.parts[key.EventBucket], nil
 }
 
-// maxSeriesPages bounds the series of one seriesPages query: an IN list
-// is held by the coordinator for the whole query.
-const maxSeriesPages = 100
+// maxSeriesPages bounds the partitions (series times event buckets) of
+// one seriesPages query: an IN list is held by the coordinator for the
+// whole query.
+const maxSeriesPages = 400
 
 // seriesPages returns the first page of rows (at most pageSize,
-// ascending from span.From) of key's rollup partition, read for the
-// request's series by one query that their reads of the bucket share
-// (across): IN over the series, at most pageSize rows of each. A refresh
-// of a panel of many series reads the partition of the bucket that has
-// not ended for every one of them each time; one request rather than one
-// a series is most of what the node then spends. Each series' page goes
-// to one read; a read that finds its page taken, a table, bucket, span or
-// page size other than the shared query's, or the query failed, gets an
-// error and reads on its own.
+// ascending from span.From) of key's partition, read for the request's
+// series by one query that their reads of the bucket share (across): IN
+// over the series (and a raw bucket's event buckets), at most pageSize
+// rows of each partition. A refresh of a panel of many series reads the
+// partitions of the buckets that have not ended for every one of them
+// each time; one request a bucket rather than one a series is most of
+// what the node then spends. Each partition's page goes to one read; a
+// read that finds its page taken, a table, bucket, span or page size
+// other than the shared query's, or the query failed, gets an error and
+// reads on its own.
 func (s *Store) seriesPages(ctx context.Context, across *tiers.SeriesReads, key tiers.PartitionKey, span tiers.Span, pageSize int) ([]tiers.Row, error) {
 	t, err := s.table(key)
 	if err != nil {
@@ -306,14 +309,29 @@ func (s *Store) seriesPages(ctx context.Context, across *tiers.SeriesReads, key 
 		if err != nil {
 			return nil, err
 		}
+		n := len(across.Series) * across.EventBuckets
 		sp := &sharedSeriesPages{table: key.Table, bucket: key.Bucket, span: span, pageSize: pageSize,
-			parts: make(map[string][]tiers.Row, len(across.Series)), taken: map[string]bool{}}
-		q := s.read(session.Query(t.seriesPages, across.Series, key.Bucket, span.From, span.To, pageSize))
-		iter := q.PageSize(min(len(across.Series)*pageSize, 10000)).IterContext(ctx)
-		var series string
+			parts: make(map[seriesPartition][]tiers.Row, n), taken: map[seriesPartition]bool{}}
+		args := []any{across.Series, key.Bucket}
+		var p seriesPartition
 		var r tiers.Row
-		for iter.Scan(&series, &r.T, &r.Min, &r.Max, &r.Sum, &r.Count) {
-			sp.parts[series] = append(sp.parts[series], r)
+		var val float64
+		dest := []any{&p.series, &r.T, &r.Min, &r.Max, &r.Sum, &r.Count}
+		if t.kind == kindRaw {
+			ebs := make([]int16, across.EventBuckets)
+			for i := range ebs {
+				ebs[i] = int16(i)
+			}
+			args = append(args, ebs)
+			dest = []any{&p.series, &p.eb, &r.T, &val}
+		}
+		q := s.read(session.Query(t.seriesPages, append(args, span.From, span.To, pageSize)...))
+		iter := q.PageSize(min(n*pageSize, 10000)).IterContext(ctx)
+		for iter.Scan(dest...) {
+			if t.kind == kindRaw {
+				r = tiers.PointRow(r.T, val)
+			}
+			sp.parts[p] = append(sp.parts[p], r)
 		}
 		if err := iter.Close(); err != nil {
 			return nil, err
@@ -326,24 +344,31 @@ func (s *Store) seriesPages(ctx context.Context, across *tiers.SeriesReads, key 
 	sp := v.(*sharedSeriesPages)
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	if sp.table != key.Table || sp.bucket != key.Bucket || sp.span != span || sp.pageSize != pageSize || sp.taken[key.Series] {
+	p := seriesPartition{series: key.Series, eb: int16(key.EventBucket)}
+	if sp.table != key.Table || sp.bucket != key.Bucket || sp.span != span || sp.pageSize != pageSize || sp.taken[p] {
 		return nil, errors.New("cassandra: not the shared read's partition")
 	}
-	sp.taken[key.Series] = true
-	return sp.parts[key.Series], nil
+	sp.taken[p] = true
+	return sp.parts[p], nil
 }
 
-// sharedSeriesPages are the first pages of one bucket's partition of a
-// rollup table for many series, read together (seriesPages).
+// seriesPartition names a partition of a bucket read for many series.
+type seriesPartition struct {
+	series string
+	eb     int16
+}
+
+// sharedSeriesPages are the first pages of one bucket's partitions for
+// many series, read together (seriesPages).
 type sharedSeriesPages struct {
 	table    tiers.Table
 	bucket   int64
 	span     tiers.Span
 	pageSize int
-	parts    map[string][]tiers.Row
+	parts    map[seriesPartition][]tiers.Row
 
 	mu    sync.Mutex
-	taken map[string]bool
+	taken map[seriesPartition]bool
 }
 
 // sharedPages are the first pages of a bucket's event buckets, read
@@ -476,9 +501,9 @@ func (p *rowPages) Next() ([]tiers.Row, error) {
 	return rows, nil
 }
 
-// sharedFirstPage returns this partition's first page from the query
-// its bucket's reads share (firstPages, or seriesPages for a rollup
-// bucket's partitions of a request's series). When that page is short, the
+// sharedFirstPage returns this partition's first page from a query its
+// reads share: the bucket's partitions of the request's series
+// (seriesPages), else the bucket's event buckets (firstPages). When that page is short, the
 // partition is done; when full, the read goes on with a query of its
 // own from after its last row. It reports false when there is no page to
 // return: the partition is done (finished), or the shared query failed
@@ -486,12 +511,13 @@ func (p *rowPages) Next() ([]tiers.Row, error) {
 func (p *rowPages) sharedFirstPage() ([]tiers.Row, bool) {
 	together, across := p.together, p.across
 	p.together, p.across = nil, nil
+	err := errors.New("no shared read")
 	var rows []tiers.Row
-	var err error
-	if together != nil {
-		rows, err = p.store.firstPages(p.ctx, together, p.key, p.span, p.pageSize)
-	} else {
+	if across != nil {
 		rows, err = p.store.seriesPages(p.ctx, across, p.key, p.span, p.pageSize)
+	}
+	if err != nil && together != nil {
+		rows, err = p.store.firstPages(p.ctx, together, p.key, p.span, p.pageSize)
 	}
 	if err != nil {
 		return nil, false

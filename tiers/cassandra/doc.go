@@ -118,8 +118,8 @@
 // one reader makes together (tiers.BucketReads); the chunks of one
 // series' sealed rollup partitions over up to maxBatchBuckets ended
 // buckets, asked by the reads of one reader (tiers.PartitionBatch); the
-// first page of one rollup bucket's partition for up to maxSeriesPages
-// series of one request (tiers.SeriesReads); a
+// first page of one bucket's partitions for the series of one request,
+// up to maxSeriesPages partitions (tiers.SeriesReads); a
 // label index entry's shards; and the late index of up to 100 series of
 // one request (LateBucketsOf). Writes are UNLOGGED batches of one partition each, at
 // most Config.MaxBatchRows statements, Config.WriteParallelism at once;

@@ -85,8 +85,8 @@ type tableStmts struct {
 	// firstPages reads the first page of each of a raw bucket's event
 	// buckets (Store.firstPages).
 	firstPages string
-	// seriesPages reads the first page of one bucket's partition of a
-	// rollup table for many series (Store.seriesPages).
+	// seriesPages reads the first page of one bucket's partitions for
+	// many series (Store.seriesPages).
 	seriesPages string
 }
 
@@ -145,6 +145,7 @@ func newTableStmts(ks string, name tiers.Table, k kind) *tableStmts {
 		t.seriesPages = fmt.Sprintf("SELECT series, t, min, max, sum, count FROM %s.%s WHERE series IN ? AND bucket = ? AND t >= ? AND t < ? PER PARTITION LIMIT ?", ks, name)
 	}
 	if k == kindRaw {
+		t.seriesPages = fmt.Sprintf("SELECT series, eb, t, v FROM %s.%s WHERE series IN ? AND bucket = ? AND eb IN ? AND t >= ? AND t < ? PER PARTITION LIMIT ?", ks, name)
 		t.firstPages = fmt.Sprintf("SELECT eb, t, v FROM %s.%s WHERE series = ? AND bucket = ? AND eb IN ? AND t >= ? AND t < ? PER PARTITION LIMIT ?", ks, name)
 	}
 	return t

@@ -147,6 +147,9 @@ type PartitionBatch struct {
 	sharedLoad
 }
 
+// Has reports whether the partition of bucket is one of the batch's.
+func (b *PartitionBatch) Has(bucket int64) bool { return slices.Contains(b.Buckets, bucket) }
+
 // SeriesReads ties together the reads of one bucket's partitions of a
 // table across the series of one request, made by its reads of the
 // bucket that has not ended: a store can answer them with one query made
@@ -162,9 +165,6 @@ type SeriesReads struct {
 
 	sharedLoad
 }
-
-// Has reports whether the partition of bucket is one of the batch's.
-func (b *PartitionBatch) Has(bucket int64) bool { return slices.Contains(b.Buckets, bucket) }
 
 // sharedLoad is the outcome of a load made once for several readers.
 type sharedLoad struct {

@@ -297,7 +297,8 @@ func (s suite) eventBucketsReadTogether(t *testing.T) {
 // page size (nothing, less than a page, a page exactly, several),
 // whichever partitions are read, with series the reads share that are
 // not read, a read of a series they do not list, reads of other spans
-// and a second read of a partition.
+// and a second read of a partition; and reads shared by a hundred series,
+// too many for a store to hold a whole page of each.
 func (s suite) readsAcrossSeries(t *testing.T) {
 	r := rand.New(rand.NewPCG(15, 16))
 	rollup := s.pyramid.Tier(s.pyramid.Rollups()[0])
@@ -381,6 +382,38 @@ func (s suite) readsAcrossSeries(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+	// A hundred series of four event buckets, three of them holding more
+	// rows than a four-hundredth of what a store may hold for such a
+	// read, read at the scan's page size.
+	bucket := tiers.AlignDown(now(), tiers.Hour)
+	across := &tiers.SeriesReads{EventBuckets: 4}
+	for i := range 100 {
+		across.Series = append(across.Series, s.series(fmt.Sprintf("acrosswide.%02d", i)))
+	}
+	wide := make([][]tiers.Row, 4)
+	reqs := make([]tiers.ReadRequest, 4)
+	for i := range wide {
+		key := tiers.PartitionKey{Table: tiers.TableRaw, Series: across.Series[i*7], Bucket: bucket, EventBucket: i}
+		for j := range []int{450, 700, 1200, 0}[i] {
+			wide[i] = append(wide[i], tiers.PointRow(bucket+int64(j)*tiers.Second, float64(j*i)))
+		}
+		if len(wide[i]) > 0 {
+			s.write(t, tiers.PartitionWrite{Key: key, Retention: 30 * tiers.Day, Rows: wide[i]})
+		}
+		reqs[i] = tiers.ReadRequest{Key: key, Span: tiers.Span{From: bucket, To: bucket + tiers.Hour}, PageSize: 5000, End: bucket + tiers.Hour, Across: across}
+	}
+	got := make([][]tiers.Row, len(reqs))
+	errs := make([]error, len(reqs))
+	var wg sync.WaitGroup
+	for i := range reqs {
+		wg.Go(func() { got[i], _, errs[i] = ReadAll(s.store.Read(ctx(t), reqs[i])) })
+	}
+	wg.Wait()
+	for i := range reqs {
+		if errs[i] != nil || !equalRows(got[i], wide[i]) {
+			t.Fatalf("a read shared by 100 series, partition holding %d rows: got %d rows, %v", len(wide[i]), len(got[i]), errs[i])
 		}
 	}
 }

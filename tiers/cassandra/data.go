@@ -285,24 +285,30 @@ func (s *Store) firstPages(ctx context.Context, together *tiers.BucketReads, key
 
 // maxSeriesPages bounds the partitions (series times event buckets) of
 // one seriesPages query: an IN list is held by the coordinator for the
-// whole query.
-const maxSeriesPages = 400
+// whole query. maxSeriesRows bounds the rows it holds for its reads, some
+// 10 MB: the rows each partition gets are cut to fit, and a read whose
+// partition filled its share goes on alone.
+const (
+	maxSeriesPages = 400
+	maxSeriesRows  = 200_000
+)
 
-// seriesPages returns the first page of rows (at most pageSize,
-// ascending from span.From) of key's partition, read for the request's
-// series by one query that their reads of the bucket share (across): IN
-// over the series (and a raw bucket's event buckets), at most pageSize
-// rows of each partition. A refresh of a panel of many series reads the
-// partitions of the buckets that have not ended for every one of them
+// seriesPages returns the first page of rows (ascending from span.From)
+// of key's partition, read for the request's series by one query that
+// their reads of the bucket share (across): IN over the series (and a raw
+// bucket's event buckets), at most pageSize rows of each partition, fewer
+// when that many would not fit in maxSeriesRows; more says the partition
+// may hold more rows in span. A refresh of a panel of many series reads
+// the partitions of the buckets that have not ended for every one of them
 // each time; one request a bucket rather than one a series is most of
 // what the node then spends. Each partition's page goes to one read; a
 // read that finds its page taken, a table, bucket, span or page size
 // other than the shared query's, or the query failed, gets an error and
 // reads on its own.
-func (s *Store) seriesPages(ctx context.Context, across *tiers.SeriesReads, key tiers.PartitionKey, span tiers.Span, pageSize int) ([]tiers.Row, error) {
+func (s *Store) seriesPages(ctx context.Context, across *tiers.SeriesReads, key tiers.PartitionKey, span tiers.Span, pageSize int) (rows []tiers.Row, more bool, err error) {
 	t, err := s.table(key)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	v, err := across.Do(ctx, func() (any, error) {
 		session, err := s.sess()
@@ -310,7 +316,8 @@ func (s *Store) seriesPages(ctx context.Context, across *tiers.SeriesReads, key 
 			return nil, err
 		}
 		n := len(across.Series) * across.EventBuckets
-		sp := &sharedSeriesPages{table: key.Table, bucket: key.Bucket, span: span, pageSize: pageSize,
+		limit := max(1, min(pageSize, maxSeriesRows/n))
+		sp := &sharedSeriesPages{table: key.Table, bucket: key.Bucket, span: span, pageSize: pageSize, limit: limit,
 			parts: make(map[seriesPartition][]tiers.Row, n), taken: map[seriesPartition]bool{}}
 		args := []any{across.Series, key.Bucket}
 		var p seriesPartition
@@ -325,8 +332,8 @@ func (s *Store) seriesPages(ctx context.Context, across *tiers.SeriesReads, key 
 			args = append(args, ebs)
 			dest = []any{&p.series, &p.eb, &r.T, &val}
 		}
-		q := s.read(session.Query(t.seriesPages, append(args, span.From, span.To, pageSize)...))
-		iter := q.PageSize(min(n*pageSize, 10000)).IterContext(ctx)
+		q := s.read(session.Query(t.seriesPages, append(args, span.From, span.To, limit)...))
+		iter := q.PageSize(min(n*limit, 10000)).IterContext(ctx)
 		for iter.Scan(dest...) {
 			if t.kind == kindRaw {
 				r = tiers.PointRow(r.T, val)
@@ -339,17 +346,19 @@ func (s *Store) seriesPages(ctx context.Context, across *tiers.SeriesReads, key 
 		return sp, nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	sp := v.(*sharedSeriesPages)
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	p := seriesPartition{series: key.Series, eb: int16(key.EventBucket)}
 	if sp.table != key.Table || sp.bucket != key.Bucket || sp.span != span || sp.pageSize != pageSize || sp.taken[p] {
-		return nil, errors.New("cassandra: not the shared read's partition")
+		return nil, false, errors.New("cassandra: not the shared read's partition")
 	}
 	sp.taken[p] = true
-	return sp.parts[p], nil
+	rows = sp.parts[p]
+	delete(sp.parts, p) // its reader's now
+	return rows, len(rows) == sp.limit, nil
 }
 
 // seriesPartition names a partition of a bucket read for many series.
@@ -365,6 +374,7 @@ type sharedSeriesPages struct {
 	bucket   int64
 	span     tiers.Span
 	pageSize int
+	limit    int // the rows each partition got at most
 	parts    map[seriesPartition][]tiers.Row
 
 	mu    sync.Mutex
@@ -513,16 +523,18 @@ func (p *rowPages) sharedFirstPage() ([]tiers.Row, bool) {
 	p.together, p.across = nil, nil
 	err := errors.New("no shared read")
 	var rows []tiers.Row
+	var more bool
 	if across != nil {
-		rows, err = p.store.seriesPages(p.ctx, across, p.key, p.span, p.pageSize)
+		rows, more, err = p.store.seriesPages(p.ctx, across, p.key, p.span, p.pageSize)
 	}
 	if err != nil && together != nil {
 		rows, err = p.store.firstPages(p.ctx, together, p.key, p.span, p.pageSize)
+		more = len(rows) == p.pageSize
 	}
 	if err != nil {
 		return nil, false
 	}
-	if len(rows) < p.pageSize {
+	if !more {
 		p.finished = true
 		return rows, len(rows) > 0
 	}

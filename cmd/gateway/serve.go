@@ -120,6 +120,11 @@ func (m Main) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if _, set := m.LookupEnv("GOGC"); !set {
+		// The caches take this much once reads fill them; until then the
+		// collector need not run every few megabytes.
+		defer gateway.HeapFloor(uint64(min(heapFloor, max(0, c.CacheBytes+c.ResultsCacheBytes))))()
+	}
 	opts := gateway.Options{Logger: log, Tokens: tokens, Version: version, Instruments: gateway.NewInstruments(version), Now: m.clock()}
 	open := m.openStore
 	if open == nil {
@@ -136,6 +141,11 @@ func (m Main) serve(ctx context.Context, args []string) error {
 	}()
 	return m.run(ctx, c, store, opts, log)
 }
+
+// heapFloor is the most heap a gateway lets grow before it collects
+// while its live heap is small (gateway.HeapFloor), bounded by its caches'
+// sizes.
+const heapFloor = 64 << 20
 
 // run serves on c.addr over an open store until ctx ends. One server owns
 // the listener from the start and serves through a handoff: the starting

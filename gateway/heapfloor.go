@@ -32,6 +32,9 @@ func HeapFloor(floor uint64) (stop func()) {
 	}
 }
 
+// minHeap is the runtime's minimum heap goal at GOGC=100.
+const minHeap = 4 << 20
+
 type heapFloor struct {
 	floor   uint64
 	base    int
@@ -54,23 +57,29 @@ func (h *heapFloor) arm() {
 // adjust sets GOGC so that the next collection comes at the floor, or at
 // the process's own pacing once that comes later.
 func (h *heapFloor) adjust() {
-	live := liveHeap()
+	live, roots := liveHeap()
 	percent := h.base
 	if live > 0 && live < h.floor/2 {
-		percent = max(h.base, int(min((h.floor-live)*100/live, 100_000)))
+		// The runtime's goal is live + (live + roots) × GOGC/100, and
+		// never under its minimum heap, 4 MiB × GOGC/100: with a GOGC
+		// this large the stacks and globals it scans weigh as much as
+		// the heap, and the minimum alone may pass the floor.
+		percent = max(h.base, int(min((h.floor-live)*100/(live+roots), h.floor*100/minHeap)))
 	}
 	if !h.stopped.Load() {
 		debug.SetGCPercent(percent)
 	}
 }
 
-// liveHeap is the heap the last collection left live, or what the heap
-// holds before the first one.
-func liveHeap() uint64 {
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
+// liveHeap is the heap the last collection left live (or what the heap
+// holds before the first one), and the stacks and globals it scans.
+func liveHeap() (live, roots uint64) {
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
 	metrics.Read(sample)
-	if live := sample[0].Value.Uint64(); live > 0 {
-		return live
+	live = sample[0].Value.Uint64()
+	if live == 0 {
+		live = sample[1].Value.Uint64()
 	}
-	return sample[1].Value.Uint64()
+	return live, sample[2].Value.Uint64() + sample[3].Value.Uint64()
 }

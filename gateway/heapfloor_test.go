@@ -55,8 +55,7 @@ func TestHeapFloorPacesASmallHeap(t *testing.T) {
 		keep = append(keep, make([]byte, 1<<20))
 	}
 	waitPercent(t, "the process's own with a live heap over half the floor", func(p int) bool { return p == base })
-	runtime.KeepAlive(keep)
-	keep = nil
+	runtime.KeepAlive(keep) // and no longer: the heap is small again
 	waitPercent(t, "raised again once the heap is small", func(p int) bool { return p > base })
 	stop()
 	if p := gcPercent(); p != base {

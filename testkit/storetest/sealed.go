@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/tsgate/tsgate/tiers"
@@ -358,15 +357,7 @@ func (s suite) rollupPartitionsReadInBatch(t *testing.T) {
 						batch.Buckets = append(batch.Buckets, k.Bucket)
 					}
 				}
-				var reads []int
-				for i := range keys {
-					if r.IntN(4) != 0 {
-						reads = append(reads, i)
-					}
-				}
-				if len(reads) > 0 && r.IntN(3) == 0 {
-					reads = append(reads, reads[r.IntN(len(reads))])
-				}
+				reads := someOf(r, len(keys))
 				reqs := make([]tiers.ReadRequest, len(reads))
 				for j, i := range reads {
 					span := tiers.Span{From: keys[i].Bucket, To: keys[i].Bucket + tier.BucketWidth}
@@ -377,13 +368,7 @@ func (s suite) rollupPartitionsReadInBatch(t *testing.T) {
 					reqs[j] = tiers.ReadRequest{Key: keys[i], Span: span, Desc: r.IntN(2) == 0, PageSize: []int{1, 7, 100, 5000}[r.IntN(4)],
 						Extras: r.IntN(2) == 0, End: keys[i].Bucket + tier.BucketWidth, Batch: batch}
 				}
-				got := make([][]tiers.Row, len(reads))
-				errs := make([]error, len(reads))
-				var wg sync.WaitGroup
-				for j := range reads {
-					wg.Go(func() { got[j], _, errs[j] = ReadAll(s.store.Read(ctx(t), reqs[j])) })
-				}
-				wg.Wait()
+				got, errs := s.readAtOnce(t, reqs)
 				for j, i := range reads {
 					req := reqs[j]
 					if errs[j] != nil {

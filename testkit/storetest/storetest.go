@@ -254,28 +254,16 @@ func (s suite) eventBucketsReadTogether(t *testing.T) {
 					a, b := base+r.Int64N(tiers.Hour+2), base+r.Int64N(tiers.Hour+2)
 					span = tiers.Span{From: min(a, b), To: max(a, b) + 1}
 				}
-				var ebs []int
-				for eb := range n {
-					if r.IntN(4) != 0 {
-						ebs = append(ebs, eb)
+				ebs := someOf(r, n)
+				together := &tiers.BucketReads{EventBuckets: n}
+				reqs := make([]tiers.ReadRequest, len(ebs))
+				for i, eb := range ebs {
+					reqs[i] = tiers.ReadRequest{
+						Key:  tiers.PartitionKey{Table: tiers.TableRaw, Series: series, Bucket: base, EventBucket: eb},
+						Span: span, PageSize: pageSize, End: base + tiers.Hour, Together: together,
 					}
 				}
-				if len(ebs) > 0 && r.IntN(3) == 0 {
-					ebs = append(ebs, ebs[r.IntN(len(ebs))])
-				}
-				together := &tiers.BucketReads{EventBuckets: n}
-				got := make([][]tiers.Row, len(ebs))
-				errs := make([]error, len(ebs))
-				var wg sync.WaitGroup
-				for i, eb := range ebs {
-					wg.Go(func() {
-						got[i], _, errs[i] = ReadAll(s.store.Read(ctx(t), tiers.ReadRequest{
-							Key:  tiers.PartitionKey{Table: tiers.TableRaw, Series: series, Bucket: base, EventBucket: eb},
-							Span: span, PageSize: pageSize, End: base + tiers.Hour, Together: together,
-						}))
-					})
-				}
-				wg.Wait()
+				got, errs := s.readAtOnce(t, reqs)
 				for i, eb := range ebs {
 					if errs[i] != nil {
 						t.Fatalf("event bucket %d of %v, page %d: %v", eb, ebs, pageSize, errs[i])
@@ -345,13 +333,8 @@ func (s suite) readsAcrossSeries(t *testing.T) {
 					}
 				}
 				var reads []partition
-				for _, p := range all {
-					if r.IntN(4) != 0 {
-						reads = append(reads, p)
-					}
-				}
-				if len(reads) > 0 && r.IntN(3) == 0 {
-					reads = append(reads, reads[r.IntN(len(reads))])
+				for _, i := range someOf(r, len(all)) {
+					reads = append(reads, all[i])
 				}
 				shared := tiers.Span{From: bucket, To: bucket + c.width}
 				if r.IntN(2) == 0 {
@@ -365,13 +348,7 @@ func (s suite) readsAcrossSeries(t *testing.T) {
 					}
 					reqs[j] = tiers.ReadRequest{Key: keys[p], Span: span, PageSize: pageSize, End: bucket + c.width, Across: across}
 				}
-				got := make([][]tiers.Row, len(reads))
-				errs := make([]error, len(reads))
-				var wg sync.WaitGroup
-				for j := range reads {
-					wg.Go(func() { got[j], _, errs[j] = ReadAll(s.store.Read(ctx(t), reqs[j])) })
-				}
-				wg.Wait()
+				got, errs := s.readAtOnce(t, reqs)
 				for j, p := range reads {
 					if errs[j] != nil {
 						t.Fatalf("%s: %+v of %v, page %d: %v", c.table, p, across.Series, pageSize, errs[j])
@@ -404,6 +381,33 @@ func (s suite) readsAcrossSeries(t *testing.T) {
 		}
 		reqs[i] = tiers.ReadRequest{Key: key, Span: tiers.Span{From: bucket, To: bucket + tiers.Hour}, PageSize: 5000, End: bucket + tiers.Hour, Across: across}
 	}
+	got, errs := s.readAtOnce(t, reqs)
+	for i := range reqs {
+		if errs[i] != nil || !equalRows(got[i], wide[i]) {
+			t.Fatalf("a read shared by 100 series, partition holding %d rows: got %d rows, %v", len(wide[i]), len(got[i]), errs[i])
+		}
+	}
+}
+
+// someOf returns some of 0..n-1 in order, each with odds of 3 in 4, and
+// now and then one of them again at the end: reads a store may answer
+// together must also serve a partition read twice.
+func someOf(r *rand.Rand, n int) []int {
+	var out []int
+	for i := range n {
+		if r.IntN(4) != 0 {
+			out = append(out, i)
+		}
+	}
+	if len(out) > 0 && r.IntN(3) == 0 {
+		out = append(out, out[r.IntN(len(out))])
+	}
+	return out
+}
+
+// readAtOnce makes the reads at once, as a scan does, and returns each
+// one's rows and error.
+func (s suite) readAtOnce(t *testing.T, reqs []tiers.ReadRequest) ([][]tiers.Row, []error) {
 	got := make([][]tiers.Row, len(reqs))
 	errs := make([]error, len(reqs))
 	var wg sync.WaitGroup
@@ -411,11 +415,7 @@ func (s suite) readsAcrossSeries(t *testing.T) {
 		wg.Go(func() { got[i], _, errs[i] = ReadAll(s.store.Read(ctx(t), reqs[i])) })
 	}
 	wg.Wait()
-	for i := range reqs {
-		if errs[i] != nil || !equalRows(got[i], wide[i]) {
-			t.Fatalf("a read shared by 100 series, partition holding %d rows: got %d rows, %v", len(wide[i]), len(got[i]), errs[i])
-		}
-	}
+	return got, errs
 }
 
 func equalRows(a, b []tiers.Row) bool {

@@ -219,68 +219,13 @@ func (s *Store) Read(ctx context.Context, req tiers.ReadRequest) tiers.RowPages 
 	if t.kind == kindRaw && !req.Desc && req.Together != nil && req.Together.EventBuckets > 1 {
 		p.together, p.span, p.cql = req.Together, req.Span, cql
 	}
-	if a := req.Across; a != nil && t.kind != kindLate && !req.Desc && !p.extras && req.Key.EventBucket < a.EventBuckets &&
-		len(a.Series)*a.EventBuckets <= maxSeriesPages && slices.Contains(a.Series, req.Key.Series) {
+	if a := req.Across; a != nil && t.kind != kindLate && !req.Desc && !p.extras && len(a.Series)*a.EventBuckets <= maxSeriesPages {
 		p.across, p.span, p.cql = a, req.Span, cql
 	}
 	if t.chunks != nil {
 		return &sealedPages{s: s, chunks: t.chunks, ctx: ctx, req: req, rows: p, size: p.pageSize}
 	}
 	return p
-}
-
-// firstPages returns the first page of rows (at most pageSize, ascending
-// from span.From) of the event bucket of key, read for the whole bucket
-// by one query that the bucket's reads share (together): IN over its
-// event buckets, at most pageSize rows of each. A bucket of four event
-// buckets then costs the node one request rather than four, which on a
-// read of many series' open buckets, where each partition holds a few
-// hundred rows, is most of what the node spends. The coordinator reads
-// each event bucket from its own replicas. Each event bucket's page goes
-// to one read; a read that finds its page taken, a span or page size
-// other than the shared query's, or the query failed, gets an error and
-// reads on its own.
-func (s *Store) firstPages(ctx context.Context, together *tiers.BucketReads, key tiers.PartitionKey, span tiers.Span, pageSize int) ([]tiers.Row, error) {
-	n := together.EventBuckets
-	if key.EventBucket < 0 || key.EventBucket >= n {
-		return nil, fmt.Errorf("cassandra: event bucket %d of a bucket of %d", key.EventBucket, n)
-	}
-	v, err := together.Do(ctx, func() (any, error) {
-		session, err := s.sess()
-		if err != nil {
-			return nil, err
-		}
-		ebs := make([]int16, n)
-		for i := range ebs {
-			ebs[i] = int16(i)
-		}
-		fp := &sharedPages{series: key.Series, bucket: key.Bucket, span: span, pageSize: pageSize, parts: make([][]tiers.Row, n), taken: make([]bool, n)}
-		q := s.read(session.Query(s.tables[tiers.TableRaw].firstPages, key.Series, key.Bucket, ebs, span.From, span.To, pageSize))
-		iter := q.PageSize(min(n*pageSize, 10000)).IterContext(ctx)
-		var eb int16
-		var t int64
-		var val float64
-		for iter.Scan(&eb, &t, &val) {
-			if eb >= 0 && int(eb) < n {
-				fp.parts[eb] = append(fp.parts[eb], tiers.PointRow(t, val))
-			}
-		}
-		if err := iter.Close(); err != nil {
-			return nil, err
-		}
-		return fp, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	fp := v.(*sharedPages)
-	fp.mu.Lock()
-	defer fp.mu.Unlock()
-	if fp.series != key.Series || fp.bucket != key.Bucket || fp.span != span || fp.pageSize != pageSize || fp.taken[key.EventBucket] {
-		return nil, errors.New("cassandra: not the shared read's partition")
-	}
-	fp.taken[key.EventBucket] = true
-	return fp.parts[key.EventBucket], nil
 }
 
 // maxSeriesPages bounds the partitions (series times event buckets) of
@@ -294,38 +239,43 @@ const (
 )
 
 // seriesPages returns the first page of rows (ascending from span.From)
-// of key's partition, read for the request's series by one query that
-// their reads of the bucket share (across): IN over the series (and a raw
-// bucket's event buckets), at most pageSize rows of each partition, fewer
-// when that many would not fit in maxSeriesRows; more says the partition
-// may hold more rows in span. A refresh of a panel of many series reads
-// the partitions of the buckets that have not ended for every one of them
-// each time; one request a bucket rather than one a series is most of
-// what the node then spends. Each partition's page goes to one read; a
+// of key's partition, read by one query that the reads of the bucket
+// share: IN over the series (the request's, or the one series whose
+// event buckets a reader reads together) and a raw bucket's event
+// buckets, at most pageSize rows of each partition, fewer when that many
+// would not fit in maxSeriesRows; more says the partition may hold more
+// rows in span. A bucket of four event buckets then costs the node one
+// request rather than four, and a refresh of a panel of many series, which
+// reads the partitions of the buckets that have not ended for every one
+// of them each time, one request a bucket rather than one a series:
+// most of what the node then spends on such reads. Each partition's page goes to one read; a
 // read that finds its page taken, a table, bucket, span or page size
 // other than the shared query's, or the query failed, gets an error and
 // reads on its own.
-func (s *Store) seriesPages(ctx context.Context, across *tiers.SeriesReads, key tiers.PartitionKey, span tiers.Span, pageSize int) (rows []tiers.Row, more bool, err error) {
+func (s *Store) seriesPages(ctx context.Context, shared sharedRead, key tiers.PartitionKey, span tiers.Span, pageSize int) (rows []tiers.Row, more bool, err error) {
 	t, err := s.table(key)
 	if err != nil {
 		return nil, false, err
 	}
-	v, err := across.Do(ctx, func() (any, error) {
+	if key.EventBucket >= shared.eventBuckets || !slices.Contains(shared.series, key.Series) {
+		return nil, false, errors.New("cassandra: not the shared read's partition")
+	}
+	v, err := shared.load.Do(ctx, func() (any, error) {
 		session, err := s.sess()
 		if err != nil {
 			return nil, err
 		}
-		n := len(across.Series) * across.EventBuckets
+		n := len(shared.series) * shared.eventBuckets
 		limit := max(1, min(pageSize, maxSeriesRows/n))
 		sp := &sharedSeriesPages{table: key.Table, bucket: key.Bucket, span: span, pageSize: pageSize, limit: limit,
 			parts: make(map[seriesPartition][]tiers.Row, n), taken: map[seriesPartition]bool{}}
-		args := []any{across.Series, key.Bucket}
+		args := []any{shared.series, key.Bucket}
 		var p seriesPartition
 		var r tiers.Row
 		var val float64
 		dest := []any{&p.series, &r.T, &r.Min, &r.Max, &r.Sum, &r.Count}
 		if t.kind == kindRaw {
-			ebs := make([]int16, across.EventBuckets)
+			ebs := make([]int16, shared.eventBuckets)
 			for i := range ebs {
 				ebs[i] = int16(i)
 			}
@@ -361,6 +311,17 @@ func (s *Store) seriesPages(ctx context.Context, across *tiers.SeriesReads, key 
 	return rows, len(rows) == sp.limit, nil
 }
 
+// sharedRead is a query that reads of one bucket's partitions share: its
+// load (the reads' tiers.BucketReads or tiers.SeriesReads), its series
+// and the bucket's event buckets.
+type sharedRead struct {
+	load interface {
+		Do(ctx context.Context, load func() (any, error)) (any, error)
+	}
+	series       []string
+	eventBuckets int
+}
+
 // seriesPartition names a partition of a bucket read for many series.
 type seriesPartition struct {
 	series string
@@ -381,19 +342,6 @@ type sharedSeriesPages struct {
 	taken map[seriesPartition]bool
 }
 
-// sharedPages are the first pages of a bucket's event buckets, read
-// together (firstPages).
-type sharedPages struct {
-	series   string
-	bucket   int64
-	span     tiers.Span
-	pageSize int
-	parts    [][]tiers.Row
-
-	mu    sync.Mutex
-	taken []bool
-}
-
 // rowPages turns the driver's iterator into pages of at most pageSize rows.
 type rowPages struct {
 	ctx      context.Context
@@ -409,7 +357,7 @@ type rowPages struct {
 	finished bool
 	err      error // sticky: every Next after a failure returns it
 	// together, until the first Next, is shared with the reads of the
-	// bucket's other event buckets (see firstPages); span and cql are
+	// bucket's other event buckets (see seriesPages); span and cql are
 	// this read's, to go on after a full first page.
 	together *tiers.BucketReads
 	// across, until the first Next, is shared with the reads of the
@@ -512,8 +460,8 @@ func (p *rowPages) Next() ([]tiers.Row, error) {
 }
 
 // sharedFirstPage returns this partition's first page from a query its
-// reads share: the bucket's partitions of the request's series
-// (seriesPages), else the bucket's event buckets (firstPages). When that page is short, the
+// reads share (seriesPages): the bucket's partitions of the request's
+// series, else the bucket's event buckets. When that page is short, the
 // partition is done; when full, the read goes on with a query of its
 // own from after its last row. It reports false when there is no page to
 // return: the partition is done (finished), or the shared query failed
@@ -525,11 +473,10 @@ func (p *rowPages) sharedFirstPage() ([]tiers.Row, bool) {
 	var rows []tiers.Row
 	var more bool
 	if across != nil {
-		rows, more, err = p.store.seriesPages(p.ctx, across, p.key, p.span, p.pageSize)
+		rows, more, err = p.store.seriesPages(p.ctx, sharedRead{across, across.Series, across.EventBuckets}, p.key, p.span, p.pageSize)
 	}
 	if err != nil && together != nil {
-		rows, err = p.store.firstPages(p.ctx, together, p.key, p.span, p.pageSize)
-		more = len(rows) == p.pageSize
+		rows, more, err = p.store.seriesPages(p.ctx, sharedRead{together, []string{p.key.Series}, together.EventBuckets}, p.key, p.span, p.pageSize)
 	}
 	if err != nil {
 		return nil, false

@@ -82,9 +82,6 @@ type tableStmts struct {
 	// chunks are the statements of the table's sealed chunks (raw and
 	// rollup tables).
 	chunks *chunkStmts
-	// firstPages reads the first page of each of a raw bucket's event
-	// buckets (Store.firstPages).
-	firstPages string
 	// seriesPages reads the first page of one bucket's partitions for
 	// many series (Store.seriesPages).
 	seriesPages string
@@ -124,10 +121,9 @@ func newTableStmts(ks string, name tiers.Table, k kind) *tableStmts {
 		sel = "t, min, max, sum, count"
 	}
 	t.insert = fmt.Sprintf("INSERT INTO %s.%s (%s) VALUES (%s) USING TTL ?", ks, name, cols, vals)
-	// One partition per query, never IN over partitions: every partition is
-	// then routed to its own replicas and paged on its own. The one
-	// exception is the first page of a raw bucket's event buckets, read
-	// together (firstPages).
+	// One partition per query: every partition is then routed to its own
+	// replicas and paged on its own. The exceptions are the bounded IN
+	// reads of the package doc (seriesPages and the chunk batches).
 	selectFrom := func(cols string) string {
 		return fmt.Sprintf("SELECT %s FROM %s.%s WHERE %s AND t >= ? AND t < ? ORDER BY t ", cols, ks, name, where)
 	}
@@ -146,7 +142,6 @@ func newTableStmts(ks string, name tiers.Table, k kind) *tableStmts {
 	}
 	if k == kindRaw {
 		t.seriesPages = fmt.Sprintf("SELECT series, eb, t, v FROM %s.%s WHERE series IN ? AND bucket = ? AND eb IN ? AND t >= ? AND t < ? PER PARTITION LIMIT ?", ks, name)
-		t.firstPages = fmt.Sprintf("SELECT eb, t, v FROM %s.%s WHERE series = ? AND bucket = ? AND eb IN ? AND t >= ? AND t < ? PER PARTITION LIMIT ?", ks, name)
 	}
 	return t
 }

@@ -608,10 +608,10 @@ func MergePages(pages [][]tiers.Row, desc bool) *Run {
 		}
 		return run
 	}
-	if nonEmpty := slices.DeleteFunc(slices.Clone(pages), func(p []tiers.Row) bool { return len(p) == 0 }); len(nonEmpty) == 1 && !desc {
+	if only := lonePage(pages); only >= 0 && !desc {
 		// One partition's rows, ascending, as a sealed rollup partition
 		// arrives: the run holds the page itself (runs are read only).
-		rows := nonEmpty[0]
+		rows := pages[only]
 		run := &Run{T: make([]int64, len(rows)), Rows: rows}
 		for i, r := range rows {
 			run.T[i] = r.T
@@ -650,6 +650,22 @@ func MergePages(pages [][]tiers.Row, desc bool) *Run {
 		slices.Reverse(run.Rows)
 	}
 	return run
+}
+
+// lonePage returns the index of the one page that holds rows, or -1 when
+// none or several do.
+func lonePage(pages [][]tiers.Row) int {
+	only := -1
+	for i, p := range pages {
+		if len(p) == 0 {
+			continue
+		}
+		if only >= 0 {
+			return -1
+		}
+		only = i
+	}
+	return only
 }
 
 type loadResult struct {

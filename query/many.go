@@ -117,8 +117,9 @@ func (m *Many) Each(ctx context.Context, start time.Time, reqs []Request, visit 
 	for i, r := range reqs {
 		ids[i] = r.Series
 	}
-	// One read of the late index for the series, not one each.
-	ctx = scan.WithSeriesReads(scan.WithLateBatch(ctx, ids), ids)
+	// One read of the late index and of each open bucket for the series,
+	// not one each.
+	ctx = scan.WithRequestSeries(ctx, ids)
 	sem := make(chan struct{}, m.cfg.Parallelism)
 	for i := range reqs {
 		wg.Go(func() {

@@ -95,7 +95,7 @@ func TestLateIndexReadOnceForTheSeriesOfARequest(t *testing.T) {
 			sc := New(scanned, tiers.DefaultPyramid(), Config{Parallelism: 4, PageSize: 100, Lookahead: 1}, time.Now)
 			ctx := context.Background()
 			if c.batched {
-				ctx = WithLateBatch(ctx, ids)
+				ctx = WithRequestSeries(ctx, ids)
 			}
 			// The last read after the others, so that the batch is read
 			// over the others' span.

@@ -94,7 +94,7 @@ func TestGroupsBatchEndedRollupBuckets(t *testing.T) {
 	}
 }
 
-// Under WithSeriesReads, the reads of a bucket that has not ended,
+// Under WithRequestSeries, the reads of a bucket that has not ended,
 // ascending and without extras, share one tiers.SeriesReads per table and
 // bucket across the request's series, which knows the bucket's event
 // buckets; ended buckets, descending reads, reads with extras and series
@@ -105,7 +105,7 @@ func TestOpenBucketsSharedAcrossSeries(t *testing.T) {
 	now := time.Date(2026, 11, 29, 6, 20, 0, 0, time.UTC)
 	sc := New(&lateStore{}, p, Config{Parallelism: 4, PageSize: 100, Lookahead: 1}, func() time.Time { return now })
 	ms := now.UnixMilli()
-	ctx := WithSeriesReads(context.Background(), []string{"a", "b"})
+	ctx := WithRequestSeries(context.Background(), []string{"a", "b"})
 	type read struct {
 		table        tiers.Table
 		bucket       int64

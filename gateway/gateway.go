@@ -170,7 +170,7 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 	rc.Lateness = cfg.Ingest.Lateness
 	// The worker marks corrected series through the series cache, so that
 	// this gateway's reads key on the new generation at once.
-	g.Rollups = rollup.New(writerStore{store, g.Series}, cfg.Pyramid, cfg.Query.Scan, rc, now, log, rollup.NewMetrics(reg))
+	g.Rollups = rollup.New(writerStore{Store: store, series: g.Series}, cfg.Pyramid, cfg.Query.Scan, rc, now, log, rollup.NewMetrics(reg))
 	// The sealer works on the store itself: sealing is neither a read nor
 	// a write of the paths the wrappers count.
 	if ss, ok := g.Store.(seal.Store); ok {
@@ -227,6 +227,10 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 	}
 	g.Metrics = inst.HTTP
 	g.PromMetrics = promapi.NewMetrics(reg)
+	// The label answers that resolve selectors, held for the series TTL
+	// (other gateways' labels are seen within it); this gateway's label
+	// writes drop them through writerStore.
+	labels := cache.NewLabels(store, cfg.SeriesCacheSize, cfg.SeriesTTL, now)
 	engine := query.New(query.Deps{
 		Store: newEngineStore(reader, store, g.Layouts.Guard(g.Series), buckets), Pyramid: cfg.Pyramid,
 		Watermarks: g.Rollups, Signer: signer, Results: results, Now: now,
@@ -234,9 +238,9 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 	g.Engine = g.Metrics.CountRefusals(query.Observe(engine, g.Metrics.ObserveRead))
 	many := query.DefaultManyConfig()
 	many.MaxResponsePoints = cfg.HTTP.Limits.MaxResponsePoints
-	g.Index = index.New(indexStore{LabelIndex: store, series: g.Series, store: store})
+	g.Index = index.New(indexStore{LabelIndex: labels, series: g.Series, store: store})
 	g.Many = query.NewMany(g.Engine, cfg.Query.Limits, many).WithSelectors(g.Index, signer, cfg.Pyramid, now, cfg.Query.MaxSeriesPerQuery)
-	g.Writer = ingest.NewWriter(writerStore{timedWriter{store, sm}, g.Series}, g.Series, cfg.Pyramid, cfg.Ingest, now)
+	g.Writer = ingest.NewWriter(writerStore{timedWriter{store, sm}, g.Series, labels}, g.Series, cfg.Pyramid, cfg.Ingest, now)
 	g.Writer.RefuseBlocked(g.Layouts.ForWrites())
 	g.Writer.KnowSeries(g.Series)
 	g.Importer = ingest.NewImporter(g.Writer, cfg.Pyramid, g.Rollups, cfg.Import, invalidate)
@@ -284,11 +288,12 @@ func newEngineStore(r tiers.PartitionReader, late lateIndex, series layouts.Guar
 	return cachedStore{s, buckets}
 }
 
-// writerStore writes through the series cache, so that local reads see new
-// series and points at once.
+// writerStore writes through the series cache and the label answers held,
+// so that local reads see new series, points and labels at once.
 type writerStore struct {
 	tiers.Store
 	series *cache.Series
+	labels *cache.Labels // nil: none held
 }
 
 func (w writerStore) NoteSeries(ctx context.Context, spans []tiers.SeriesInfo) error {
@@ -302,7 +307,12 @@ func (w writerStore) MarkRewritten(ctx context.Context, ids []string) error {
 // SetLabels labels a series and drops its cached entry, so that local
 // reads see the labels at once.
 func (w writerStore) SetLabels(ctx context.Context, id string, labels tiers.Labels) error {
-	err := w.Store.SetLabels(ctx, id, labels)
+	var err error
+	if w.labels != nil {
+		err = w.labels.SetLabels(ctx, id, labels)
+	} else {
+		err = w.Store.SetLabels(ctx, id, labels)
+	}
 	w.series.Invalidate(id)
 	return err
 }

@@ -50,6 +50,19 @@ func AppendFloat(b []byte, f float64) []byte {
 	return b
 }
 
+// AppendFloatF writes a finite f as strconv.AppendFloat(b, f, 'f', -1,
+// 64) does — the shortest digits that round-trip, never an exponent, as
+// Prometheus' API writes sample values — by the short-decimal path when
+// it applies.
+func AppendFloatF(b []byte, f float64) []byte {
+	if abs := math.Abs(f); abs < 1e11 && abs >= 1e-4 || f == 0 {
+		if out, ok := appendShortDecimal(b, f); ok {
+			return out
+		}
+	}
+	return strconv.AppendFloat(b, f, 'f', -1, 64)
+}
+
 // appendShortDecimal writes f with at most four decimals when that is its
 // shortest exact form — as sensor values mostly are — without the general
 // shortest-float search. It is exact: for m = round(f·10⁴), float64(m)/10⁴

@@ -50,6 +50,29 @@ func TestEncoderMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
+func TestAppendFloatFMatchesStrconv(t *testing.T) {
+	values := []float64{0, math.Copysign(0, -1), 1, -1, 0.1, 1e-7, 0.0001, 0.00015, 99999999999.9999, 1e11, 1e21, 1e300, -5e-324, 64.078, 2.675, 0.1 + 0.2}
+	r := rand.New(rand.NewPCG(9, 10))
+	for range 200000 {
+		switch r.IntN(3) {
+		case 0:
+			values = append(values, math.Float64frombits(r.Uint64()))
+		case 1:
+			values = append(values, float64(r.Int64N(2e9)-1e9)/[]float64{1, 10, 100, 1000, 10000}[r.IntN(5)])
+		default:
+			values = append(values, (r.Float64()-0.5)*math.Pow(10, float64(r.IntN(30)-10)))
+		}
+	}
+	for _, v := range values {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			continue
+		}
+		if got, want := string(AppendFloatF(nil, v)), strconv.FormatFloat(v, 'f', -1, 64); got != want {
+			t.Fatalf("AppendFloatF(%v) = %s, strconv says %s", v, got, want)
+		}
+	}
+}
+
 func TestScalarText(t *testing.T) {
 	for _, c := range []struct {
 		in   string

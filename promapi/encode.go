@@ -188,7 +188,7 @@ func appendValue(b []byte, v float64) []byte {
 	case math.IsNaN(v):
 		b = append(b, "NaN"...)
 	default:
-		b = strconv.AppendFloat(b, v, 'f', -1, 64)
+		b = jsonenc.AppendFloatF(b, v)
 	}
 	return append(b, '"')
 }

@@ -100,7 +100,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.ResultsCacheBytes, "results-cache-bytes", c.ResultsCacheBytes, "memory for complete windows of answers, which repeated and sliding panels read instead of the store (0 disables)")
 	fs.BoolVar(&c.Pprof, "pprof", c.Pprof, "serve Go's runtime profiles (CPU, heap, goroutines) under /debug/pprof/ for operators")
 	fs.IntVar(&c.SeriesCacheSize, "series-cache-size", c.SeriesCacheSize, "series whose metadata is cached")
-	DurationVar(fs, &c.SeriesTTL, "series-cache-ttl", "how long a series' first/last point, generation and labels, and the series a selector names, are cached (bounds how soon other instances' new series, labels, points and imports of old history are seen)")
+	DurationVar(fs, &c.SeriesTTL, "series-cache-ttl", "how long a series' first/last point, generation, labels and late-index marks, and the series a selector names, are cached (bounds how soon other instances' new series, labels, points, late points and imports are seen)")
 	DurationVar(fs, &c.LayoutTTL, "layout-cache-ttl", "how long a series' partition layout is cached")
 	fs.IntVar(&c.Query.Scan.Parallelism, "read-parallelism", c.Query.Scan.Parallelism, "partitions one request reads at once")
 	fs.IntVar(&c.Query.Scan.PageSize, "read-page-size", c.Query.Scan.PageSize, "rows fetched per store round trip")

@@ -231,8 +231,12 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 	// (other gateways' labels are seen within it); this gateway's label
 	// writes drop them through writerStore.
 	labels := cache.NewLabels(store, cfg.SeriesCacheSize, cfg.SeriesTTL, now)
+	// So are the late-index marks raw reads key their buckets on: this
+	// gateway's late points and imports drop them through writerStore,
+	// other gateways' are seen within the TTL, as their points are.
+	lateMarks := cache.NewLateMarks(store, cfg.SeriesCacheSize, cfg.SeriesTTL, now)
 	engine := query.New(query.Deps{
-		Store: newEngineStore(reader, store, g.Layouts.Guard(g.Series), buckets), Pyramid: cfg.Pyramid,
+		Store: newEngineStore(reader, lateMarks, g.Layouts.Guard(g.Series), buckets), Pyramid: cfg.Pyramid,
 		Watermarks: g.Rollups, Signer: signer, Results: results, Now: now,
 	}, cfg.Query)
 	g.Engine = g.Metrics.CountRefusals(query.Observe(engine, g.Metrics.ObserveRead))
@@ -240,7 +244,7 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 	many.MaxResponsePoints = cfg.HTTP.Limits.MaxResponsePoints
 	g.Index = index.New(indexStore{LabelIndex: labels, series: g.Series, store: store})
 	g.Many = query.NewMany(g.Engine, cfg.Query.Limits, many).WithSelectors(g.Index, signer, cfg.Pyramid, now, cfg.Query.MaxSeriesPerQuery)
-	g.Writer = ingest.NewWriter(writerStore{timedWriter{store, sm}, g.Series, labels}, g.Series, cfg.Pyramid, cfg.Ingest, now)
+	g.Writer = ingest.NewWriter(writerStore{timedWriter{store, sm}, g.Series, labels, lateMarks}, g.Series, cfg.Pyramid, cfg.Ingest, now)
 	g.Writer.RefuseBlocked(g.Layouts.ForWrites())
 	g.Writer.KnowSeries(g.Series)
 	g.Importer = ingest.NewImporter(g.Writer, cfg.Pyramid, g.Rollups, cfg.Import, invalidate)
@@ -288,12 +292,14 @@ func newEngineStore(r tiers.PartitionReader, late lateIndex, series layouts.Guar
 	return cachedStore{s, buckets}
 }
 
-// writerStore writes through the series cache and the label answers held,
-// so that local reads see new series, points and labels at once.
+// writerStore writes through the series cache and the label answers and
+// late marks held, so that local reads see new series, points, labels,
+// late points and imports at once.
 type writerStore struct {
 	tiers.Store
-	series *cache.Series
-	labels *cache.Labels // nil: none held
+	series    *cache.Series
+	labels    *cache.Labels    // nil: none held
+	lateMarks *cache.LateMarks // nil: none held
 }
 
 func (w writerStore) NoteSeries(ctx context.Context, spans []tiers.SeriesInfo) error {
@@ -315,6 +321,14 @@ func (w writerStore) SetLabels(ctx context.Context, id string, labels tiers.Labe
 	}
 	w.series.Invalidate(id)
 	return err
+}
+
+// MarkLate marks late buckets and drops the marks held of their series.
+func (w writerStore) MarkLate(ctx context.Context, marks []tiers.LateMark) error {
+	if w.lateMarks != nil {
+		return w.lateMarks.MarkLate(ctx, marks)
+	}
+	return w.Store.MarkLate(ctx, marks)
 }
 
 // indexStore is what the index reads: the store's label index and

@@ -787,9 +787,10 @@ func (e *Env) readPages(t *testing.T, req query.Request, maxPages int) (items []
 // importsSeen: a gateway caches final raw buckets; another gateway over
 // the same store imports history into those very buckets (older than the
 // lateness window, so straight into the raw partitions, which the first
-// gateway's cache takes as final). The first gateway's next read has the
-// imported points: the import's rewrite marks change the buckets' cache
-// keys, read with the late index every read makes.
+// gateway's cache takes as final). The first gateway's read once its
+// late marks expire (--series-cache-ttl) has the imported points: the
+// import's rewrite marks change the buckets' cache keys. An import
+// through the first gateway itself is in its very next read.
 func importsSeen(t *testing.T, store tiers.Store, base *Env) {
 	ctx := context.Background()
 	reader := NewEnv(t, store, Options{Pyramid: base.Pyramid, Clock: base.Clock, Configure: func(c *gateway.Config) { c.CacheBytes = 64 << 20 }})
@@ -800,7 +801,7 @@ func importsSeen(t *testing.T, store tiers.Store, base *Env) {
 	span := tiers.Span{From: end - 4*width, To: end}
 	truth := Truth{}
 	r := rand.New(rand.NewPCG(51, 52))
-	importSome := func(n int) {
+	importSome := func(through *Env, n int) {
 		t.Helper()
 		// The first and last millisecond of the span, so that no later
 		// import widens the series' span: the reader caches that for
@@ -811,7 +812,7 @@ func importsSeen(t *testing.T, store tiers.Store, base *Env) {
 			ts := span.From + r.Int64N(span.To-span.From)/1000*1000
 			pts = append(pts, ingest.Point{Series: series, T: ts, V: float64(r.IntN(1000))})
 		}
-		res, err := importer.Gateway.Importer.Import(ctx, pts)
+		res, err := through.Gateway.Importer.Import(ctx, pts)
 		if err != nil || res.Raw != n {
 			t.Fatalf("import: %+v, %v", res, err)
 		}
@@ -827,12 +828,15 @@ func importsSeen(t *testing.T, store tiers.Store, base *Env) {
 		}
 		return hits
 	}
-	importSome(200)
+	importSome(importer, 200)
 	hits := int64(0)
 	for round := range 6 {
 		read("first read")
 		hits += read("repeated read")
-		importSome(1 + r.IntN(20))
+		importSome(reader, 1+r.IntN(20))
+		read(fmt.Sprintf("round %d, read after the gateway's own import", round))
+		importSome(importer, 1+r.IntN(20))
+		base.Clock.Advance(reader.Gateway.Config.SeriesTTL + time.Second)
 		read(fmt.Sprintf("round %d, read after another gateway's import", round))
 	}
 	if hits == 0 {

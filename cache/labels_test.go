@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"reflect"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/tsgate/tsgate/cache"
 	"github.com/tsgate/tsgate/tiers"
-	"github.com/tsgate/tsgate/tiers/embedded"
 )
 
 // countedIndex counts the label-index reads that reach the store; hold,
@@ -43,21 +41,6 @@ func (c *countedIndex) LabelValues(ctx context.Context, name string) ([]string, 
 	return c.LabelIndex.LabelValues(ctx, name)
 }
 
-type testClock struct{ t atomic.Int64 }
-
-func (c *testClock) Now() time.Time          { return time.UnixMilli(c.t.Load()) }
-func (c *testClock) Advance(d time.Duration) { c.t.Add(d.Milliseconds()) }
-
-func labelStore(t *testing.T) *embedded.Store {
-	t.Helper()
-	s, err := embedded.OpenInMemory(embedded.Options{SweepInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
-}
-
 // Random label writes, through the cache (this gateway) and around it
 // (another gateway), between reads: every read after a write through the
 // cache, and every read once the TTL has passed since the last write
@@ -65,9 +48,9 @@ func labelStore(t *testing.T) *embedded.Store {
 // cache held, without asking the store.
 func TestLabelsSeeLocalWritesAtOnceAndOthersWithinTheTTL(t *testing.T) {
 	ctx := context.Background()
-	store := labelStore(t)
-	counted := &countedIndex{LabelIndex: store}
 	clock := &testClock{}
+	store := memStore(t, clock)
+	counted := &countedIndex{LabelIndex: store}
 	const ttl = 2 * time.Second
 	held := cache.NewLabels(counted, 100, ttl, clock.Now)
 
@@ -124,46 +107,27 @@ func TestLabelsSeeLocalWritesAtOnceAndOthersWithinTheTTL(t *testing.T) {
 		}
 		return c
 	}
-	lastOther := time.Time{} // the last write around the cache
-	cached := 0
-	for step := range 1000 {
-		switch op := r.IntN(20); {
-		case op < 1:
+	throughAndAround(t, r, clock, ttl, counted.reads.Load,
+		func() {
 			if err := held.SetLabels(ctx, ids[r.IntN(len(ids))], randomLabels()); err != nil {
 				t.Fatal(err)
 			}
-		case op < 3:
+		},
+		func() {
 			if err := store.SetLabels(ctx, ids[r.IntN(len(ids))], randomLabels()); err != nil {
 				t.Fatal(err)
 			}
-			lastOther = clock.Now()
-		case op < 8:
-			clock.Advance(time.Duration(r.IntN(1500)) * time.Millisecond)
-		default:
-			fresh := lastOther.IsZero() || clock.Now().Sub(lastOther) >= ttl
-			before := counted.reads.Load()
-			got, want := ask(held), ask(store)
-			if fresh && !reflect.DeepEqual(got, want) {
-				t.Fatalf("step %d: held answer\n%v\nstore's\n%v", step, got, want)
-			}
-			if counted.reads.Load() == before {
-				cached++
-			}
-		}
-	}
-	if cached == 0 {
-		t.Fatal("no read was answered from what the cache held: the test shows nothing")
-	}
-	t.Logf("%d reads answered without the store", cached)
+		},
+		func() (got, want any, what string) { return ask(held), ask(store), "labels" })
 }
 
 // A posting list read while this gateway labels a series is not held: it
 // may predate the new labels.
 func TestLabelsDropAnAnswerFetchedDuringALocalWrite(t *testing.T) {
 	ctx := context.Background()
-	store := labelStore(t)
-	counted := &countedIndex{LabelIndex: store}
 	clock := &testClock{}
+	store := memStore(t, clock)
+	counted := &countedIndex{LabelIndex: store}
 	held := cache.NewLabels(counted, 100, time.Minute, clock.Now)
 	if err := held.SetLabels(ctx, "a", tiers.Labels{"job": "x"}); err != nil {
 		t.Fatal(err)
@@ -189,9 +153,9 @@ func TestLabelsDropAnAnswerFetchedDuringALocalWrite(t *testing.T) {
 // With a TTL of 0 every read asks the store.
 func TestLabelsWithoutTTLHoldNothing(t *testing.T) {
 	ctx := context.Background()
-	store := labelStore(t)
-	counted := &countedIndex{LabelIndex: store}
 	clock := &testClock{}
+	store := memStore(t, clock)
+	counted := &countedIndex{LabelIndex: store}
 	held := cache.NewLabels(counted, 100, 0, clock.Now)
 	if err := store.SetLabels(ctx, "a", tiers.Labels{"job": "x"}); err != nil {
 		t.Fatal(err)

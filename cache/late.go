@@ -3,10 +3,7 @@ package cache
 import (
 	"context"
 	"slices"
-	"sync"
 	"time"
-
-	lru "github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"github.com/tsgate/tsgate/tiers"
 )
@@ -29,116 +26,84 @@ type LateIndex interface {
 // are. A TTL of 0 holds nothing.
 type LateMarks struct {
 	LateIndex
-	ttl time.Duration
-	now func() time.Time
-
-	mu sync.Mutex
-	// epoch counts the MarkLate calls: marks fetched under an older epoch
-	// may predate one.
-	epoch uint64
-	held  *lru.LRU[string, heldMarks]
+	held *held[string, spanMarks]
 }
 
-type heldMarks struct {
+// spanMarks are a series' marks over a span.
+type spanMarks struct {
 	span  tiers.Span
 	marks []tiers.LateBucket
-	at    time.Time
+}
+
+// in returns a copy of the marks of buckets in span.
+func (m spanMarks) in(span tiers.Span) []tiers.LateBucket {
+	lo := 0
+	for lo < len(m.marks) && m.marks[lo].Bucket < span.From {
+		lo++
+	}
+	hi := lo
+	for hi < len(m.marks) && m.marks[hi].Bucket < span.To {
+		hi++
+	}
+	return slices.Clone(m.marks[lo:hi])
+}
+
+// covering says whether marks held over their span answer a read of span.
+func covering(span tiers.Span) func(spanMarks) bool {
+	return func(m spanMarks) bool { return m.span.From <= span.From && span.To <= m.span.To }
 }
 
 // NewLateMarks holds the marks of up to size series, each for ttl.
 func NewLateMarks(index LateIndex, size int, ttl time.Duration, now func() time.Time) *LateMarks {
-	l := &LateMarks{LateIndex: index, ttl: ttl, now: now}
-	l.held, _ = lru.NewLRU[string, heldMarks](max(1, size), nil)
-	return l
+	return &LateMarks{LateIndex: index, held: newHeld[string, spanMarks](size, ttl, now)}
 }
 
 // MarkLate marks the buckets and drops the marks held of their series.
 func (l *LateMarks) MarkLate(ctx context.Context, marks []tiers.LateMark) error {
 	err := l.LateIndex.MarkLate(ctx, marks)
-	l.mu.Lock()
-	l.epoch++
-	for _, m := range marks {
-		l.held.Remove(m.Series)
+	series := make([]string, len(marks))
+	for i, m := range marks {
+		series[i] = m.Series
 	}
-	l.mu.Unlock()
+	l.held.forget(series...)
 	return err
-}
-
-// lookup returns the marks held of series in span; l.mu is held.
-func (l *LateMarks) lookup(series string, span tiers.Span) ([]tiers.LateBucket, bool) {
-	h, ok := l.held.Get(series)
-	if !ok || l.now().Sub(h.at) >= l.ttl || span.From < h.span.From || span.To > h.span.To {
-		return nil, false
-	}
-	lo := 0
-	for lo < len(h.marks) && h.marks[lo].Bucket < span.From {
-		lo++
-	}
-	hi := lo
-	for hi < len(h.marks) && h.marks[hi].Bucket < span.To {
-		hi++
-	}
-	return slices.Clone(h.marks[lo:hi]), true
 }
 
 // LateBuckets returns the series' marks in span, from those held when
 // they are fresh and cover it.
 func (l *LateMarks) LateBuckets(ctx context.Context, series string, span tiers.Span) ([]tiers.LateBucket, error) {
-	l.mu.Lock()
-	if marks, ok := l.lookup(series, span); ok {
-		l.mu.Unlock()
-		return marks, nil
+	m, err := l.held.one(series, covering(span), func() (spanMarks, error) {
+		marks, err := l.LateIndex.LateBuckets(ctx, series, span)
+		return spanMarks{span, marks}, err
+	})
+	if err != nil {
+		return nil, err
 	}
-	epoch := l.epoch
-	l.mu.Unlock()
-	at := l.now()
-	marks, err := l.LateIndex.LateBuckets(ctx, series, span)
-	if err != nil || l.ttl <= 0 {
-		return marks, err
-	}
-	l.mu.Lock()
-	if epoch == l.epoch {
-		l.held.Add(series, heldMarks{span, slices.Clone(marks), at})
-	}
-	l.mu.Unlock()
-	return marks, nil
+	return m.in(span), nil
 }
 
 // LateBucketsOf returns the marks of the series in span: those held that
 // are fresh and cover it, the others with one batch read.
 func (l *LateMarks) LateBucketsOf(ctx context.Context, series []string, span tiers.Span) (map[string][]tiers.LateBucket, error) {
-	out := make(map[string][]tiers.LateBucket, len(series))
-	var misses []string
-	l.mu.Lock()
-	for _, id := range series {
-		if marks, ok := l.lookup(id, span); ok {
-			if len(marks) > 0 {
-				out[id] = marks
-			}
-			continue
+	got, err := l.held.many(series, covering(span), func(misses []string) (map[string]spanMarks, error) {
+		found, err := l.LateIndex.LateBucketsOf(ctx, misses, span)
+		if err != nil {
+			return nil, err
 		}
-		misses = append(misses, id)
-	}
-	epoch := l.epoch
-	l.mu.Unlock()
-	if len(misses) == 0 {
-		return out, nil
-	}
-	at := l.now()
-	got, err := l.LateIndex.LateBucketsOf(ctx, misses, span)
+		all := make(map[string]spanMarks, len(misses))
+		for _, id := range misses {
+			all[id] = spanMarks{span, found[id]}
+		}
+		return all, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	l.mu.Lock()
-	keep := epoch == l.epoch && l.ttl > 0
-	for _, id := range misses {
-		if marks := got[id]; len(marks) > 0 {
+	out := make(map[string][]tiers.LateBucket, len(got))
+	for id, m := range got {
+		if marks := m.in(span); len(marks) > 0 {
 			out[id] = marks
 		}
-		if keep {
-			l.held.Add(id, heldMarks{span, slices.Clone(got[id]), at})
-		}
 	}
-	l.mu.Unlock()
 	return out, nil
 }

@@ -2,6 +2,7 @@ package cache_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"sync/atomic"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/tsgate/tsgate/cache"
 	"github.com/tsgate/tsgate/tiers"
-	"github.com/tsgate/tsgate/tiers/embedded"
 )
 
 // countedLate counts the late-index reads that reach the store; hold,
@@ -35,17 +35,6 @@ func (c *countedLate) LateBucketsOf(ctx context.Context, series []string, span t
 	return c.LateIndex.LateBucketsOf(ctx, series, span)
 }
 
-// lateStore is an embedded store on clock, which expires marks.
-func lateStore(t *testing.T, clock *testClock) *embedded.Store {
-	t.Helper()
-	s, err := embedded.OpenInMemory(embedded.Options{Now: clock.Now, SweepInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
-}
-
 // Random late marks, through the cache (this gateway) and around it
 // (another gateway), between reads of random spans, one series at a time
 // and many: every read after a mark through the cache, and every read
@@ -55,7 +44,7 @@ func TestLateMarksSeeLocalMarksAtOnceAndOthersWithinTheTTL(t *testing.T) {
 	ctx := context.Background()
 	clock := &testClock{}
 	clock.Advance(1000 * time.Hour)
-	store := lateStore(t, clock)
+	store := memStore(t, clock)
 	counted := &countedLate{LateIndex: store}
 	const ttl = 2 * time.Second
 	held := cache.NewLateMarks(counted, 100, ttl, clock.Now)
@@ -107,41 +96,26 @@ func TestLateMarksSeeLocalMarksAtOnceAndOthersWithinTheTTL(t *testing.T) {
 		}
 		return out
 	}
-	lastOther := time.Time{}
-	cached := 0
-	for step := range 1000 {
-		switch op := r.IntN(20); {
-		case op < 1:
+	throughAndAround(t, r, clock, ttl, counted.reads.Load,
+		func() {
 			if err := held.MarkLate(ctx, marks()); err != nil {
 				t.Fatal(err)
 			}
-		case op < 3:
+		},
+		func() {
 			if err := store.MarkLate(ctx, marks()); err != nil {
 				t.Fatal(err)
 			}
-			lastOther = clock.Now()
-		case op < 8:
-			clock.Advance(time.Duration(r.IntN(1500)) * time.Millisecond)
-		default:
+		},
+		func() (got, want any, what string) {
 			sp := span()
-			before := counted.reads.Load()
+			// The same choice of batch or single reads on both sides.
 			seed := r.Uint64()
 			r = rand.New(rand.NewPCG(seed, 1))
-			got := ask(held, sp)
+			got = ask(held, sp)
 			r = rand.New(rand.NewPCG(seed, 1))
-			want := ask(store, sp)
-			if counted.reads.Load() == before {
-				cached++
-			}
-			if fresh := lastOther.IsZero() || clock.Now().Sub(lastOther) >= ttl; fresh && !reflect.DeepEqual(got, want) {
-				t.Fatalf("step %d, span %v: held marks\n%v\nstore's\n%v", step, sp, got, want)
-			}
-		}
-	}
-	if cached == 0 {
-		t.Fatal("no read was answered from the marks held: the test shows nothing")
-	}
-	t.Logf("%d reads answered without the store", cached)
+			return got, ask(store, sp), fmt.Sprintf("marks over %v", sp)
+		})
 }
 
 // Marks read while this gateway marks a bucket are not held: they may
@@ -150,7 +124,7 @@ func TestLateMarksDropMarksFetchedDuringALocalMark(t *testing.T) {
 	ctx := context.Background()
 	clock := &testClock{}
 	clock.Advance(1000 * time.Hour)
-	store := lateStore(t, clock)
+	store := memStore(t, clock)
 	counted := &countedLate{LateIndex: store}
 	held := cache.NewLateMarks(counted, 100, time.Minute, clock.Now)
 	day := tiers.Span{From: 0, To: 24 * tiers.Hour}

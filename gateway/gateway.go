@@ -310,8 +310,8 @@ func (w writerStore) MarkRewritten(ctx context.Context, ids []string) error {
 	return w.series.MarkRewritten(ctx, ids)
 }
 
-// SetLabels labels a series and drops its cached entry, so that local
-// reads see the labels at once.
+// SetLabels labels a series and drops its cached entry and the label
+// answers held, so that local reads see the labels at once.
 func (w writerStore) SetLabels(ctx context.Context, id string, labels tiers.Labels) error {
 	var err error
 	if w.labels != nil {

@@ -168,9 +168,15 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 	store = g.newLayouts(store, cfg, reg)
 	rc := cfg.Rollup
 	rc.Lateness = cfg.Ingest.Lateness
+	// The label answers that resolve selectors, and the late-index marks
+	// raw reads key their buckets on, held for the series TTL: other
+	// gateways' labels, late points and imports are seen within it, as
+	// their points are; this gateway's drop them through writerStore.
+	labels := cache.NewLabels(store, cfg.SeriesCacheSize, cfg.SeriesTTL, now)
+	lateMarks := cache.NewLateMarks(store, cfg.SeriesCacheSize, cfg.SeriesTTL, now)
 	// The worker marks corrected series through the series cache, so that
 	// this gateway's reads key on the new generation at once.
-	g.Rollups = rollup.New(writerStore{Store: store, series: g.Series}, cfg.Pyramid, cfg.Query.Scan, rc, now, log, rollup.NewMetrics(reg))
+	g.Rollups = rollup.New(writerStore{store, g.Series, labels, lateMarks}, cfg.Pyramid, cfg.Query.Scan, rc, now, log, rollup.NewMetrics(reg))
 	// The sealer works on the store itself: sealing is neither a read nor
 	// a write of the paths the wrappers count.
 	if ss, ok := g.Store.(seal.Store); ok {
@@ -227,14 +233,6 @@ func New(ctx context.Context, store tiers.Store, cfg Config, opts Options) (*Gat
 	}
 	g.Metrics = inst.HTTP
 	g.PromMetrics = promapi.NewMetrics(reg)
-	// The label answers that resolve selectors, held for the series TTL
-	// (other gateways' labels are seen within it); this gateway's label
-	// writes drop them through writerStore.
-	labels := cache.NewLabels(store, cfg.SeriesCacheSize, cfg.SeriesTTL, now)
-	// So are the late-index marks raw reads key their buckets on: this
-	// gateway's late points and imports drop them through writerStore,
-	// other gateways' are seen within the TTL, as their points are.
-	lateMarks := cache.NewLateMarks(store, cfg.SeriesCacheSize, cfg.SeriesTTL, now)
 	engine := query.New(query.Deps{
 		Store: newEngineStore(reader, lateMarks, g.Layouts.Guard(g.Series), buckets), Pyramid: cfg.Pyramid,
 		Watermarks: g.Rollups, Signer: signer, Results: results, Now: now,
@@ -298,8 +296,8 @@ func newEngineStore(r tiers.PartitionReader, late lateIndex, series layouts.Guar
 type writerStore struct {
 	tiers.Store
 	series    *cache.Series
-	labels    *cache.Labels    // nil: none held
-	lateMarks *cache.LateMarks // nil: none held
+	labels    *cache.Labels
+	lateMarks *cache.LateMarks
 }
 
 func (w writerStore) NoteSeries(ctx context.Context, spans []tiers.SeriesInfo) error {
@@ -313,22 +311,14 @@ func (w writerStore) MarkRewritten(ctx context.Context, ids []string) error {
 // SetLabels labels a series and drops its cached entry and the label
 // answers held, so that local reads see the labels at once.
 func (w writerStore) SetLabels(ctx context.Context, id string, labels tiers.Labels) error {
-	var err error
-	if w.labels != nil {
-		err = w.labels.SetLabels(ctx, id, labels)
-	} else {
-		err = w.Store.SetLabels(ctx, id, labels)
-	}
+	err := w.labels.SetLabels(ctx, id, labels)
 	w.series.Invalidate(id)
 	return err
 }
 
 // MarkLate marks late buckets and drops the marks held of their series.
 func (w writerStore) MarkLate(ctx context.Context, marks []tiers.LateMark) error {
-	if w.lateMarks != nil {
-		return w.lateMarks.MarkLate(ctx, marks)
-	}
-	return w.Store.MarkLate(ctx, marks)
+	return w.lateMarks.MarkLate(ctx, marks)
 }
 
 // indexStore is what the index reads: the store's label index and

@@ -28,12 +28,10 @@ func AppendFloat(b []byte, f float64) []byte {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return append(b, "null"...)
 	}
-	abs := math.Abs(f)
-	if abs < 1e11 && abs >= 1e-4 || f == 0 {
-		if out, ok := appendShortDecimal(b, f); ok {
-			return out
-		}
+	if out, ok := appendShortDecimal(b, f); ok {
+		return out
 	}
+	abs := math.Abs(f)
 	format := byte('f')
 	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		format = 'e'
@@ -55,10 +53,8 @@ func AppendFloat(b []byte, f float64) []byte {
 // Prometheus' API writes sample values — by the short-decimal path when
 // it applies.
 func AppendFloatF(b []byte, f float64) []byte {
-	if abs := math.Abs(f); abs < 1e11 && abs >= 1e-4 || f == 0 {
-		if out, ok := appendShortDecimal(b, f); ok {
-			return out
-		}
+	if out, ok := appendShortDecimal(b, f); ok {
+		return out
 	}
 	return strconv.AppendFloat(b, f, 'f', -1, 64)
 }
@@ -69,8 +65,12 @@ func AppendFloatF(b []byte, f float64) []byte {
 // is the correctly rounded quotient of two exact values, which is what
 // parsing the decimal m·10⁻⁴ yields, so equality with f means those digits
 // round-trip; dropping m's trailing zeros then gives the shortest digits, as
-// strconv would. |f| < 1e11 keeps m exact.
+// strconv would. |f| < 1e11 keeps m exact; under 1e-4 only 0 has four
+// decimals.
 func appendShortDecimal(b []byte, f float64) ([]byte, bool) {
+	if abs := math.Abs(f); !(abs < 1e11 && abs >= 1e-4 || f == 0) {
+		return b, false
+	}
 	m := math.Round(f * 1e4)
 	if m/1e4 != f {
 		return b, false

@@ -44,7 +44,7 @@ func newHeld[K comparable, V any](size int, ttl time.Duration, now func() time.T
 // it then holds.
 func (h *held[K, V]) one(k K, usable func(V) bool, fetch func() (V, error)) (V, error) {
 	h.mu.Lock()
-	if e, ok := h.lru.Get(k); ok && h.fresh(e) && usable(e.v) {
+	if e, ok := h.lru.Get(k); ok && h.fresh(e, h.now()) && usable(e.v) {
 		h.mu.Unlock()
 		return e.v, nil
 	}
@@ -64,9 +64,10 @@ func (h *held[K, V]) one(k K, usable func(V) bool, fetch func() (V, error)) (V, 
 func (h *held[K, V]) many(keys []K, usable func(V) bool, fetch func([]K) (map[K]V, error)) (map[K]V, error) {
 	out := make(map[K]V, len(keys))
 	var misses []K
+	now := h.now()
 	h.mu.Lock()
 	for _, k := range keys {
-		if e, ok := h.lru.Get(k); ok && h.fresh(e) && usable(e.v) {
+		if e, ok := h.lru.Get(k); ok && h.fresh(e, now) && usable(e.v) {
 			out[k] = e.v
 		} else {
 			misses = append(misses, k)
@@ -77,19 +78,18 @@ func (h *held[K, V]) many(keys []K, usable func(V) bool, fetch func([]K) (map[K]
 	if len(misses) == 0 {
 		return out, nil
 	}
-	at := h.now()
 	got, err := fetch(misses)
 	if err != nil {
 		return nil, err
 	}
-	h.keep(epoch, at, got)
+	h.keep(epoch, now, got)
 	for k, v := range got {
 		out[k] = v
 	}
 	return out, nil
 }
 
-func (h *held[K, V]) fresh(e heldValue[V]) bool { return h.now().Sub(e.at) < h.ttl }
+func (h *held[K, V]) fresh(e heldValue[V], now time.Time) bool { return now.Sub(e.at) < h.ttl }
 
 // keep holds the values fetched at under epoch, unless an invalidation
 // ran since.
